@@ -1,0 +1,59 @@
+# Two commands set everything up on a fresh machine: `make html` and `make test`.
+# Everything else is optional. The builder's venv is .venv; framework venvs live in
+# ~/.cache/tabbook/venvs, keyed by their lock files, and are created on demand.
+
+PY        ?= python3.11
+VENV      := .venv
+VPY       := $(VENV)/bin/python
+TB        := $(VPY) -m tabbook
+BUILDER_STAMP := $(VENV)/.installed-$(shell sha256sum envs/builder.txt 2>/dev/null | cut -c1-12)
+export TF_CPP_MIN_LOG_LEVEL := 2
+
+.PHONY: html test check lib envs clean serve unit freeze-check exec-check lint
+
+html: $(BUILDER_STAMP)
+	$(TB) build $(if $(FORCE),--force)
+	@echo "site: build/html/index.html"
+
+$(BUILDER_STAMP): envs/builder.txt
+	@test -x $(VPY) || $(PY) -m venv $(VENV)
+	$(VPY) -m pip install --quiet --disable-pip-version-check -r envs/builder.txt
+	@rm -f $(VENV)/.installed-* && touch $@
+
+envs: $(BUILDER_STAMP)
+	$(TB) envs
+
+check: $(BUILDER_STAMP)
+	$(TB) check
+
+lib: $(BUILDER_STAMP)
+	$(VPY) -m tabbook.library
+
+lint: $(BUILDER_STAMP)
+	$(VPY) -m ruff check .
+
+unit: $(BUILDER_STAMP)
+	$(VPY) -m pytest -q tests
+
+# The committed freeze store must match the sources (no stale or missing entry),
+# and the committed d2l/ must be what `make lib` generates.
+freeze-check: $(BUILDER_STAMP)
+	$(VPY) -m tabbook.library --check
+	$(TB) build --frozen --no-render
+
+# Execute the whole book in every framework into a throw-away store, so committed
+# outputs can never hide code that no longer runs.
+exec-check: $(BUILDER_STAMP)
+	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+	$(TB) build --force --no-render --freeze-dir $$tmp
+
+test: lint unit freeze-check exec-check
+	$(TB) build --frozen
+	@echo "make test: all checks passed"
+
+serve: $(BUILDER_STAMP)
+	$(TB) build
+	$(VPY) -m http.server -d build/html 8000
+
+clean:
+	rm -rf build

@@ -1,0 +1,134 @@
+"""The book's configuration: ``config.ini`` read once into frozen, typed objects.
+
+d2lbook passed raw INI strings around and mutated them per tab; here every
+value is parsed and validated in one place, and the rest of the builder only
+ever sees a :class:`Config`.
+"""
+
+from __future__ import annotations
+
+import configparser
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import BookError
+
+
+@dataclass(frozen=True)
+class Framework:
+    """One code tab and the environment its code runs in."""
+
+    name: str  # tab name used in the Markdown, e.g. "pytorch"
+    label: str  # shown on the tab, e.g. "PyTorch"
+    module: str  # generated library module: d2l/<module>.py
+    import_name: str  # the package whose version is recorded, e.g. "torch"
+    requirements: Path | None  # pinned requirements (None: use the builder's own Python)
+    constraints: Path | None
+    python: str  # "3.11", or "current" for the builder's interpreter (tests)
+
+    @property
+    def kernel_name(self) -> str:
+        return f"tabbook-{self.name}"
+
+
+@dataclass(frozen=True)
+class Config:
+    root: Path
+    name: str
+    title: str
+    author: str
+    version: str
+    repository: str
+    index: Path
+    tabs: tuple[str, ...]
+    default_tab: str
+    cell_timeout: int
+    freeze_dir: Path
+    library_dir: Path
+    frameworks: dict[str, Framework] = field(default_factory=dict)
+
+    @property
+    def build_dir(self) -> Path:
+        return self.root / "build"
+
+    def framework(self, name: str) -> Framework:
+        return self.frameworks[name]
+
+    def rel(self, path: Path) -> str:
+        """A path as users see it in messages: relative to the book root."""
+        try:
+            return str(path.resolve().relative_to(self.root.resolve()))
+        except ValueError:
+            return str(path)
+
+
+def _split_list(value: str) -> tuple[str, ...]:
+    return tuple(v.strip() for v in value.split(",") if v.strip())
+
+
+def load_config(root: Path) -> Config:
+    """Read ``root/config.ini``; every problem is a :class:`BookError` naming the file."""
+    root = root.resolve()
+    path = root / "config.ini"
+    if not path.is_file():
+        raise BookError("no config.ini here; run from the book's root", str(path))
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read(path, encoding="utf-8")
+    except configparser.Error as exc:
+        raise BookError(f"cannot parse: {exc}", "config.ini") from exc
+
+    def get(section: str, key: str, default: str | None = None) -> str:
+        if parser.has_option(section, key):
+            return parser.get(section, key).strip()
+        if default is None:
+            raise BookError(f"missing [{section}] {key}", "config.ini")
+        return default
+
+    tabs = _split_list(get("build", "tabs"))
+    if not tabs:
+        raise BookError("[build] tabs is empty", "config.ini")
+    default_tab = get("build", "default_tab", tabs[0])
+    if default_tab not in tabs:
+        raise BookError(f"default_tab {default_tab!r} is not one of tabs {list(tabs)}", "config.ini")
+    frameworks: dict[str, Framework] = {}
+    for tab in tabs:
+        section = f"framework:{tab}"
+        if not parser.has_section(section):
+            raise BookError(f"tab {tab!r} has no [{section}] section", "config.ini")
+        req = get(section, "requirements", "")
+        con = get(section, "constraints", "")
+        python = get(section, "python", "3.11")
+        if not req and python != "current":
+            raise BookError(f"[{section}] needs requirements (or python = current)", "config.ini")
+        for p in (req, con):
+            if p and not (root / p).is_file():
+                raise BookError(f"[{section}] file {p} does not exist", "config.ini")
+        frameworks[tab] = Framework(
+            name=tab,
+            label=get(section, "label", tab),
+            module=get(section, "module", tab),
+            import_name=get(section, "import", tab),
+            requirements=(root / req) if req else None,
+            constraints=(root / con) if con else None,
+            python=python,
+        )
+    try:
+        timeout = int(get("build", "cell_timeout", "600"))
+    except ValueError as exc:
+        raise BookError("[build] cell_timeout must be an integer (seconds)", "config.ini") from exc
+    return Config(
+        root=root,
+        name=get("project", "name"),
+        title=get("project", "title"),
+        author=get("project", "author", ""),
+        version=get("project", "version", "0.0.0"),
+        repository=get("project", "repository", ""),
+        index=root / get("build", "index", "index.md"),
+        tabs=tabs,
+        default_tab=default_tab,
+        cell_timeout=timeout,
+        freeze_dir=root / get("build", "freeze_dir", "_freeze"),
+        library_dir=root / get("build", "library_dir", "d2l"),
+        frameworks=frameworks,
+    )

@@ -1,0 +1,175 @@
+"""Per-framework virtual environments and their project-local Jupyter kernels.
+
+Each framework's venv lives in a per-user cache keyed by a hash of its lock
+files and Python version (as pre-commit and uv do), so fresh clones and CI
+runs on the same machine reuse gigabytes of installs. A venv is usable only
+once its completion marker exists: an interrupted install is wiped and redone.
+Kernelspecs are written under ``build/jupyter`` and found through
+``JUPYTER_PATH``; nothing is ever registered in the user's Jupyter dirs.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from .config import Config, Framework
+from .errors import BookError
+
+MARKER = ".tabbook-complete"
+
+
+@dataclass(frozen=True)
+class Env:
+    framework: str
+    python: Path  # interpreter that runs the kernel
+    lock_hash: str  # what the freeze key records about the environment
+
+
+def cache_root() -> Path:
+    if os.environ.get("TABBOOK_CACHE"):
+        return Path(os.environ["TABBOOK_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME")
+    return (Path(base) if base else Path.home() / ".cache") / "tabbook"
+
+
+def find_python(version: str) -> Path:
+    """The interpreter for ``version`` ("3.11"), or the builder's own for "current"."""
+    if version == "current":
+        return Path(sys.executable)
+    found = shutil.which(f"python{version}")
+    if found:
+        return Path(found)
+    pyenv = sorted(glob.glob(f"{Path.home()}/.pyenv/versions/{version}.*/bin/python{version}"))
+    if pyenv:
+        return Path(pyenv[-1])
+    raise BookError(f"Python {version} is not installed (needed by config.ini)", "config.ini")
+
+
+def _python_version(python: Path) -> str:
+    out = subprocess.run(
+        [str(python), "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"],
+        check=True, capture_output=True, text=True,
+    )
+    return out.stdout.strip()
+
+
+def lock_hash(fw: Framework) -> str:
+    """Hash of everything that decides what the venv contains."""
+    h = hashlib.sha256()
+    for path in (fw.requirements, fw.constraints):
+        h.update(path.read_bytes() if path else b"-")
+        h.update(b"\0")
+    h.update(fw.python.encode())
+    return h.hexdigest()[:16]
+
+
+def venv_dir(fw: Framework) -> Path:
+    return cache_root() / "venvs" / f"{fw.name}-{lock_hash(fw)}"
+
+
+def ensure_env(config: Config, fw: Framework, create: bool = True, log=print) -> Env:
+    """Return the framework's env, creating and installing it when missing."""
+    if fw.python == "current":
+        return Env(fw.name, Path(sys.executable), lock_hash(fw))
+    target = venv_dir(fw)
+    python = target / "bin" / "python"
+    if not (target / MARKER).is_file():
+        if not create:
+            raise BookError(
+                f"the {fw.name} environment is not installed; run `make envs` or `make html`",
+                config.rel(fw.requirements) if fw.requirements else "config.ini",
+            )
+        if target.exists():
+            log(f"[env] {fw.name}: removing incomplete environment {target}")
+            shutil.rmtree(target)
+        base = find_python(fw.python)
+        log(f"[env] {fw.name}: creating {target} (Python {_python_version(base)})")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run([str(base), "-m", "venv", str(target)], check=True)
+        pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+        if fw.constraints:
+            pip += ["-c", str(fw.constraints)]
+        assert fw.requirements is not None
+        try:
+            subprocess.run(pip + ["-r", str(fw.requirements)], check=True)
+        except subprocess.CalledProcessError as exc:
+            raise BookError(
+                f"installing the {fw.name} environment failed (pip exit {exc.returncode})",
+                config.rel(fw.requirements),
+            ) from exc
+        (target / MARKER).write_text(_python_version(python) + "\n")
+    return Env(fw.name, python, lock_hash(fw))
+
+
+def check_env(config: Config, fw: Framework, env: Env) -> str:
+    """Import the framework in its env; return its version or raise a clear error."""
+    code = f"import {fw.import_name} as m; print(getattr(m, '__version__', '?'))"
+    proc = subprocess.run(
+        [str(env.python), "-c", code], capture_output=True, text=True,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
+    )
+    if proc.returncode != 0:
+        tail = "\n".join(proc.stderr.strip().splitlines()[-5:])
+        where = config.rel(fw.requirements) if fw.requirements else "config.ini"
+        raise BookError(f"the {fw.name} environment cannot import {fw.import_name}:\n{tail}", where)
+    return proc.stdout.strip().splitlines()[-1]
+
+
+def jupyter_dir(config: Config) -> Path:
+    return config.build_dir / "jupyter"
+
+
+def pylib_dir(config: Config) -> Path:
+    """A folder holding only a link to the generated ``d2l`` package, put on PYTHONPATH."""
+    return config.build_dir / "pylib"
+
+
+def write_kernelspec(config: Config, fw: Framework, env: Env) -> None:
+    """Write the project-local kernelspec for ``fw`` (never into ~/.local)."""
+    lib = pylib_dir(config)
+    lib.mkdir(parents=True, exist_ok=True)
+    link = lib / config.library_dir.name
+    if not link.exists():
+        link.symlink_to(config.library_dir.resolve(), target_is_directory=True)
+    spec_dir = jupyter_dir(config) / "kernels" / fw.kernel_name
+    spec_dir.mkdir(parents=True, exist_ok=True)
+    spec = {
+        "argv": [str(env.python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": f"{fw.label} (tabbook)",
+        "language": "python",
+        "env": {
+            "PYTHONPATH": str(lib.resolve()),
+            "TF_CPP_MIN_LOG_LEVEL": "2",
+            "MPLBACKEND": "module://matplotlib_inline.backend_inline",
+            "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+        },
+        "metadata": {"tabbook": {"framework": fw.name}},
+    }
+    tmp = spec_dir / "kernel.json.tmp"
+    tmp.write_text(json.dumps(spec, indent=1))
+    tmp.replace(spec_dir / "kernel.json")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m tabbook.envs [fw ...]``: create the environments (used by `make envs`)."""
+    from .config import load_config
+
+    config = load_config(Path.cwd())
+    names = argv if argv else list(config.tabs)
+    for name in names:
+        fw = config.framework(name)
+        env = ensure_env(config, fw)
+        print(f"[env] {name}: {fw.import_name} {check_env(config, fw, env)} at {env.python}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,35 @@
+"""Typed errors that carry the Markdown file and line a user has to fix."""
+
+from __future__ import annotations
+
+
+class BookError(Exception):
+    """An error the book's author (or the build's user) can act on.
+
+    ``str(err)`` is ``path:LINE: message`` so editors and CI logs can jump to
+    the offending line.
+    """
+
+    def __init__(self, message: str, path: str | None = None, line: int | None = None):
+        self.message = message
+        self.path = path
+        self.line = line
+        super().__init__(self.location_message())
+
+    def location_message(self) -> str:
+        if self.path is None:
+            return self.message
+        if self.line is None:
+            return f"{self.path}: {self.message}"
+        return f"{self.path}:{self.line}: {self.message}"
+
+
+class BookErrors(BookError):
+    """Several independent problems, reported together in one run."""
+
+    def __init__(self, errors: list[BookError]):
+        self.errors = errors
+        super().__init__("\n".join(e.location_message() for e in errors))
+
+    def location_message(self) -> str:  # noqa: D102 - same contract as parent
+        return "\n".join(e.location_message() for e in getattr(self, "errors", []))

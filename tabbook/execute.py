@@ -1,0 +1,190 @@
+"""Stage 4, execute: a framework's notebook → executed notebook, in its own kernel.
+
+Each (section, framework) unit runs in a worker subprocess (``tabbook.worker``)
+that drives nbclient; the parent only schedules, shows progress and collects
+results. A failure is data (:class:`UnitResult` with ``error``), never an
+exception thrown across the pool, so other units' results are kept. Workers
+run in their own process groups: on Ctrl-C or SIGTERM the parent kills them
+and their kernels, and nothing half-written reaches the freeze store.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .split import FrameworkCell
+
+NBFORMAT = {"nbformat": 4, "nbformat_minor": 5}
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One (section, framework) execution."""
+
+    section: str  # chapter_gpus/devices.md
+    framework: str
+    cells: tuple[FrameworkCell, ...]
+    kernel_name: str
+    import_name: str
+    cwd: Path
+    timeout: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.section} [{self.framework}]"
+
+
+@dataclass
+class UnitResult:
+    unit: Unit
+    notebook: dict[str, Any] | None = None
+    error: str | None = None  # "file.md:LINE: ..." plus traceback
+    seconds: float = 0.0
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def build_notebook(unit: Unit) -> dict[str, Any]:
+    """The nbformat-4 notebook the kernel runs: the unit's code cells only."""
+    cells = []
+    for fc in unit.cells:
+        cells.append({
+            "cell_type": "code",
+            "id": f"c{fc.index}",
+            "metadata": {
+                "tags": list(fc.tags),
+                "tabbook": {"index": fc.index, "line": fc.cell.line, "raises": fc.cell.raises},
+            },
+            "source": fc.source,
+            "outputs": [],
+            "execution_count": None,
+        })
+    return {
+        **NBFORMAT,
+        "metadata": {
+            "kernelspec": {"name": unit.kernel_name, "display_name": unit.kernel_name, "language": "python"},
+            "language_info": {"name": "python"},
+        },
+        "cells": cells,
+    }
+
+
+Progress = Callable[[str], None]
+
+
+class Runner:
+    """Runs units in parallel worker processes, up to ``jobs`` at a time."""
+
+    def __init__(self, jobs: int, env: dict[str, str], progress: Progress = print):
+        self.jobs = max(1, jobs)
+        self.env = env
+        self.progress = progress
+        self._procs: set[subprocess.Popen] = set()
+        self._lock = threading.Lock()
+        self._done = 0
+        self._running: list[str] = []
+        self._total = 0
+        self._stopping = False
+
+    def _report(self, event: str, unit: Unit, extra: str = "") -> None:
+        with self._lock:
+            if event == "start":
+                self._running.append(unit.name)
+            else:
+                self._running.remove(unit.name)
+                self._done += 1
+            running = ", ".join(self._running) or "-"
+            self.progress(
+                f"[exec {self._done}/{self._total}] {event:5} {unit.name}{extra}  (running: {running})"
+            )
+
+    def _run_one(self, unit: Unit) -> UnitResult:
+        if self._stopping:
+            return UnitResult(unit, error=f"{unit.section}: not run (build interrupted)")
+        self._report("start", unit)
+        t0 = time.monotonic()
+        with tempfile.TemporaryDirectory(prefix="tabbook-unit-") as tmp:
+            job = Path(tmp) / "job.json"
+            out = Path(tmp) / "result.json"
+            job.write_text(json.dumps({
+                "notebook": build_notebook(unit),
+                "kernel_name": unit.kernel_name,
+                "import_name": unit.import_name,
+                "cwd": str(unit.cwd),
+                "timeout": unit.timeout,
+                "section": unit.section,
+                "framework": unit.framework,
+            }))
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "tabbook.worker", str(job), str(out)],
+                env=self.env, start_new_session=True,
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            )
+            with self._lock:
+                self._procs.add(proc)
+            log, _ = proc.communicate()
+            with self._lock:
+                self._procs.discard(proc)
+            seconds = time.monotonic() - t0
+            result = UnitResult(unit, seconds=seconds)
+            if out.is_file():
+                data = json.loads(out.read_text())
+                result.notebook = data.get("notebook")
+                result.error = data.get("error")
+                result.provenance = data.get("provenance", {})
+            else:
+                tail = "\n".join((log or "").strip().splitlines()[-20:])
+                why = "interrupted" if self._stopping else f"worker exited with {proc.returncode}"
+                result.error = f"{unit.section}: [{unit.framework}] execution {why}\n{tail}"
+        status = "ok" if result.ok else "FAIL"
+        self._report("done", unit, f" {status} {seconds:.1f}s")
+        return result
+
+    def run(self, units: list[Unit]) -> list[UnitResult]:
+        self._total = len(units)
+        if not units:
+            return []
+        pool = ThreadPoolExecutor(max_workers=self.jobs)
+        futures = [pool.submit(self._run_one, u) for u in units]
+        try:
+            return [f.result() for f in futures]
+        except BaseException:
+            self.stop()
+            raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def stop(self) -> None:
+        """Kill every worker process group (worker + its kernel)."""
+        self._stopping = True
+        with self._lock:
+            procs = list(self._procs)
+        for proc in procs:
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + 5
+        for proc in procs:
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass

@@ -1,0 +1,51 @@
+"""Default Sphinx settings for a tabbook book, derived from its config.ini.
+
+A book's ``conf.py`` does ``globals().update(sphinx_settings(ROOT))`` and may
+override anything after that line; keeping the defaults here lets test
+fixture books and the real book share one configuration.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .config import load_config
+
+
+def sphinx_settings(root: Path) -> dict[str, Any]:
+    book = load_config(root)
+    bib = root / "references.bib"
+    extensions = ["myst_nb", "sphinx_design", "tabbook.sphinx_ext"]
+    if bib.is_file():
+        extensions.insert(2, "sphinxcontrib.bibtex")
+    return {
+        "project": book.title,
+        "author": book.author,
+        "version": book.version,
+        "release": book.version,
+        "copyright": f"2026, {book.author}",
+        "extensions": extensions,
+        # Outputs come from the freeze store; Sphinx never executes anything.
+        "nb_execution_mode": "off",
+        "nb_merge_streams": True,
+        "myst_enable_extensions": ["dollarmath", "amsmath", "colon_fence"],
+        "myst_heading_anchors": 3,
+        "numfig": True,
+        "numfig_format": {"figure": "Figure %s", "table": "Table %s",
+                          "code-block": "Listing %s", "section": "Section %s"},
+        "math_numfig": True,
+        "math_eqref_format": "({number})",
+        "bibtex_bibfiles": ["references.bib"] if bib.is_file() else [],
+        "bibtex_reference_style": "author_year",
+        "exclude_patterns": ["**.ipynb_checkpoints"],
+        "html_theme": "furo",
+        "html_title": book.title,
+        "html_static_path": [str(root / "static")] if (root / "static").is_dir() else [],
+        "html_copy_source": False,
+        "html_show_sourcelink": False,
+        "tabbook_tabs": list(book.tabs),
+        "tabbook_labels": {name: fw.label for name, fw in book.frameworks.items()},
+        "tabbook_framework": book.default_tab,
+        "suppress_warnings": ["mystnb.unknown_mime_type"],
+    }

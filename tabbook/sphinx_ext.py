@@ -1,0 +1,116 @@
+"""Stage 6, render: a Sphinx extension grouping framework cells into tab sets.
+
+A post-transform (priority 150: after myst-nb's mime selection and reference
+resolution, before sphinx-design's HTML tab transform at 200) finds runs of
+sibling nodes marked ``tabbook-run-<n>`` and ``tabbook-fw-<name>`` and
+replaces each run with the format-neutral tab-set nodes sphinx-design's own
+directives build. sphinx-design then makes HTML radio tabs, synced by
+framework name (group ``tab``, so ``?tab=jax`` and localStorage work). For
+LaTeX (one PDF per framework) the same transform keeps only the contents of
+``tabbook_framework`` and drops the tab structure altogether.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from docutils import nodes
+from sphinx.application import Sphinx
+from sphinx.transforms.post_transforms import SphinxPostTransform
+
+FW_PREFIX = "tabbook-fw-"
+RUN_PREFIX = "tabbook-run-"
+SYNC_GROUP = "tab"
+
+
+def _marks(node: nodes.Node) -> tuple[str, str] | None:
+    """(run, framework) of a node produced by the merge stage, else None."""
+    if not isinstance(node, nodes.Element):
+        return None
+    run = fw = None
+    for cls in node.get("classes", []):
+        name = cls[4:] if cls.startswith("tag_") else cls
+        if name.startswith(RUN_PREFIX):
+            run = name[len(RUN_PREFIX):]
+        elif name.startswith(FW_PREFIX):
+            fw = name[len(FW_PREFIX):]
+    return (run, fw) if run is not None and fw is not None else None
+
+
+def _runs(parent: nodes.Element) -> list[list[nodes.Element]]:
+    """Maximal runs of consecutive children sharing one run id."""
+    runs: list[list[nodes.Element]] = []
+    current: list[nodes.Element] = []
+    current_id = None
+    for child in list(parent.children):
+        marks = _marks(child)
+        if marks is not None and marks[0] == current_id:
+            current.append(child)  # type: ignore[arg-type]
+            continue
+        if current:
+            runs.append(current)
+        current, current_id = ([child], marks[0]) if marks else ([], None)  # type: ignore[list-item]
+    if current:
+        runs.append(current)
+    return runs
+
+
+def _tab_set(run: list[nodes.Element], order: list[str], labels: dict[str, str]) -> nodes.Element:
+    from sphinx_design.shared import create_component
+
+    by_fw: dict[str, list[nodes.Element]] = {}
+    for node in run:
+        by_fw.setdefault(_marks(node)[1], []).append(node)  # type: ignore[index]
+    names = [fw for fw in order if fw in by_fw] + [fw for fw in by_fw if fw not in order]
+    tab_set = create_component("tab-set", classes=["sd-tab-set", "tabbook-tabs"])
+    tab_set.source, tab_set.line = run[0].source, run[0].line
+    for fw in names:
+        label = nodes.rubric(labels.get(fw, fw), nodes.Text(labels.get(fw, fw)), classes=["sd-tab-label"])
+        label["sync_group"] = SYNC_GROUP
+        label["sync_id"] = fw
+        content = create_component("tab-content", classes=["sd-tab-content"], children=by_fw[fw])
+        item = create_component("tab-item", classes=["sd-tab-item"], children=[label, content])
+        tab_set += item
+    return tab_set
+
+
+class GroupFrameworkTabs(SphinxPostTransform):
+    default_priority = 150
+
+    def run(self, **kwargs: Any) -> None:
+        config = self.app.config
+        order = list(config.tabbook_tabs)
+        labels = dict(config.tabbook_labels)
+        only = config.tabbook_framework if self.app.builder.format != "html" else None
+        parents = {id(n.parent): n.parent for n in self.document.findall(nodes.Element)
+                   if _marks(n) is not None and n.parent is not None}
+        for parent in parents.values():
+            for run in _runs(parent):
+                if only:
+                    for node in run:
+                        if _marks(node)[1] != only:  # type: ignore[index]
+                            parent.remove(node)
+                    continue
+                at = parent.index(run[0])
+                for node in run:
+                    parent.remove(node)
+                parent.insert(at, _tab_set(run, order, labels))
+
+
+def _add_static(app: Sphinx) -> None:
+    """Ship the extension's own CSS/JS, whatever the book's html_static_path says."""
+    static = str(Path(__file__).resolve().parent / "static")
+    if static not in app.config.html_static_path:
+        app.config.html_static_path.append(static)
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    app.add_config_value("tabbook_tabs", [], "env")
+    app.add_config_value("tabbook_labels", {}, "env")
+    app.add_config_value("tabbook_framework", "", "env")
+    app.add_post_transform(GroupFrameworkTabs)
+    app.connect("builder-inited", _add_static)
+    app.add_css_file("tabbook.css")
+    app.add_js_file("tabbook.js")
+    return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

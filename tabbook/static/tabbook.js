@@ -1,0 +1,1 @@
+// tabbook: nothing needed yet beyond sphinx-design's own tab syncing.

@@ -1,0 +1,159 @@
+"""Execute one (section, framework) notebook with nbclient; run as a subprocess.
+
+``python -m tabbook.worker job.json result.json``. The result file is written
+only at the end (atomically), holding the executed notebook or an error naming
+``file.md:LINE`` of the failing cell. SIGTERM becomes KeyboardInterrupt so that
+nbclient's context manager shuts the kernel down before the worker exits.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import signal
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+PROBE = r'''
+import json as _j, importlib as _il, platform as _pl
+_info = {"python": _pl.python_version()}
+try:
+    _m = _il.import_module(%(mod)r)
+    _info["framework_version"] = getattr(_m, "__version__", "?")
+except Exception as _e:  # the framework may not even import; record why
+    _info["framework_version"] = "unavailable: %%s" %% _e
+_gpus = []
+try:
+    if %(mod)r == "torch":
+        import torch as _t
+        _gpus = [_t.cuda.get_device_name(_i) for _i in range(_t.cuda.device_count())]
+    elif %(mod)r == "jax":
+        import jax as _x
+        _gpus = [_d.device_kind for _d in _x.devices() if _d.platform == "gpu"]
+    elif %(mod)r == "tensorflow":
+        import tensorflow as _tf
+        _gpus = [_tf.config.experimental.get_device_details(_d).get("device_name", _d.name)
+                 for _d in _tf.config.list_physical_devices("GPU")]
+    elif %(mod)r == "mxnet":
+        import mxnet as _mx
+        _gpus = ["GPU %%d" %% _i for _i in range(_mx.context.num_gpus())]
+except Exception as _e:  # a probe must never fail the build
+    _gpus = []
+_info["gpus"] = _gpus
+print("TABBOOK-PROBE " + _j.dumps(_info))
+'''
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _strip_ansi(text: str) -> str:
+    import re
+
+    return re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", text)
+
+
+def _error_outputs(cell: dict[str, Any]) -> list[dict[str, Any]]:
+    return [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+
+
+def _where(job: dict[str, Any], cell: dict[str, Any] | None) -> str:
+    if cell is None:
+        return job["section"]
+    return f"{job['section']}:{cell['metadata']['tabbook']['line']}"
+
+
+def run(job: dict[str, Any]) -> dict[str, Any]:
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+
+    nb = nbformat.from_dict(job["notebook"])
+    n_cells = len(nb.cells)
+    nb.cells.append(nbformat.v4.new_code_cell(PROBE % {"mod": job["import_name"]}))
+    current: dict[str, Any] = {"index": None}
+
+    def on_cell_start(cell: Any, cell_index: int) -> None:
+        current["index"] = cell_index
+
+    client = NotebookClient(
+        nb, timeout=job["timeout"], kernel_name=job["kernel_name"],
+        resources={"metadata": {"path": job["cwd"]}}, allow_errors=False,
+        record_timing=False, on_cell_start=on_cell_start, interrupt_on_timeout=False,
+    )
+    fw = job["framework"]
+
+    def failing_cell() -> dict[str, Any] | None:
+        i = current["index"]
+        return nb.cells[i] if i is not None and i < n_cells else None
+
+    try:
+        client.execute()
+    except CellTimeoutError:
+        return {"error": f"{_where(job, failing_cell())}: [{fw}] cell exceeded the {job['timeout']} s timeout"}
+    except DeadKernelError as exc:
+        return {"error": f"{_where(job, failing_cell())}: [{fw}] the kernel died while running this cell ({exc})"}
+    except CellExecutionError as exc:
+        return {"error": f"{_where(job, failing_cell())}: [{fw}] unexpected error:\n{_strip_ansi(str(exc))}"}
+    except RuntimeError as exc:
+        return {"error": f"{job['section']}: [{fw}] kernel {job['kernel_name']} failed to start or run: {exc}"}
+    probe = nb.cells.pop()
+    info: dict[str, Any] = {}
+    for out in probe.get("outputs", []):
+        for line in out.get("text", "").splitlines():
+            if line.startswith("TABBOOK-PROBE "):
+                info = json.loads(line[len("TABBOOK-PROBE "):])
+    for cell in nb.cells:
+        meta = cell["metadata"]["tabbook"]
+        expected = meta.get("raises")
+        errors = _error_outputs(cell)
+        if expected is None:
+            continue
+        if not errors:
+            what = expected or "an exception"
+            return {"error": f"{_where(job, cell)}: [{fw}] cell is marked #@raises {what} but did not raise"}
+        got = errors[0].get("ename", "")
+        if expected and got != expected and not got.endswith("." + expected):
+            return {"error": f"{_where(job, cell)}: [{fw}] cell raised {got}, but is marked #@raises {expected}"}
+    for cell in nb.cells:
+        cell.get("metadata", {}).pop("execution", None)
+    gpus = info.get("gpus", [])
+    provenance = {
+        "framework": fw,
+        "framework_version": info.get("framework_version", "?"),
+        "python": info.get("python", "?"),
+        "cpu": cpu_model(),
+        "gpus": gpus,
+        "device": (f"{len(gpus)}× {gpus[0]}" if gpus else "CPU only"),
+        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
+        "host_platform": platform.platform(terse=True),
+    }
+    return {"notebook": dict(nb), "provenance": provenance}
+
+
+def _raise_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str]) -> int:
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    job = json.loads(Path(argv[0]).read_text())
+    result = run(job)
+    tmp = Path(argv[1] + ".tmp")
+    tmp.write_text(json.dumps(result, default=str))
+    os.replace(tmp, argv[1])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
