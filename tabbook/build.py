@@ -221,6 +221,9 @@ def merge_stage(
         else:
             doc = merge_section(section, {}, config.tabs, labels)
             text = "\n\n".join(c["source"] for c in doc["cells"])
+            if config.root / section.path == config.index and extra_pages:
+                pages = "\n".join(p[:-3] for p in extra_pages)
+                text += f"\n\n```{{toctree}}\n:caption: Appendix\n:maxdepth: 1\n\n{pages}\n```"
             _write_if_changed(src / f"{stem}.md", text + "\n")
             wanted.add(src / f"{stem}.md")
     for rel, text in (extra_pages or {}).items():
@@ -276,6 +279,11 @@ def build(config: Config, opts: Options, log=print) -> BuildResult:
     t0 = time.monotonic()
     result = BuildResult()
     try:
+        from .check import check_book
+
+        problems = check_book(config)
+        if problems:
+            raise problems[0] if len(problems) == 1 else BookErrors(problems)
         sections = toc_sections(config)
         check_references(sections)
         library = generate_library(config, sections)
@@ -292,7 +300,10 @@ def build(config: Config, opts: Options, log=print) -> BuildResult:
         if opts.render:
             from .apiref import api_reference_markdown
 
-            merge_stage(config, sections, notebooks, {"api.md": api_reference_markdown(config, library)})
+            extra = {"api.md": api_reference_markdown(config, library)}
+            if (config.root / "references.bib").is_file():
+                extra["references.md"] = "# References\n\n```{bibliography}\n:all:\n```\n"
+            merge_stage(config, sections, notebooks, extra)
             t1 = time.monotonic()
             render_stage(config, opts.builder)
             result.sphinx_seconds = time.monotonic() - t1

@@ -1,0 +1,117 @@
+"""Benchmark the edit → build loop; prints seconds and ratios to a forced cold build.
+
+Runs on a scratch copy of the book (never on the working tree):
+
+- cold: ``build --force`` (every section × framework executed, Sphinx from scratch)
+- no-op: the same build again, nothing changed
+- prose edit: one sentence appended to a paragraph → expect 0 units executed
+- code edit: a comment added to one framework-specific cell → expect 1 unit executed
+- fresh clone: a copy with the current freeze store, no build/ and an empty env cache
+  (so no framework environment exists) → expect 0 units executed
+
+Usage: ``.venv/bin/python bench/build_times.py [--repeat N] [--book DIR]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+COPY_IGNORE = shutil.ignore_patterns("build", ".venv", ".git", "__pycache__", ".pytest_cache", ".ruff_cache",
+                                     ".hypothesis")
+
+
+def run_build(book: Path, *args: str, env: dict[str, str] | None = None) -> tuple[float, dict]:
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "tabbook", "-C", str(book), "build", *args],
+        cwd=ROOT, env={**os.environ, **(env or {}), "PYTHONPATH": str(ROOT)},
+        capture_output=True, text=True,
+    )
+    seconds = time.perf_counter() - t0
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-3000:])
+        raise SystemExit(f"build {' '.join(args)} failed")
+    report = json.loads((book / "build" / "report.json").read_text())
+    return seconds, report
+
+
+def executed(report: dict) -> int:
+    return sum(1 for u in report["units"] if u["status"] == "executed")
+
+
+def first_match(book: Path, pattern: str) -> tuple[Path, re.Match[str]]:
+    for md in sorted((book / "chapter_gpus").glob("*.md")):
+        m = re.search(pattern, md.read_text(), re.M)
+        if m:
+            return md, m
+    raise SystemExit(f"no match for {pattern!r} in the book")
+
+
+def prose_edit(book: Path, n: int) -> None:
+    md, m = first_match(book, r"^[A-Z][^\n`$:]{40,}\.$")
+    text = md.read_text()
+    md.write_text(text[: m.end()] + f" An edit for the benchmark ({n})." + text[m.end():])
+
+
+def code_edit(book: Path, n: int) -> None:
+    md, m = first_match(book, r"^%%tab jax\n")
+    text = md.read_text()
+    md.write_text(text[: m.end()] + f"# benchmark edit {n}\n" + text[m.end():])
+
+
+def timed(label: str, repeat: int, setup, action) -> dict:
+    times, runs = [], []
+    for i in range(repeat):
+        setup(i)
+        seconds, report = action()
+        times.append(seconds)
+        runs.append(executed(report))
+    return {"label": label, "median": statistics.median(times), "min": min(times), "max": max(times),
+            "executed": runs}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--book", type=Path, default=ROOT)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="tabbook-bench-") as tmp:
+        book = Path(tmp) / "book"
+        shutil.copytree(args.book, book, ignore=COPY_IGNORE, symlinks=True)
+        rows = [timed("cold build (--force)", args.repeat, lambda i: None, lambda: run_build(book, "--force"))]
+        rows.append(timed("no-op rebuild", args.repeat, lambda i: None, lambda: run_build(book)))
+        rows.append(timed("prose edit", args.repeat, lambda i: prose_edit(book, i), lambda: run_build(book)))
+        rows.append(timed("one-framework code edit", args.repeat, lambda i: code_edit(book, i),
+                          lambda: run_build(book)))
+        fresh = Path(tmp) / "fresh"
+        empty_cache = Path(tmp) / "empty-cache"
+
+        def fresh_setup(i: int) -> None:
+            shutil.rmtree(fresh, ignore_errors=True)
+            shutil.copytree(book, fresh, ignore=COPY_IGNORE, symlinks=True)
+
+        rows.append(timed("fresh clone, frozen store", args.repeat, fresh_setup,
+                          lambda: run_build(fresh, env={"TABBOOK_CACHE": str(empty_cache)})))
+        if empty_cache.exists() and any(empty_cache.rglob("pyvenv.cfg")):
+            print("WARNING: the fresh-clone build created a framework environment")
+    cold = rows[0]["median"]
+    print(f"{'build':32} {'median s':>9} {'min':>7} {'max':>7} {'ratio':>7}  executed units")
+    for r in rows:
+        print(f"{r['label']:32} {r['median']:9.2f} {r['min']:7.2f} {r['max']:7.2f} "
+              f"{r['median'] / cold:7.3f}  {r['executed']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
