@@ -18,6 +18,7 @@ from .read import Section, read_section
 from .split import resolve_tabs
 
 IMAGE = re.compile(r"!\[[^\]]*\]\(([^)\s]+)")
+REPO_DOCS = {"README.MD", "CONTRIBUTING.MD", "BENCHMARKS.MD", "CHANGELOG.MD", "LICENSE.MD", "AGENTS.MD"}
 IGNORED_DIRS = {"build", "_freeze", ".venv", "tests", "d2l", "envs", "node_modules", "bench"}
 
 
@@ -27,8 +28,8 @@ def book_markdown_files(config: Config) -> list[Path]:
         rel = path.relative_to(config.root)
         if rel.parts[0] in IGNORED_DIRS or rel.parts[0].startswith("."):
             continue
-        if len(rel.parts) == 1 and path != config.index:
-            continue  # README.md, CONTRIBUTING.md, BENCHMARKS.md: not book pages
+        if len(rel.parts) == 1 and rel.name.upper() in REPO_DOCS:
+            continue  # the repository's own documents are not book pages
         out.append(path)
     return out
 
@@ -109,5 +110,15 @@ def check_book(config: Config) -> list[BookError]:
                     if not (config.root / Path(section.path).parent / src).resolve().is_file():
                         problems.append(BookError(f"image file {src} does not exist", section.path, cell.line + i))
         _check_save(section, problems, config.tabs)
+    if not problems:
+        # The library stage knows #@save rules best (add_to_class targets, syntax): ask it.
+        from .library import generate_library
+        from .toc import toc_sections
+
+        try:
+            generate_library(config, toc_sections(config))
+        except BookError as exc:
+            problems.extend(e for e in _errors(exc)
+                            if e.location_message() not in {p.location_message() for p in problems})
     problems.sort(key=lambda e: (e.path or "", e.line or 0))
     return problems
