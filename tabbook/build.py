@@ -189,7 +189,13 @@ def execute_stage(
             "key": parts.key, "key_parts": parts.as_dict(), "section": unit.section,
             "framework": unit.framework, "provenance": res.provenance, "seconds": round(res.seconds, 2),
         }
-        store_entry(entry_path(store, unit.section, unit.framework), nb)
+        target = entry_path(store, unit.section, unit.framework)
+        try:
+            store_entry(target, nb)
+        except OSError as exc:
+            result.units.append(UnitStatus(unit.section, unit.framework, "failed", res.seconds, str(exc)))
+            failures.append(BookError(f"cannot write {config.rel(target)}: {exc.strerror or exc}", unit.section))
+            continue
         notebooks[(unit.section, unit.framework)] = nb
         result.units.append(UnitStatus(unit.section, unit.framework, "executed", res.seconds))
     if failures:

@@ -89,6 +89,10 @@ def main(argv: list[str] | None = None) -> int:
     except BookError as err:
         print(err.location_message(), file=sys.stderr)
         return 1
+    except OSError as exc:
+        where = exc.filename or "tabbook"
+        print(f"{where}: cannot write or read: {exc.strerror or exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("[tabbook] interrupted; nothing half-written was kept", file=sys.stderr)
         return 130
