@@ -123,3 +123,20 @@ def test_unresolved_reference_fails_with_line(tmp_path: Path) -> None:
     proc = tabbook(book, "build", "--no-render")
     assert proc.returncode == 1
     assert "sec.md:4: :numref: to undefined label 'fig_missing'" in proc.stderr
+
+
+def test_every_internal_link_and_anchor_resolves(built: Path) -> None:
+    from tabbook.linkcheck import broken_links
+
+    assert broken_links(built / "build" / "html") == []
+
+
+def test_linkcheck_reports_a_broken_anchor(tmp_path: Path) -> None:
+    from tabbook.linkcheck import broken_links
+
+    (tmp_path / "a.html").write_text('<p id="x"></p>\n<a href="b.html#nope">b</a>\n<a href="#x">x</a>')
+    (tmp_path / "b.html").write_text('<p id="here"></p><a href="missing.html">m</a>')
+    assert broken_links(tmp_path) == [
+        "a.html:2: missing anchor #nope in b.html",
+        "b.html:1: broken link missing.html",
+    ]
