@@ -163,6 +163,7 @@ def execute_stage(
                 kernel_name=config.framework(fw).kernel_name,
                 import_name=config.framework(fw).import_name,
                 cwd=(config.root / section.path).parent, timeout=config.cell_timeout,
+                stderr_filters=config.stderr_filters,
             )
             todo.append((unit, parts))
     if stale:

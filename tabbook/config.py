@@ -46,6 +46,9 @@ class Config:
     freeze_dir: Path
     library_dir: Path
     frameworks: dict[str, Framework] = field(default_factory=dict)
+    # Regexes of stderr lines that are framework start-up noise, not output
+    # (e.g. TensorFlow's C++ logging that ignores TF_CPP_MIN_LOG_LEVEL).
+    stderr_filters: tuple[str, ...] = ()
 
     @property
     def build_dir(self) -> Path:
@@ -131,4 +134,7 @@ def load_config(root: Path) -> Config:
         freeze_dir=root / get("build", "freeze_dir", "_freeze"),
         library_dir=root / get("build", "library_dir", "d2l"),
         frameworks=frameworks,
+        stderr_filters=tuple(
+            line.strip() for line in get("build", "stderr_filters", "").splitlines() if line.strip()
+        ),
     )

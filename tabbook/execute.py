@@ -40,6 +40,7 @@ class Unit:
     import_name: str
     cwd: Path
     timeout: int
+    stderr_filters: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -127,6 +128,7 @@ class Runner:
                 "import_name": unit.import_name,
                 "cwd": str(unit.cwd),
                 "timeout": unit.timeout,
+                "stderr_filters": list(unit.stderr_filters),
                 "section": unit.section,
                 "framework": unit.framework,
             }))

@@ -73,6 +73,26 @@ def _where(job: dict[str, Any], cell: dict[str, Any] | None) -> str:
     return f"{job['section']}:{cell['metadata']['tabbook']['line']}"
 
 
+def drop_noise(cell: dict[str, Any], patterns: list[str]) -> None:
+    """Remove stderr lines matching ``patterns`` (config.ini ``stderr_filters``)."""
+    import re
+
+    if not patterns:
+        return
+    regexes = [re.compile(p) for p in patterns]
+    kept = []
+    for out in cell.get("outputs", []):
+        if out.get("output_type") == "stream" and out.get("name") == "stderr":
+            text = out.get("text", "")
+            text = "".join(line for line in text.splitlines(keepends=True)
+                           if not any(r.search(line) for r in regexes))
+            if not text:
+                continue
+            out["text"] = text
+        kept.append(out)
+    cell["outputs"] = kept
+
+
 def run(job: dict[str, Any]) -> dict[str, Any]:
     import nbformat
     from nbclient import NotebookClient
@@ -127,6 +147,7 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
             return {"error": f"{_where(job, cell)}: [{fw}] cell raised {got}, but is marked #@raises {expected}"}
     for cell in nb.cells:
         cell.get("metadata", {}).pop("execution", None)
+        drop_noise(cell, job.get("stderr_filters", []))
     gpus = info.get("gpus", [])
     provenance = {
         "framework": fw,
