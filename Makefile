@@ -9,7 +9,7 @@ TB        := $(VPY) -m tabbook
 BUILDER_STAMP := $(VENV)/.installed-$(shell sha256sum envs/builder.txt 2>/dev/null | cut -c1-12)
 export TF_CPP_MIN_LOG_LEVEL := 2
 
-.PHONY: html test check lib envs clean serve unit freeze-check exec-check lint
+.PHONY: html test check lib envs clean serve unit freeze-check exec-check lint pdf tex
 
 html: $(BUILDER_STAMP)
 	$(TB) build $(if $(FORCE),--force)
@@ -32,7 +32,8 @@ lib: $(BUILDER_STAMP)
 lint: $(BUILDER_STAMP)
 	$(VPY) -m ruff check .
 
-unit: $(BUILDER_STAMP)
+# Under CI the PDF tests must run, not skip: install TeX first.
+unit: $(BUILDER_STAMP) $(if $(CI),tex)
 	$(VPY) -m pytest -q tests
 
 # The committed freeze store must match the sources (no stale or missing entry),
@@ -54,6 +55,13 @@ test: lint unit freeze-check exec-check
 serve: $(BUILDER_STAMP)
 	$(TB) build
 	$(VPY) -m http.server -d build/html 8000
+
+tex:
+	@bash scripts/install-tex.sh
+
+pdf: $(BUILDER_STAMP) tex
+	$(VPY) -m tabbook.pdf $(if $(FORCE),--force)
+	@echo "PDFs: build/pdf/"
 
 clean:
 	rm -rf build

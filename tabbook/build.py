@@ -223,7 +223,7 @@ def merge_stage(
         executed = {fw: notebooks[(section.path, fw)] for fw in config.tabs if (section.path, fw) in notebooks}
         if section.code_cells:
             doc = merge_section(section, executed, config.tabs, labels)
-            _write_if_changed(src / f"{stem}.ipynb", json.dumps(doc, indent=1, ensure_ascii=False))
+            _write_if_changed(src / f"{stem}.ipynb", json.dumps(doc, indent=1, ensure_ascii=False, sort_keys=True))
             wanted.add(src / f"{stem}.ipynb")
         else:
             doc = merge_section(section, {}, config.tabs, labels)
@@ -311,9 +311,10 @@ def build(config: Config, opts: Options, log=print) -> BuildResult:
             if (config.root / "references.bib").is_file():
                 extra["references.md"] = "# References\n\n```{bibliography}\n:all:\n```\n"
             merge_stage(config, sections, notebooks, extra)
-            t1 = time.monotonic()
-            render_stage(config, opts.builder)
-            result.sphinx_seconds = time.monotonic() - t1
+            if opts.builder:  # "" = write Sphinx's sources only (the PDF driver renders per framework)
+                t1 = time.monotonic()
+                render_stage(config, opts.builder)
+                result.sphinx_seconds = time.monotonic() - t1
     finally:
         result.seconds = time.monotonic() - t0
         config.build_dir.mkdir(parents=True, exist_ok=True)

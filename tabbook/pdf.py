@@ -1,0 +1,264 @@
+"""``make pdf``: one PDF per framework, typeset by xelatex through latexmk.
+
+``python -m tabbook.pdf [-C ROOT] [--frameworks a,b] [--frozen] [--force]``
+
+1. The ordinary pipeline (:func:`tabbook.build.build`) checks the book, executes
+   what is stale (nothing when the freeze store is current: no kernel starts),
+   merges ``build/src`` and reads it once into the LaTeX doctree cache.
+2. Per framework, Sphinx's LaTeX builder writes ``build/latex/<fw>/book.tex``
+   from that cache with ``-D tabbook_framework=<fw>``: the extension keeps that
+   framework's cells, outputs and prose tabs and drops every tab label.
+3. latexmk + xelatex typeset it; the PDF is copied to
+   ``build/pdf/<book>-<fw>.pdf`` (:func:`pdf_paths`).
+
+A LaTeX failure raises a :class:`BookError` naming the ``.tex`` file, the book
+section it came from and the error lines of the LaTeX log with their context.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from .config import Config
+from .errors import BookError, BookErrors
+from .latex_conf import TEX_NAME
+
+TOOLS = ("xelatex", "latexmk", "rsvg-convert")
+INSTALL_HINT = "run scripts/install-tex.sh (Debian packages, once)"
+ERROR_LINE = re.compile(r"^(!|\S+\.(?:tex|sty|cls|def|cfg):\d+: )")
+FILE_LINE = re.compile(r"^(?P<file>\S+\.tex):(?P<line>\d+): ")
+TEX_LINE = re.compile(r"^l\.(?P<line>\d+) ")
+DOC_LABEL = re.compile(r"\\label\{\\detokenize\{(?P<doc>[^}]*)::doc\}\}")
+MISSING = re.compile(r"File `[^']+' not found|cannot be found|Font .* not loadable")
+UNDEFINED_REF = re.compile(r"LaTeX Warning: (?:Hyper r|R)eference `([^']*)' on page \d+ undefined")
+
+
+def pdf_paths(config: Config) -> dict[str, Path]:
+    """Framework name → where ``make pdf`` writes its PDF (``build/pdf/<book>-<fw>.pdf``)."""
+    return {fw: config.build_dir / "pdf" / f"{config.name}-{fw}.pdf" for fw in config.tabs}
+
+
+def tex_dir(config: Config, framework: str) -> Path:
+    return config.build_dir / "latex" / framework
+
+
+def doctree_dir(config: Config) -> Path:
+    """The LaTeX doctree cache: the same one ``build(..., Options(builder="latex"))`` fills."""
+    return config.build_dir / "doctrees" / "latex"
+
+
+def missing_tools() -> list[str]:
+    return [tool for tool in TOOLS if shutil.which(tool) is None]
+
+
+def tex_available() -> bool:
+    return not missing_tools()
+
+
+# ---- LaTeX log → a message a person can act on (pure functions) ----------
+
+@dataclass(frozen=True)
+class LatexError:
+    excerpt: str  # the error line and its context from the log
+    tex_line: int | None  # line in the .tex file, when the log says
+
+
+def log_errors(log: str, limit: int = 3) -> list[LatexError]:
+    """The first ``limit`` errors of a TeX log: each ``!``/``file:line:`` line with its context.
+
+    TeX prints an error, then the help/context lines, then ``l.<n> <source>``
+    and the rest of that source line; the excerpt runs to the line after that
+    (or to a blank line / 12 lines at most).
+    """
+    lines = log.splitlines()
+    errors: list[LatexError] = []
+    i = 0
+    while i < len(lines) and len(errors) < limit:
+        if not ERROR_LINE.match(lines[i]):
+            i += 1
+            continue
+        start, tex_line = i, None
+        if m := FILE_LINE.match(lines[i]):
+            tex_line = int(m.group("line")) if m.group("file").endswith(TEX_NAME) else None
+        j = i + 1
+        while j < len(lines) and j - start < 12:
+            if m := TEX_LINE.match(lines[j]):
+                tex_line = tex_line or int(m.group("line"))
+                j += 2 if j + 1 < len(lines) and lines[j + 1].strip() else 1
+                break
+            if not lines[j].strip() or ERROR_LINE.match(lines[j]):
+                break
+            j += 1
+        errors.append(LatexError("\n".join(lines[start:j]).rstrip(), tex_line))
+        i = max(j, i + 1)
+    return errors
+
+
+def section_of(tex: str, line: int) -> str | None:
+    """The Sphinx document (``chapter/section``) that wrote line ``line`` of ``book.tex``."""
+    doc = None
+    for m in DOC_LABEL.finditer("\n".join(tex.splitlines()[:line])):
+        doc = m.group("doc")
+    return doc
+
+
+def source_excerpt(tex: str, line: int, around: int = 3) -> str:
+    lines = tex.splitlines()
+    lo, hi = max(1, line - around), min(len(lines), line + around)
+    return "\n".join(f"{'>' if n == line else ' '}{n:6d} | {lines[n - 1]}" for n in range(lo, hi + 1))
+
+
+def undefined_references(log: str) -> list[str]:
+    return sorted(set(UNDEFINED_REF.findall(log)))
+
+
+def latex_failure(config: Config, framework: str, tex_path: Path, log: str, tail: str) -> BookError:
+    """A :class:`BookError` saying what failed, where in the book and the log's own words."""
+    tex = tex_path.read_text(encoding="utf-8", errors="replace") if tex_path.is_file() else ""
+    errors = log_errors(log)
+    source: str | None = None
+    parts: list[str] = []
+    for err in errors:
+        parts.append(_indent(err.excerpt))
+        if err.tex_line and tex:
+            doc = section_of(tex, err.tex_line)
+            if doc and source is None:
+                source = next((f"{doc}{ext}" for ext in (".md", ".ipynb")
+                               if (config.root / f"{doc}{ext}").is_file()), f"{doc}.md")
+            parts.append(f"  {TEX_NAME} around line {err.tex_line}"
+                         + (f" (from {doc})" if doc else "") + ":\n" + _indent(source_excerpt(tex, err.tex_line)))
+    if not errors:
+        parts.append("  no error lines in the LaTeX log; latexmk said:\n" + _indent(tail or "(nothing)"))
+    if any(MISSING.search(err.excerpt) for err in errors):
+        parts.append(f"  a TeX package or font is missing: {INSTALL_HINT}")
+    log_path = tex_path.with_suffix(".log")
+    head = f"[{framework}] LaTeX failed on {config.rel(tex_path)}" + (f" (section {source})" if source else "")
+    tail_note = f"full log: {config.rel(log_path)}" if log_path.is_file() else ""
+    return BookError("\n".join([head + ":", *parts, tail_note]).rstrip(), source)
+
+
+def _indent(text: str, by: str = "    ") -> str:
+    return "\n".join(by + line for line in text.splitlines())
+
+
+# ---- the stages ------------------------------------------------------------
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
+    return env
+
+
+def write_latex(config: Config, framework: str, log=print) -> Path:
+    """Sphinx LaTeX builder → ``build/latex/<fw>/book.tex``, from the shared doctree cache."""
+    from .build import source_dir
+
+    out = tex_dir(config, framework)
+    cmd = [
+        sys.executable, "-m", "sphinx", "-b", "latex", "-c", str(config.root),
+        str(source_dir(config)), str(out), "-d", str(doctree_dir(config)),
+        "-q", "--keep-going", "-D", f"tabbook_framework={framework}",
+    ]
+    proc = subprocess.run(cmd, env=_env(), capture_output=True, text=True)
+    for line in proc.stderr.splitlines():
+        log(f"[pdf:{framework}] {line}")
+    if proc.returncode != 0 or not (out / TEX_NAME).is_file():
+        raise BookError(f"[{framework}] Sphinx's LaTeX builder failed (exit {proc.returncode}); "
+                        "see the messages above")
+    return out / TEX_NAME
+
+
+def typeset(config: Config, framework: str, tex_path: Path, log=print) -> Path:
+    """latexmk + xelatex in the .tex file's folder; returns the finished PDF in build/pdf/."""
+    cmd = ["latexmk", "-xelatex", "-interaction=nonstopmode", "-halt-on-error", "-file-line-error",
+           tex_path.name]
+    proc = subprocess.run(cmd, cwd=tex_path.parent, capture_output=True, text=True,
+                          env={**_env(), "max_print_line": "200"})
+    log_path = tex_path.with_suffix(".log")
+    log_text = log_path.read_text(encoding="utf-8", errors="replace") if log_path.is_file() else ""
+    built = tex_path.with_suffix(".pdf")
+    if proc.returncode != 0 or not built.is_file():
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
+        raise latex_failure(config, framework, tex_path, log_text, tail)
+    for ref in undefined_references(log_text):
+        log(f"[pdf:{framework}] warning: undefined reference {ref!r} (its target is not in this PDF)")
+    dest = pdf_paths(config)[framework]
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(dest.name + ".tmp")
+    shutil.copyfile(built, tmp)
+    tmp.replace(dest)
+    return dest
+
+
+def build_pdfs(config: Config, frameworks: tuple[str, ...] | None = None, *, frozen: bool = False,
+               force: bool = False, jobs: int = 0, log=print) -> dict[str, Path]:
+    """The whole of ``make pdf``; returns framework → PDF for those built."""
+    from .build import Options, build
+
+    if missing := missing_tools():
+        raise BookError(f"cannot build PDFs: {', '.join(missing)} not found; {INSTALL_HINT}")
+    wanted = frameworks or config.tabs
+    for fw in wanted:
+        if fw not in config.tabs:
+            raise BookError(f"unknown framework {fw!r} (tabs: {', '.join(config.tabs)})")
+    # Execute what is stale, merge build/src and fill the LaTeX doctree cache.
+    build(config, Options(builder="latex", frozen_only=frozen, force=force, jobs=jobs), log=log)
+    workers = max(1, min(jobs or os.cpu_count() or 1, len(wanted), 2))
+    done: dict[str, Path] = {}
+    failures: list[BookError] = []
+    with ThreadPoolExecutor(workers) as pool:
+        futures = {}
+        for fw in wanted:  # Sphinx runs one at a time: they share one doctree cache
+            try:
+                tex = write_latex(config, fw, log=log)
+            except BookError as err:
+                failures.append(err)
+                continue
+            log(f"[pdf:{fw}] typesetting {config.rel(tex)}")
+            futures[fw] = pool.submit(typeset, config, fw, tex, log)
+        for fw, future in futures.items():
+            try:
+                done[fw] = future.result()
+                log(f"[pdf:{fw}] wrote {config.rel(done[fw])}")
+            except BookError as err:
+                failures.append(err)
+    if failures:
+        raise failures[0] if len(failures) == 1 else BookErrors(failures)
+    return done
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .config import load_config
+
+    p = argparse.ArgumentParser(prog="python -m tabbook.pdf", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("-C", "--root", type=Path, default=Path.cwd(), help="book root (holds config.ini)")
+    p.add_argument("--frameworks", help="comma list: build only these PDFs")
+    p.add_argument("--frozen", action="store_true", help="never execute; fail if the store is stale")
+    p.add_argument("--force", action="store_true", help="re-execute every unit first")
+    p.add_argument("--jobs", type=int, default=0, help="parallel units / LaTeX runs (default: cores)")
+    args = p.parse_args(argv)
+    try:
+        config = load_config(args.root)
+        fws = tuple(f.strip() for f in args.frameworks.split(",") if f.strip()) if args.frameworks else None
+        done = build_pdfs(config, fws, frozen=args.frozen, force=args.force, jobs=args.jobs)
+    except BookError as err:
+        print(err.location_message(), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("[pdf] interrupted", file=sys.stderr)
+        return 130
+    print("[pdf] done: " + ", ".join(config.rel(p) for p in done.values()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,229 @@
+"""``make pdf`` end to end on the fixture book plus a section that exercises print.
+
+One PDF per framework: each holds its own code, outputs and prose tabs and
+none of the other framework's; figures and plots are vector art; equations,
+:numref:/:eqref: and citations resolve; unsupported outputs become notes.
+Skipped only where TeX is not installed and ``CI`` is unset (under CI the
+Makefile installs TeX first, so a missing TeX fails loudly there).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tabbook.config import load_config
+from tabbook.pdf import latex_failure, log_errors, pdf_paths, section_of, tex_available
+from tabbook.sphinx_ext import html_to_text, shorten_traceback
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "book"
+
+needs_tex = pytest.mark.skipif(
+    not (tex_available() and shutil.which("pdftotext")) and not os.environ.get("CI"),
+    reason="TeX is not installed (scripts/install-tex.sh); under CI this fails instead",
+)
+
+PRINT_SECTION = r'''# Printing
+:label:`sec_print`
+
+The loss in :eqref:`eq_loss` is the usual one :cite:`Knuth84`, and
+:numref:`sec_fixture` came before this section.
+
+$$L(\mathbf{w}) = \frac{1}{n}\sum_{i=1}^n \left(y_i - \mathbf{w}^\top \mathbf{x}_i\right)^2$$
+:eqlabel:`eq_loss`
+
+```{.python .input}
+%%tab alpha
+import json as alphalib  # the alpha framework
+token = "alpha_" + "Unbreakable" * 14
+print(token, "+".join(str(i) for i in range(40)))
+```
+
+```{.python .input}
+%%tab beta
+import json as betalib  # the beta framework
+print("beta" * 3)
+```
+
+:begin_tab:`beta`
+Beta prose in the printing section.
+:end_tab:
+
+```{.python .input}
+%%tab all
+import base64
+import subprocess
+from IPython.display import HTML, SVG, Javascript, display
+
+svg = ('<svg xmlns="http://www.w3.org/2000/svg" width="160" height="60">'
+       '<rect x="4" y="4" width="152" height="52" fill="#cde" stroke="#234"/></svg>')
+display(SVG(svg))
+display(HTML('<table><tr><th>epoch</th><th>loss</th></tr><tr><td>1</td><td>0.25</td></tr></table>'))
+display(Javascript('console.log(1)'))
+pdf = subprocess.run(['rsvg-convert', '-f', 'pdf'], input=svg.encode(), capture_output=True).stdout
+display({'image/svg+xml': svg, 'application/pdf': base64.b64encode(pdf).decode(),
+         'text/plain': '<Figure size 160x60>'}, raw=True)
+```
+'''
+
+BIB = """@book{Knuth84,
+  author = {Donald E. Knuth},
+  title = {The Art of Computer Programming},
+  publisher = {Addison-Wesley},
+  year = {1984},
+}
+"""
+
+
+def make_book(dest: Path) -> Path:
+    shutil.copytree(FIXTURE, dest)
+    (dest / "print.md").write_text(PRINT_SECTION, encoding="utf-8")
+    (dest / "references.bib").write_text(BIB, encoding="utf-8")
+    index = dest / "index.md"
+    index.write_text(index.read_text().replace("sec\n```", "sec\nprint\n```"), encoding="utf-8")
+    return dest
+
+
+def run_pdf(book: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tabbook.pdf", "-C", str(book), *args],
+        cwd=ROOT, capture_output=True, text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "TABBOOK_CACHE": str(book / ".cache")},
+    )
+
+
+def pdftext(path: Path) -> str:
+    return subprocess.run(["pdftotext", "-layout", str(path), "-"], capture_output=True, text=True,
+                          check=True).stdout
+
+
+@pytest.fixture(scope="module")
+def book(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    book = make_book(tmp_path_factory.mktemp("pdf") / "book")
+    proc = run_pdf(book)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return book
+
+
+@needs_tex
+def test_one_pdf_per_framework_with_only_its_code(book: Path) -> None:
+    paths = pdf_paths(load_config(book))
+    assert set(paths) == {"alpha", "beta"}
+    assert [p.name for p in paths.values()] == ["fixture-alpha.pdf", "fixture-beta.pdf"]
+    text = {fw: pdftext(p) for fw, p in paths.items()}
+    assert "import json as alphalib" in text["alpha"] and "betalib" not in text["alpha"]
+    assert "import json as betalib" in text["beta"] and "alphalib" not in text["beta"]
+    assert "framework: alpha" in text["alpha"] and "framework: beta" not in text["alpha"]
+    assert "Alpha-only prose." in text["alpha"] and "Beta-only prose." not in text["alpha"]
+    assert "Beta prose in the printing section." in text["beta"]
+    assert "def double" in text["beta"] and "def double" not in text["alpha"]
+    for fw, other in (("alpha", "Beta"), ("beta", "Alpha")):
+        assert "Shared prose that refers to Figure 1.1" in text[fw]  # shared prose, numref
+        assert f"{other} outputs computed" not in text[fw]  # provenance of this framework only
+        assert f"{fw.capitalize()} edition" in text[fw]  # title page
+        assert "Version 0.0.1" in text[fw]
+        assert "ZeroDivisionError" in text[fw]  # the expected error's traceback
+
+
+@needs_tex
+def test_typeset_book_features(book: Path) -> None:
+    text = pdftext(pdf_paths(load_config(book))["alpha"])
+    assert "Contents" in text
+    assert "(2.1)" in text  # numbered equation, and :eqref: resolves to it
+    assert "in (2.1) is the usual one" in " ".join(text.split())
+    assert "Knuth" in text and "Addison-Wesley" in text  # bibliography
+    assert "??" not in text  # no dangling reference
+    joined = "".join(text.replace("\u21aa", "").split())  # without continuation marks
+    assert "Unbreakable" * 14 in joined  # long line wrapped, never cut
+    assert "epoch loss" in " ".join(text.split())  # HTML output converted to text
+    assert "online version" in text  # JavaScript output replaced by a note
+    tex = (book / "build" / "latex" / "alpha" / "book.tex").read_text()
+    assert "sd-tab-label" not in tex and "Alpha}" not in tex.split("\\begin{document}")[1][:200]
+    # every picture is vector: no raster image anywhere in the PDF
+    images = subprocess.run(["pdfimages", "-list", str(pdf_paths(load_config(book))["alpha"])],
+                            capture_output=True, text=True, check=True).stdout.splitlines()
+    assert len(images) == 2, images  # the header lines only
+    assert ".svg}" not in tex and ".png}" not in tex
+
+
+@needs_tex
+def test_rebuild_from_a_current_store_starts_no_kernel_and_reads_nothing(book: Path) -> None:
+    paths = pdf_paths(load_config(book))
+    paths["beta"].unlink()
+    proc = run_pdf(book, "--frozen", "--frameworks", "beta")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert paths["beta"].is_file()
+    units = json.loads((book / "build" / "report.json").read_text())["units"]
+    assert units and {u["status"] for u in units} == {"reused"}
+    # One doctree cache serves every framework: switching tabbook_framework back and
+    # forth (alpha, then beta) makes Sphinx read nothing again.
+    doctrees = sorted((book / "build" / "doctrees" / "latex").glob("*.doctree"))
+    before = [d.stat().st_mtime_ns for d in doctrees]
+    proc = run_pdf(book, "--frozen")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert [d.stat().st_mtime_ns for d in doctrees] == before
+
+
+@needs_tex
+def test_latex_failure_names_section_and_log_excerpt(book: Path) -> None:
+    config = load_config(book)
+    tex = book / "build" / "latex" / "alpha" / "book.tex"
+    text = tex.read_text()
+    body = text.index("\\label{\\detokenize{print::doc}}")
+    broken = text[:body] + "\\label{\\detokenize{print::doc}}\\undefinedmacro{}" + text[body + 31:]
+    tex.write_text(broken)
+    proc = subprocess.run(["latexmk", "-xelatex", "-interaction=nonstopmode", "-halt-on-error",
+                           "-file-line-error", "book.tex"], cwd=tex.parent, capture_output=True, text=True)
+    assert proc.returncode != 0
+    err = latex_failure(config, "alpha", tex, tex.with_suffix(".log").read_text(), "")
+    message = err.location_message()
+    assert message.startswith("print.md: [alpha] LaTeX failed on build/latex/alpha/book.tex")
+    assert "Undefined control sequence" in message and "\\undefinedmacro" in message
+    assert "full log: build/latex/alpha/book.log" in message
+
+
+def test_log_errors_pick_error_lines_and_context() -> None:
+    log = "\n".join([
+        "(./book.tex", "Some noise", "./book.tex:42: Undefined control sequence.",
+        "l.42 \\foo", "        {bar}", "", "more noise",
+        "! LaTeX Error: File `missing.sty' not found.", "", "Type X to quit.",
+    ])
+    errors = log_errors(log)
+    assert [e.tex_line for e in errors] == [42, None]
+    assert errors[0].excerpt.splitlines() == ["./book.tex:42: Undefined control sequence.", "l.42 \\foo",
+                                              "        {bar}"]
+    assert errors[1].excerpt == "! LaTeX Error: File `missing.sty' not found."
+
+
+def test_section_of_finds_the_document_that_wrote_a_line() -> None:
+    tex = "\n".join(["\\begin{document}", "\\label{\\detokenize{index::doc}}", "x",
+                     "\\label{\\detokenize{chapter/one::doc}}", "y", "z"])
+    assert section_of(tex, 3) == "index"
+    assert section_of(tex, 6) == "chapter/one"
+    assert section_of(tex, 1) is None
+
+
+def test_html_output_becomes_text_for_print() -> None:
+    html = ("<style>td {color: red}</style><table><tr><th>epoch</th><th>loss</th></tr>"
+            "<tr><td>1</td><td> 0.25 </td></tr></table><script>alert(1)</script><p>done <b>now</b></p>")
+    assert html_to_text(html) == "epoch  loss\n1  0.25\ndone now"
+
+
+def test_long_tracebacks_keep_the_books_frame_and_the_error() -> None:
+    frames = [f"File lib/mod{i}.py:{i}, in f{i}()\n---> {i} g()\n" for i in range(5)]
+    tb = "\n".join(["-" * 20, "RuntimeError     Traceback (most recent call last)",
+                    "Cell In[7], line 5\n----> 5 a + b\n", *frames, "RuntimeError: devices differ"])
+    short = shorten_traceback(tb + "\n")
+    assert short.splitlines() == ["-" * 20, "RuntimeError     Traceback (most recent call last)",
+                                  "Cell In[7], line 5", "----> 5 a + b", "",
+                                  "[... 5 frames inside the library omitted in print ...]", "",
+                                  "RuntimeError: devices differ"]
+    two = "Cell In[1], line 1\n----> 1 1 / 0\n\nZeroDivisionError: division by zero"
+    assert shorten_traceback(two) == two
