@@ -9,7 +9,7 @@ TB        := $(VPY) -m tabbook
 BUILDER_STAMP := $(VENV)/.installed-$(shell sha256sum envs/builder.txt 2>/dev/null | cut -c1-12)
 export TF_CPP_MIN_LOG_LEVEL := 2
 
-.PHONY: html test check lib envs clean serve unit freeze-check exec-check lint pdf tex
+.PHONY: html test check lib envs clean serve unit freeze-check exec-check lint pdf tex libtest dist
 
 html: $(BUILDER_STAMP)
 	$(TB) build $(if $(FORCE),--force)
@@ -28,6 +28,14 @@ check: $(BUILDER_STAMP)
 
 lib: $(BUILDER_STAMP)
 	$(VPY) -m tabbook.library
+
+# The d2l wheel, installed into every framework env and tested there (+ a bare Python 3.12).
+libtest: $(BUILDER_STAMP)
+	$(VPY) -m tabbook.libtest
+
+dist: $(BUILDER_STAMP)
+	$(VPY) -m pip wheel . --no-deps --quiet -w build/dist
+	@ls build/dist/*.whl
 
 lint: $(BUILDER_STAMP)
 	$(VPY) -m ruff check .
@@ -48,7 +56,7 @@ exec-check: $(BUILDER_STAMP)
 	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
 	$(TB) build --force --no-render --freeze-dir $$tmp
 
-test: lint unit freeze-check exec-check
+test: lint unit freeze-check exec-check libtest
 	$(TB) build --frozen
 	@echo "make test: all checks passed"
 

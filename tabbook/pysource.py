@@ -17,9 +17,11 @@ Every function here is pure: text in, text out.
 from __future__ import annotations
 
 import ast
+import inspect
 import io
 import re
 import tokenize
+from collections.abc import Set
 
 SAVE_COMMENT = re.compile(r"^#\s*@save\s*$")
 _MAGIC = re.compile(r"^(\s*)([%!].*)$")
@@ -67,9 +69,33 @@ def string_continuation_rows(text: str) -> set[int]:
     return rows
 
 
+def docstring_rows(text: str) -> set[int]:
+    """Continuation rows of multi-line docstrings, whose indentation is layout, not content.
+
+    ``inspect.cleandoc`` (and so ``help()``) strips a docstring's common
+    indentation, so these rows may move with the code around them.
+    """
+    shift = 0
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        try:  # an indented block (a class member not yet dedented): parse it as a body
+            tree, shift = ast.parse("if True:\n" + text), 1
+        except SyntaxError:
+            return set()
+    rows: set[int] = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body:
+            first = body[0]
+            if is_docstring(first) and (first.end_lineno or first.lineno) > first.lineno:
+                rows.update(range(first.lineno + 1 - shift, (first.end_lineno or first.lineno) + 1 - shift))
+    return rows
+
+
 def indent(text: str, width: int) -> str:
     """Indent every code line by ``width`` spaces, leaving multi-line string bodies alone."""
-    keep = string_continuation_rows(text)
+    keep = string_continuation_rows(text) - docstring_rows(text)
     pad = " " * width
     return "\n".join(
         line if (row in keep or not line.strip()) else pad + line
@@ -79,7 +105,7 @@ def indent(text: str, width: int) -> str:
 
 def dedent(text: str, width: int) -> str:
     """Remove up to ``width`` leading spaces from each code line (string bodies untouched)."""
-    keep = string_continuation_rows(text)
+    keep = string_continuation_rows(text) - docstring_rows(text)
     out = []
     for row, line in enumerate(text.split("\n"), 1):
         if row in keep:
@@ -195,9 +221,9 @@ def add_docstring_line(text: str, note: str) -> str:
     literal = "\n".join(lines[row - 1:end_row])
     literal = literal[start: len(literal) - (len(lines[end_row - 1]) - end)]
     m = _STRING_START.match(literal)
-    if m is None or len(m.group(2)) != 3 and literal.count(m.group(2)) != 2:
+    if m is None or sum(t.type == tokenize.STRING for t in _tokens(literal)) != 1:
         # Implicit concatenation or something unusual: rebuild from the value.
-        value = inspect_clean(first.value.value)  # type: ignore[attr-defined]
+        value = inspect.cleandoc(first.value.value)  # type: ignore[attr-defined]
         body = value.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
         body = body.replace("\n", "\n" + pad)
         new = f'"""{note}\n\n{pad}{body}\n{pad}"""' if body else f'"""{note}"""'
@@ -206,18 +232,13 @@ def add_docstring_line(text: str, note: str) -> str:
         inner = literal[len(prefix) + len(quote): len(literal) - len(quote)]
         triple = quote * 3 if len(quote) == 1 else quote
         content = inner.lstrip()
-        new = f"{prefix}{triple}{note}\n\n{pad}{content}{triple}" if content else (
+        if content and "\n" not in content:  # a one-line docstring becomes a multi-line one
+            content = content.rstrip() + "\n" + pad
+        new = f"{prefix}{triple}{note}\n\n{pad}{content}{triple}" if content.strip() else (
             f"{prefix}{triple}{note}{triple}")
     head = lines[row - 1][:start]
     tail = lines[end_row - 1][end:]
     return "\n".join(lines[: row - 1] + (head + new + tail).split("\n") + lines[end_row:])
-
-
-def inspect_clean(doc: str) -> str:
-    """Docstring value without its common indentation (like ``inspect.cleandoc``)."""
-    import inspect
-
-    return inspect.cleandoc(doc)
 
 
 def insert_body_lines(text: str, new_lines: list[str]) -> str:
@@ -235,7 +256,7 @@ def insert_body_lines(text: str, new_lines: list[str]) -> str:
 
 
 def chunk_rows(lines: list[str], stmts: list[ast.stmt], lower: int, contiguous: bool,
-               skip: set[int] = frozenset()) -> list[tuple[int, int]]:  # type: ignore[assignment]
+               skip: Set[int] = frozenset()) -> list[tuple[int, int]]:
     """(first_row, last_row) of each statement together with the comments above it.
 
     ``lower`` is the last row that belongs to no statement (a header, or 0).
@@ -264,7 +285,14 @@ def chunk_rows(lines: list[str], stmts: list[ast.stmt], lower: int, contiguous: 
     return out
 
 
-def cut(lines: list[str], first: int, last: int, skip: set[int] = frozenset()) -> str:  # type: ignore[assignment]
+def cut(lines: list[str], first: int, last: int, skip: Set[int] = frozenset()) -> str:
     """Rows ``first..last`` (1-based, inclusive) minus ``skip`` rows, blank edges trimmed."""
     text = "\n".join(line for row, line in enumerate(lines[first - 1:last], first) if row not in skip)
     return text.strip("\n")
+
+
+def strip_trailing_whitespace(text: str) -> str:
+    """Trailing blanks removed from every line except inside multi-line strings (their content)."""
+    keep = {row - 1 for row in string_continuation_rows(text)}  # rows a string continues from
+    return "\n".join(line if row in keep else line.rstrip()
+                     for row, line in enumerate(text.split("\n"), 1))

@@ -1,0 +1,179 @@
+"""Test the ``d2l`` wheel the way readers get it: built, installed, imported in each framework.
+
+``python -m tabbook.libtest`` (``make libtest``):
+
+1. regenerates ``d2l/`` (unless ``--no-generate``) and builds the wheel into
+   ``build/dist/`` with ``pip wheel . --no-deps``;
+2. for each framework whose environment exists, installs the wheel with
+   ``pip install --no-deps --target`` into a throw-away folder and runs
+   ``tests/lib/test_<module>.py`` with that environment's Python and only that
+   folder on ``PYTHONPATH`` (``python -P``: the repository's own ``d2l/`` is
+   never importable, so the tests see the wheel, not the checkout);
+3. checks that a fresh Python 3.12 venv installs the wheel pulling numpy only,
+   and that ``import d2l`` works there.
+
+A framework without an installed environment is reported as skipped, not
+failed: environments are created by ``make envs`` (or ``--any-env`` accepts an
+older completed one from the cache, handy while requirements are in flux).
+The last line reads ``libtest: N passed, N failed, N skipped``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from .config import Config, load_config
+from .envs import MARKER, cache_root, ensure_env
+from .errors import BookError
+
+PIP = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    name: str
+    status: str  # "passed" | "failed" | "skipped"
+    detail: str = ""
+
+
+def build_wheel(config: Config, log=print) -> Path:
+    """``pip wheel . --no-deps -w build/dist``; returns the wheel of the current version."""
+    dist = config.build_dir / "dist"
+    dist.mkdir(parents=True, exist_ok=True)
+    for old in dist.glob("d2l-*.whl"):
+        old.unlink()
+    subprocess.run([*PIP, "wheel", str(config.root), "--no-deps", "--quiet", "-w", str(dist)], check=True)
+    wheels = sorted(dist.glob(f"d2l-{config.version}-*.whl"))
+    if len(wheels) != 1:
+        raise BookError(f"expected one wheel d2l-{config.version}-*.whl in {config.rel(dist)}, "
+                        f"found {[w.name for w in dist.iterdir()]}")
+    log(f"[libtest] built {config.rel(wheels[0])}")
+    return wheels[0]
+
+
+def env_python(config: Config, tab: str, overrides: dict[str, str], any_env: bool) -> Path | None:
+    """The framework env's interpreter, or None when it is not installed."""
+    if tab in overrides:
+        return Path(overrides[tab])
+    try:
+        return ensure_env(config, config.frameworks[tab], create=False).python
+    except BookError:
+        if not any_env:
+            return None
+    done = sorted(glob.glob(str(cache_root() / "venvs" / f"{tab}-*" / MARKER)), key=os.path.getmtime)
+    return Path(done[-1]).parent / "bin" / "python" if done else None
+
+
+def _has_pytest(python: Path) -> bool:
+    return subprocess.run([str(python), "-c", "import pytest"], capture_output=True).returncode == 0
+
+
+def run_framework(config: Config, tab: str, wheel: Path, python: Path, work: Path, log=print) -> Outcome:
+    """Install the wheel for one framework env and run its tests/lib file there."""
+    module = config.frameworks[tab].module
+    test = config.root / "tests" / "lib" / f"test_{module}.py"
+    if not test.is_file():
+        return Outcome(tab, "skipped", f"no {config.rel(test)}")
+    target = work / tab
+    subprocess.run([*PIP, "install", "--quiet", "--no-deps", "--target", str(target), str(wheel)], check=True)
+    path = [str(target)]
+    if not _has_pytest(python):  # an env made before pytest joined its requirements
+        helper = work / "pytest"
+        if not helper.exists():
+            subprocess.run([*PIP, "install", "--quiet", "--target", str(helper), "pytest"], check=True)
+        path.append(str(helper))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path), "TABBOOK_D2L_DIR": str(target / "d2l"),
+           "TF_CPP_MIN_LOG_LEVEL": "2", "MPLBACKEND": "Agg"}
+    cmd = [str(python), "-P", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(test.parent),
+           "--confcutdir", str(test.parent), str(test)]
+    log(f"[libtest] {tab}: {python}")
+    proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True)
+    tail = (proc.stdout + proc.stderr).strip().splitlines()
+    summary = tail[-1] if tail else ""
+    if proc.returncode == 0:
+        return Outcome(tab, "passed", summary)
+    log("\n".join(tail[-60:]))
+    return Outcome(tab, "failed", summary)
+
+
+def check_fresh_venv(config: Config, wheel: Path, work: Path, log=print) -> Outcome:
+    """A new Python 3.12 venv installs the wheel with numpy as its only dependency."""
+    found = sorted(glob.glob("/root/.pyenv/versions/3.12.*/bin/python3.12")) or sorted(
+        glob.glob(str(Path.home() / ".pyenv/versions/3.12.*/bin/python3.12")))
+    if not found:
+        return Outcome("python3.12 venv", "skipped", "no Python 3.12 under ~/.pyenv")
+    venv = work / "py312"
+    subprocess.run([found[-1], "-m", "venv", str(venv)], check=True)
+    py = str(venv / "bin" / "python")
+    pip = [py, "-m", "pip", "--disable-pip-version-check"]
+    before = {p["name"].lower() for p in json.loads(subprocess.run(
+        [*pip, "list", "--format=json"], check=True, capture_output=True, text=True).stdout)}
+    subprocess.run([*pip, "install", "--quiet", str(wheel)], check=True)
+    after = {p["name"].lower() for p in json.loads(subprocess.run(
+        [*pip, "list", "--format=json"], check=True, capture_output=True, text=True).stdout)}
+    added = sorted(after - before)
+    code = (f"import sys, d2l; assert d2l.__version__ == {config.version!r}, d2l.__version__; "
+            "heavy = {'torch', 'jax', 'tensorflow', 'mxnet', 'matplotlib'} & set(sys.modules); "
+            "assert not heavy, heavy; print(d2l.__version__)")
+    proc = subprocess.run([py, "-P", "-c", code], cwd=work, capture_output=True, text=True)
+    if added != ["d2l", "numpy"] or proc.returncode != 0:
+        return Outcome("python3.12 venv", "failed", f"installed {added}; {proc.stderr.strip()[-300:]}")
+    log(f"[libtest] python3.12 venv: pip installed {', '.join(added)}; import d2l works")
+    return Outcome("python3.12 venv", "passed", f"installed {', '.join(added)}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tabbook.libtest", description=__doc__.split("\n")[0])
+    parser.add_argument("frameworks", nargs="*", help="tabs to test (default: all)")
+    parser.add_argument("--root", type=Path, default=Path.cwd())
+    parser.add_argument("--no-generate", action="store_true", help="package d2l/ as it is")
+    parser.add_argument("--python", action="append", default=[], metavar="TAB=PATH",
+                        help="use this interpreter for a framework's tests")
+    parser.add_argument("--any-env", action="store_true",
+                        help="fall back to any completed env of the framework in the cache")
+    parser.add_argument("--no-venv-check", action="store_true", help="skip the fresh Python 3.12 venv check")
+    args = parser.parse_args(argv)
+    try:
+        config = load_config(args.root)
+        overrides = dict(item.split("=", 1) for item in args.python)
+        if not args.no_generate:
+            from .library import generate_library, write_library
+            from .toc import toc_sections
+
+            for rel in write_library(config, generate_library(config, toc_sections(config))):
+                print(f"[libtest] regenerated {rel}")
+        wheel = build_wheel(config)
+        outcomes: list[Outcome] = []
+        with tempfile.TemporaryDirectory(prefix="tabbook-libtest-") as tmp:
+            work = Path(tmp)
+            for tab in args.frameworks or config.tabs:
+                python = env_python(config, tab, overrides, args.any_env)
+                if python is None:
+                    outcomes.append(Outcome(tab, "skipped", "environment not installed (make envs)"))
+                    continue
+                outcomes.append(run_framework(config, tab, wheel, python, work))
+            if not args.no_venv_check:
+                outcomes.append(check_fresh_venv(config, wheel, work))
+    except BookError as exc:
+        print(exc.location_message(), file=sys.stderr)
+        return 1
+    except subprocess.CalledProcessError as exc:
+        print(f"[libtest] command failed ({exc.returncode}): {' '.join(map(str, exc.cmd))}", file=sys.stderr)
+        return 1
+    for o in outcomes:
+        print(f"[libtest] {o.name:<16} {o.status:<8} {o.detail}")
+    count = {s: sum(o.status == s for o in outcomes) for s in ("passed", "failed", "skipped")}
+    print(f"libtest: {count['passed']} passed, {count['failed']} failed, {count['skipped']} skipped")
+    return 1 if count["failed"] else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,177 @@
+"""Stage 3 (library): the files it writes, their freshness, lint cleanliness and version."""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pytest
+from library_fixtures import (
+    CONFIG,
+    IMPORTS,
+    PLOT_IMPORTS,
+    ROOT,
+    RUFF,
+    body,
+    fence,
+    make_config,
+    section,
+    torch_lib,
+)
+
+from tabbook.config import Config, load_config
+from tabbook.library import generate_library, main, stale_library, write_library
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Config:
+    return make_config(tmp_path)
+
+
+# --- files --------------------------------------------------------------------------------------
+
+def test_init_has_the_version_and_imports_nothing(config: Config) -> None:
+    init = generate_library(config, [])["d2l/__init__.py"]
+    tree = ast.parse(init)
+    assert not any(isinstance(n, (ast.Import, ast.ImportFrom)) for n in ast.walk(tree))
+    assert '__version__ = "1.2.3"' in init and "from d2l import torch as d2l" in ast.get_docstring(tree)
+
+
+def test_pyproject_reads_the_version_the_generator_writes() -> None:
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert meta["project"]["name"] == "d2l" and "version" in meta["project"]["dynamic"]
+    assert meta["tool"]["hatch"]["version"]["path"] == "d2l/__init__.py"
+    assert meta["project"]["dependencies"] == ["numpy>=1.23"]
+    assert set(meta["project"]["optional-dependencies"]) >= {"plot", "torch", "jax", "tensorflow", "mxnet"}
+    config = load_config(ROOT)
+    init = ROOT / "d2l" / "__init__.py"
+    if init.is_file():  # the committed package agrees with config.ini
+        assert f'__version__ = "{config.version}"' in init.read_text()
+
+
+def test_write_is_atomic_and_only_rewrites_changed_files(config: Config, monkeypatch) -> None:
+    files = generate_library(config, [section(config, "a.md", "A", IMPORTS, fence("def f():  #@save\n    return 1"))])
+    assert sorted(write_library(config, files)) == ["d2l/__init__.py", "d2l/jax.py", "d2l/torch.py"]
+    assert write_library(config, files) == [] and stale_library(config, files) == []
+    before = {p.name: p.read_text() for p in (config.root / "d2l").iterdir()}
+    changed = {**files, "d2l/torch.py": files["d2l/torch.py"] + "# x\n", "d2l/jax.py": "# y\n"}
+    real_fdopen = os.fdopen
+    calls = []
+
+    def failing_fdopen(fd, *args, **kwargs):
+        calls.append(fd)
+        if len(calls) == 2:
+            os.close(fd)
+            raise OSError("disk full")
+        return real_fdopen(fd, *args, **kwargs)
+
+    monkeypatch.setattr(os, "fdopen", failing_fdopen)
+    with pytest.raises(OSError, match="disk full"):
+        write_library(config, changed)
+    after = {p.name: p.read_text() for p in (config.root / "d2l").iterdir()}
+    assert after == before  # nothing replaced, no temporary file left behind
+    assert sorted(stale_library(config, changed)) == ["d2l/jax.py", "d2l/torch.py"]
+
+
+def test_an_error_writes_nothing(tmp_path: Path) -> None:
+    (tmp_path / "config.ini").write_text(CONFIG)
+    (tmp_path / "index.md").write_text("# Book\n\n```toc\nch/a\n```\n")
+    (tmp_path / "ch").mkdir()
+    (tmp_path / "ch" / "a.md").write_text("# A\n\n" + IMPORTS + "\n" + fence("def f():  #@save\n    return 1"))
+    assert main(["--root", str(tmp_path)]) == 0
+    old = (tmp_path / "d2l" / "torch.py").read_text()
+    (tmp_path / "ch" / "a.md").write_text("# A\n\n" + fence("def f():  #@save\n    return 2") + "\n"
+                                          + fence("@d2l.add_to_class(Nope)  #@save\ndef g(self):\n    pass"))
+    assert main(["--root", str(tmp_path), "--check"]) == 1
+    assert main(["--root", str(tmp_path)]) == 1
+    assert (tmp_path / "d2l" / "torch.py").read_text() == old
+    assert sorted(p.name for p in (tmp_path / "d2l").iterdir()) == ["__init__.py", "jax.py", "torch.py"]
+
+
+def test_check_reports_stale_files(tmp_path: Path, capsys) -> None:
+    (tmp_path / "config.ini").write_text(CONFIG)
+    (tmp_path / "index.md").write_text("# Book\n")
+    assert main(["--root", str(tmp_path), "--check"]) == 1
+    assert "stale: d2l/torch.py" in capsys.readouterr().err
+    assert main(["--root", str(tmp_path)]) == 0
+    assert main(["--root", str(tmp_path), "--check"]) == 0
+
+
+def ruff_check(text: str, name: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(RUFF), "check", "--no-cache", "--stdin-filename", name, "-"],
+                          input=text, cwd=ROOT, capture_output=True, text=True)
+
+
+@pytest.mark.skipif(not RUFF.exists(), reason="ruff is not installed in the builder's venv")
+def test_generated_code_passes_ruff_and_compiles(config: Config) -> None:
+    files = generate_library(config, [section(config, "a.md", "A", PLOT_IMPORTS, fence("""
+        import os
+        import collections
+        from torch import Tensor, nn
+        from torch.nn import functional as F, init
+        from matplotlib.figure import Figure
+
+        #@save
+        class Net(nn.Module):
+            \"\"\"A net.\"\"\"   \t
+            def forward(self, x: Tensor):
+                l = F.relu(x)  # the book's style: one-letter names, lambdas
+                act = lambda v: init.zeros_(v)
+                return l, act
+
+        def plot(x):
+            fig = Figure()
+            fig.gca().plot(x)
+            plt.plot(x)
+            display.display(fig)
+            return os.sep, collections.Counter(), np.ones(1)
+    """))])
+    for path, text in files.items():
+        compile(text, path, "exec")
+        proc = ruff_check(text, path)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_trailing_blanks_are_dropped_except_inside_strings(config: Config) -> None:
+    lib = torch_lib(config, fence('def f():  #@save   \n    s = """a  \nb  """   \n    return s  '))
+    assert 'def f():\n' in lib and '    s = """a  \nb  """\n    return s\n' in lib
+
+
+def test_tab_selected_imports_at_the_top_of_a_saved_cell_feed_the_header(config: Config) -> None:
+    files = generate_library(config, [section(config, "a.md", "A", fence("""
+        #@save
+        if tab.selected('pytorch'):
+            import torch
+        if tab.selected('jax'):
+            import jax
+
+
+        def zeros():
+            if tab.selected('pytorch'):
+                return torch.zeros(1)
+            if tab.selected('jax'):
+                return jax.numpy.zeros(1)
+    """, "all"))])
+    assert body(files["d2l/torch.py"]).split("__all__")[0].strip() == "import torch"
+    assert body(files["d2l/jax.py"]).split("__all__")[0].strip() == "import jax"
+
+
+@pytest.mark.skipif(not RUFF.exists(), reason="ruff is not installed in the builder's venv")
+def test_the_books_own_library_is_generated_and_clean() -> None:
+    from tabbook.toc import read_page, toc_sections
+
+    config = load_config(ROOT)
+    pages = sorted((ROOT / "chapter_gpus").glob("*.md"))
+    if not pages:
+        pytest.skip("chapter_gpus/ has no section yet")
+    if (ROOT / "chapter_gpus" / "index.md").is_file():
+        sections = toc_sections(config)
+    else:  # the chapter's index is not written yet: its sections in file order
+        sections = [read_page(config, p.relative_to(ROOT).as_posix()) for p in pages]
+    files = generate_library(config, sections)
+    for path, text in files.items():
+        proc = ruff_check(text, path)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
