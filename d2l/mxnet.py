@@ -60,6 +60,9 @@ def use_svg_display():
     Show figures as SVG in HTML, and as PDF when converting to LaTeX.
     """
     from matplotlib_inline import backend_inline
+    import matplotlib
+    # Embed TrueType (not Type 3) fonts in the PDF version of each plot.
+    matplotlib.rcParams['pdf.fonttype'] = 42
     backend_inline.set_matplotlib_formats('svg', 'pdf')
 
 

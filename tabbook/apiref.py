@@ -111,8 +111,8 @@ def api_reference_markdown(config: Config, files: dict[str, str]) -> str:
         "",
         f"Every function and class the book saves with `#@save` is collected into the `{pkg}` "
         f"package (version {config.version}), one module per framework. Use it as the book does, "
-        f"for example `from {pkg} import {config.frameworks[config.tabs[0]].module} as {pkg}`; "
-        "each entry links to the section that defines it.",
+        f"importing your framework's module under the name `{pkg}` (`from {pkg} import <module> as {pkg}`, "
+        "with the module named in each heading below); each entry links to the section that defines it.",
         "",
     ]
     for tab in config.tabs:
