@@ -9,7 +9,7 @@ TB        := $(VPY) -m tabbook
 BUILDER_STAMP := $(VENV)/.installed-$(shell sha256sum envs/builder.txt 2>/dev/null | cut -c1-12)
 export TF_CPP_MIN_LOG_LEVEL := 2
 
-.PHONY: html test check lib envs clean serve unit freeze-check exec-check lint pdf tex libtest dist
+.PHONY: html test check lib envs clean serve unit freeze-check exec-check lint pdf tex libtest dist browser bench
 
 html: $(BUILDER_STAMP)
 	$(TB) build $(if $(FORCE),--force)
@@ -41,7 +41,7 @@ lint: $(BUILDER_STAMP)
 	$(VPY) -m ruff check .
 
 # Under CI the PDF tests must run, not skip: install TeX first.
-unit: $(BUILDER_STAMP) $(if $(CI),tex)
+unit: $(BUILDER_STAMP) browser $(if $(CI),tex)
 	$(VPY) -m pytest -q tests
 
 # The committed freeze store must match the sources (no stale or missing entry),
@@ -60,9 +60,18 @@ test: lint unit freeze-check exec-check libtest
 	$(TB) build --frozen
 	@echo "make test: all checks passed"
 
+# Live preview: rebuilds on save (a prose edit starts no kernel) and reloads the page.
 serve: $(BUILDER_STAMP)
-	$(TB) build
-	$(VPY) -m http.server -d build/html 8000
+	$(VPY) -m tabbook.serve --port $(or $(PORT),8000)
+
+# Debian's Chromium for the browser tests and the page-weight benchmark (idempotent).
+browser:
+	@bash scripts/install-browser.sh
+
+bench: $(BUILDER_STAMP) browser
+	$(VPY) bench/build_times.py
+	$(VPY) bench/import_cost.py
+	$(VPY) bench/page_weight.py
 
 tex:
 	@bash scripts/install-tex.sh

@@ -11,14 +11,22 @@ from pathlib import Path
 from typing import Any
 
 from .config import load_config
+from .latex_conf import latex_settings
+from .site import load_site_options
+
+STATIC = Path(__file__).resolve().parent / "static"
 
 
 def sphinx_settings(root: Path) -> dict[str, Any]:
     book = load_config(root)
     bib = root / "references.bib"
-    extensions = ["myst_nb", "sphinx_design", "tabbook.sphinx_ext"]
+    extensions = ["myst_nb", "sphinx_design", "tabbook.sphinx_ext", "tabbook.sphinx_site"]
     if bib.is_file():
         extensions.insert(2, "sphinxcontrib.bibtex")
+    site = load_site_options(book)
+    # furo's "view source" would point at the generated notebook, not the Markdown in the
+    # repository: tabbook.sphinx_site links the source next to the downloads instead.
+    theme_options: dict[str, Any] = {"top_of_page_buttons": []}
     return {
         "project": book.title,
         "author": book.author,
@@ -40,7 +48,14 @@ def sphinx_settings(root: Path) -> dict[str, Any]:
         "bibtex_reference_style": "author_year",
         "exclude_patterns": ["**.ipynb_checkpoints"],
         "html_theme": "furo",
+        "html_theme_options": theme_options,
         "html_title": book.title,
+        "html_favicon": str(STATIC / "favicon.svg"),
+        # Nothing from other origins: math is typeset at build time (tabbook.sphinx_site), and
+        # myst-nb must not pull widget scripts from a CDN.
+        "html_math_renderer": "tabbook_katex",
+        "nb_ipywidgets_js": {},
+        "tabbook_site": site.as_dict(),
         "html_static_path": [str(root / "static")] if (root / "static").is_dir() else [],
         "html_copy_source": False,
         "html_show_sourcelink": False,
@@ -48,4 +63,6 @@ def sphinx_settings(root: Path) -> dict[str, Any]:
         "tabbook_labels": {name: fw.label for name, fw in book.frameworks.items()},
         "tabbook_framework": book.default_tab,
         "suppress_warnings": ["mystnb.unknown_mime_type"],
+        # ---- LaTeX / PDF (tabbook.latex_conf; owned by the PDF work) ----
+        **latex_settings(root),
     }

@@ -1,1 +1,315 @@
-// tabbook: nothing needed yet beyond sphinx-design's own tab syncing.
+// tabbook: framework tabs that are accessible and remembered, and copy buttons on code cells.
+//
+// Progressive enhancement. Without JavaScript, sphinx-design's radio-button tabs work with CSS
+// alone and every panel is one click away. With it, each tab set becomes a WAI-ARIA tablist
+// (role tablist/tab/tabpanel, roving tabindex, arrow/Home/End keys); choosing a framework,
+// by mouse or keyboard, selects it in every tab set on the page and is remembered across pages
+// and reloads (localStorage, sphinx-design's key) and can be forced with ?tab=<name>. A tab set
+// lacking the chosen framework shows the reader's most recent other choice it has, else the
+// tab the build selected (the book's default framework, else the first tab).
+(() => {
+  "use strict";
+
+  const STORE_PREFIX = "sphinx-design-tab-id-"; // sphinx-design's key: both scripts agree
+  const HISTORY_KEY = "tabbook-tab-history";
+  const HISTORY_MAX = 8;
+
+  const storage = {
+    get(key) {
+      try {
+        return window.localStorage.getItem(key);
+      } catch (err) {
+        return null; // storage blocked: choices are simply not remembered
+      }
+    },
+    set(key, value) {
+      try {
+        window.localStorage.setItem(key, value);
+      } catch (err) {
+        /* storage blocked */
+      }
+    },
+  };
+
+  /** The reader's choices in a sync group, most recent first. */
+  function history(group) {
+    let list = [];
+    try {
+      const all = JSON.parse(storage.get(HISTORY_KEY) || "{}");
+      if (Array.isArray(all[group])) list = all[group].filter((x) => typeof x === "string");
+    } catch (err) {
+      list = [];
+    }
+    const stored = storage.get(STORE_PREFIX + group);
+    if (stored && list[0] !== stored) list.unshift(stored);
+    return list;
+  }
+
+  function remember(group, id) {
+    const list = [id, ...history(group).filter((x) => x !== id)].slice(0, HISTORY_MAX);
+    let all = {};
+    try {
+      all = JSON.parse(storage.get(HISTORY_KEY) || "{}") || {};
+    } catch (err) {
+      all = {};
+    }
+    all[group] = list;
+    storage.set(HISTORY_KEY, JSON.stringify(all));
+    storage.set(STORE_PREFIX + group, id);
+  }
+
+  /** @type {{set: HTMLElement, group: string|null, items: any[]}[]} */
+  const sets = [];
+
+  function enhance(set, index) {
+    const labels = Array.from(set.children).filter(
+      (el) => el.tagName === "LABEL" && el.classList.contains("sd-tab-label"),
+    );
+    const items = [];
+    for (const label of labels) {
+      const input = document.getElementById(label.htmlFor);
+      const panel = label.nextElementSibling;
+      if (!(input instanceof HTMLInputElement) || !panel || !panel.classList.contains("sd-tab-content")) {
+        return; // not the structure sphinx-design builds: leave this set alone
+      }
+      items.push({ label, input, panel, tab: null, id: label.dataset.syncId || null });
+    }
+    if (!items.length) return;
+    const group = labels[0].dataset.syncGroup || null;
+    const entry = { set, group, items };
+    const list = document.createElement("div");
+    list.className = "tabbook-tablist";
+    list.setAttribute("role", "tablist");
+    list.setAttribute("aria-label", group === "tab" ? "Framework" : "Tabs");
+    items.forEach((item, i) => {
+      const { label, input, panel } = item;
+      // A <label> may not take role="tab": a button does, with the label's text, data and id.
+      const tab = document.createElement("button");
+      tab.type = "button";
+      tab.className = label.className;
+      tab.classList.add("tabbook-tab");
+      Object.assign(tab.dataset, label.dataset);
+      if (!panel.id) panel.id = `tabbook-panel-${index}-${i}`;
+      tab.id = label.id || `${input.id || panel.id}-tab`;
+      tab.append(...label.childNodes);
+      tab.setAttribute("role", "tab");
+      tab.setAttribute("aria-controls", panel.id);
+      panel.setAttribute("role", "tabpanel");
+      panel.setAttribute("aria-labelledby", tab.id);
+      input.hidden = true; // the radio keeps the state the CSS shows; the tab is the control
+      input.tabIndex = -1;
+      label.remove();
+      list.appendChild(tab);
+      item.tab = tab;
+      tab.addEventListener("click", () => choose(entry, item, true));
+    });
+    list.addEventListener("keydown", (event) => onKey(entry, event));
+    set.insertBefore(list, set.firstChild);
+    set.classList.add("tabbook-enhanced");
+    sets.push(entry);
+    refresh(entry);
+  }
+
+  /** Mirror the radios' state into ARIA and the roving tabindex. */
+  function refresh(entry) {
+    for (const item of entry.items) {
+      const on = item.input.checked;
+      item.tab.setAttribute("aria-selected", on ? "true" : "false");
+      item.tab.tabIndex = on ? 0 : -1;
+      item.panel.tabIndex = 0;
+    }
+  }
+
+  function show(entry, item) {
+    if (!item.input.checked) item.input.checked = true;
+    refresh(entry);
+  }
+
+  /** The tab a set should show for the reader's choices (most recent first). */
+  function pick(entry, choices) {
+    for (const id of choices) {
+      const hit = entry.items.find((it) => it.id === id);
+      if (hit) return hit;
+    }
+    // The build selects the book's default framework (or the first tab): keep that otherwise.
+    return entry.items.find((it) => it.input.defaultChecked) || entry.items[0];
+  }
+
+  function applyGroup(group, choices) {
+    for (const entry of sets) {
+      if (entry.group === group) show(entry, pick(entry, choices));
+    }
+  }
+
+  /** A tab chosen by the reader: show it, sync the group, remember it; keep the tab in place. */
+  function choose(entry, item, focus) {
+    const top = item.tab.getBoundingClientRect().top;
+    if (entry.group && item.id) {
+      remember(entry.group, item.id);
+      applyGroup(entry.group, history(entry.group));
+    } else {
+      show(entry, item);
+    }
+    if (focus) item.tab.focus({ preventScroll: true });
+    const shift = item.tab.getBoundingClientRect().top - top;
+    if (shift) window.scrollBy(0, shift); // other sets above changed height: don't jump
+  }
+
+  function onKey(entry, event) {
+    const items = entry.items;
+    const at = items.findIndex((it) => it.tab === document.activeElement);
+    if (at < 0) return;
+    let next = null;
+    switch (event.key) {
+      case "ArrowRight":
+      case "ArrowDown":
+        next = items[(at + 1) % items.length];
+        break;
+      case "ArrowLeft":
+      case "ArrowUp":
+        next = items[(at - 1 + items.length) % items.length];
+        break;
+      case "Home":
+        next = items[0];
+        break;
+      case "End":
+        next = items[items.length - 1];
+        break;
+      case "Enter":
+      case " ":
+        next = items[at];
+        break;
+      default:
+        return;
+    }
+    event.preventDefault();
+    event.stopPropagation();
+    choose(entry, next, true);
+  }
+
+  /** Open the tab panel holding the URL's #target (this set only; the choice is not changed). */
+  function showHashTarget() {
+    const id = decodeURIComponent(window.location.hash.slice(1));
+    const target = id && document.getElementById(id);
+    if (!target) return;
+    let opened = false;
+    for (const entry of sets) {
+      for (const item of entry.items) {
+        if (item.tab === target || item.panel.contains(target)) {
+          show(entry, item);
+          opened = true;
+        }
+      }
+    }
+    if (opened) target.scrollIntoView();
+  }
+
+  function initTabs() {
+    document.querySelectorAll(".sd-tab-set").forEach((set, i) => enhance(set, i));
+    const groups = new Set(sets.map((s) => s.group).filter(Boolean));
+    const query = new URLSearchParams(window.location.search);
+    for (const group of groups) {
+      const forced = query.get(group);
+      if (forced) remember(group, forced);
+      applyGroup(group, history(group));
+    }
+    showHashTarget();
+    window.addEventListener("hashchange", showHashTarget);
+    // Another tab or window changed the choice: follow it.
+    window.addEventListener("storage", (event) => {
+      if (event.key && event.key.startsWith(STORE_PREFIX)) {
+        const group = event.key.slice(STORE_PREFIX.length);
+        if (groups.has(group)) applyGroup(group, history(group));
+      }
+    });
+  }
+
+  // ---- copy buttons ---------------------------------------------------------------------------
+
+  const COPY_ICON =
+    '<svg viewBox="0 0 16 16" width="16" height="16" aria-hidden="true" focusable="false">' +
+    '<path fill="currentColor" d="M4 2a2 2 0 0 1 2-2h6a2 2 0 0 1 2 2v8a2 2 0 0 1-2 2H6a2 2 0 0 1-2-2V2zm2-.75a.75.75 0 0 0-.75.75v8c0 .41.34.75.75.75h6a.75.75 0 0 0 .75-.75V2a.75.75 0 0 0-.75-.75H6zM2 5.5a.75.75 0 0 1 .75.75V13c0 .41.34.75.75.75h5.75a.75.75 0 0 1 0 1.5H3.5A2.25 2.25 0 0 1 1.25 13V6.25A.75.75 0 0 1 2 5.5z"/></svg>';
+
+  /** The code of a block: its text less prompts, console outputs and line numbers, no final newline. */
+  function codeOf(pre) {
+    const copy = pre.cloneNode(true);
+    copy.querySelectorAll(".gp, .go, .linenos, .tabbook-copy").forEach((el) => el.remove());
+    return copy.textContent.replace(/\n$/, "");
+  }
+
+  async function writeClipboard(text) {
+    if (navigator.clipboard && window.isSecureContext) {
+      try {
+        await navigator.clipboard.writeText(text);
+        return true;
+      } catch (err) {
+        /* fall back below */
+      }
+    }
+    const area = document.createElement("textarea");
+    area.value = text;
+    area.setAttribute("readonly", "");
+    area.style.position = "fixed";
+    area.style.opacity = "0";
+    document.body.appendChild(area);
+    area.select();
+    let ok = false;
+    try {
+      ok = document.execCommand("copy");
+    } catch (err) {
+      ok = false;
+    }
+    area.remove();
+    return ok;
+  }
+
+  function addCopyButton(block) {
+    const pre = block.querySelector("pre");
+    if (!pre || block.querySelector(":scope > .tabbook-copy")) return;
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "tabbook-copy";
+    button.setAttribute("aria-label", "Copy code");
+    button.title = "Copy code";
+    button.innerHTML = COPY_ICON + '<span class="tabbook-copy-text" aria-live="polite"></span>';
+    const status = button.querySelector(".tabbook-copy-text");
+    let timer = 0;
+    button.addEventListener("click", async () => {
+      const ok = await writeClipboard(codeOf(pre));
+      status.textContent = ok ? "Copied" : "Press Ctrl+C";
+      button.classList.toggle("tabbook-copied", ok);
+      if (!ok) {
+        const range = document.createRange();
+        range.selectNodeContents(pre);
+        const sel = window.getSelection();
+        sel.removeAllRanges();
+        sel.addRange(range);
+      }
+      window.clearTimeout(timer);
+      timer = window.setTimeout(() => {
+        status.textContent = "";
+        button.classList.remove("tabbook-copied");
+      }, 2000);
+    });
+    block.appendChild(button);
+  }
+
+  function initCopy() {
+    // Code cells' inputs and code blocks in prose; never a cell's outputs.
+    document.querySelectorAll("div[class*='highlight-'] > div.highlight").forEach((block) => {
+      if (block.closest(".cell_output, .output")) return;
+      addCopyButton(block);
+    });
+  }
+
+  function init() {
+    initTabs();
+    initCopy();
+  }
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", init);
+  } else {
+    init();
+  }
+})();

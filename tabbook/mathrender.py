@@ -1,0 +1,264 @@
+"""Build-time math: TeX → HTML + MathML with KaTeX, run by node, so pages load no math script.
+
+A reader's browser gets finished markup, one small stylesheet and the few KaTeX fonts a page uses,
+all from the site itself: no CDN, nothing typeset at load, and MathML for screen readers.
+
+KaTeX comes from the npm registry, pinned with its integrity hash by ``tabbook/node/package-lock.json``,
+and is installed on demand (``npm ci``) into a cache keyed by that lock file, the way framework
+environments are: ``$TABBOOK_CACHE`` or ``~/.cache/tabbook``, under ``node/<hash>/``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+NODE_PROJECT = Path(__file__).resolve().parent / "node"
+RENDER_SCRIPT = NODE_PROJECT / "katex-render.js"
+
+
+class MathUnavailable(Exception):
+    """KaTeX cannot run here (no node, or the install failed); the message says what to do."""
+
+
+class TexError(Exception):
+    """KaTeX rejected a formula; the message is KaTeX's."""
+
+
+def cache_root() -> Path:
+    env = os.environ.get("TABBOOK_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "tabbook"
+
+
+def install_dir() -> Path:
+    lock = (NODE_PROJECT / "package-lock.json").read_bytes()
+    return cache_root() / "node" / hashlib.sha256(lock).hexdigest()[:12]
+
+
+def ensure_katex(log=print) -> Path:
+    """The installed KaTeX package directory, installing it first if needed."""
+    target = install_dir()
+    package = target / "node_modules" / "katex"
+    if (package / "dist" / "katex.min.css").is_file():
+        return package
+    npm, node = shutil.which("npm"), shutil.which("node")
+    if not (npm and node):
+        raise MathUnavailable("math needs Node.js and npm (Debian: apt-get install nodejs npm)")
+    log(f"[math] installing KaTeX into {target}")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=".install-"))
+    try:
+        for name in ("package.json", "package-lock.json"):
+            shutil.copy2(NODE_PROJECT / name, tmp / name)
+        proc = subprocess.run(
+            [npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"],
+            cwd=tmp, capture_output=True, text=True,
+        )
+        if proc.returncode != 0:
+            raise MathUnavailable(f"npm ci failed for KaTeX: {proc.stderr.strip()[-800:]}")
+        try:
+            tmp.rename(target)  # atomic: a concurrent build either sees all of it or none
+        except OSError:
+            if not (package / "dist" / "katex.min.css").is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return package
+
+
+class Katex:
+    """One node process rendering formulas on request (JSON lines), results cached by input."""
+
+    def __init__(self, package: Path, macros: dict[str, str] | None = None) -> None:
+        self.package = package
+        self.macros = dict(macros or {})
+        self._proc: subprocess.Popen[str] | None = None
+        self._pid = 0
+        self._cache: dict[tuple[str, bool], str] = {}
+        self.glyphs: set[str] = set()  # every character typeset so far: the fonts keep only these
+        self.version = ""
+
+    def _start(self) -> subprocess.Popen[str]:
+        # A forked Sphinx worker must not share its parent's pipes: one process per pid.
+        if self._proc is not None and self._pid == os.getpid() and self._proc.poll() is None:
+            return self._proc
+        node = shutil.which("node")
+        if not node:
+            raise MathUnavailable("node is not on PATH")
+        self._proc = subprocess.Popen(
+            [node, str(RENDER_SCRIPT), str(self.package)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            text=True, encoding="utf-8", bufsize=1,
+        )
+        self._pid = os.getpid()
+        hello = self._proc.stdout.readline() if self._proc.stdout else ""
+        try:
+            self.version = json.loads(hello)["version"]
+        except (ValueError, KeyError) as exc:
+            raise MathUnavailable(f"the KaTeX renderer did not start: {hello!r}") from exc
+        return self._proc
+
+    def render(self, tex: str, display: bool) -> str:
+        key = (tex, display)
+        if key in self._cache:
+            return self._cache[key]
+        proc = self._start()
+        assert proc.stdin and proc.stdout
+        proc.stdin.write(json.dumps({"tex": tex, "display": display, "macros": self.macros}) + "\n")
+        proc.stdin.flush()
+        line = proc.stdout.readline()
+        if not line:
+            raise MathUnavailable("the KaTeX renderer stopped")
+        reply = json.loads(line)
+        if "error" in reply:
+            raise TexError(reply["error"])
+        self._cache[key] = reply["html"]
+        self.glyphs |= glyphs_of(reply["html"])
+        return reply["html"]
+
+    def close(self) -> None:
+        if self._proc is not None and self._pid == os.getpid():
+            if self._proc.stdin:
+                self._proc.stdin.close()
+            try:
+                self._proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+        self._proc = None
+
+
+_TAG = re.compile(r"<[^>]*>")
+_MATHML = re.compile(r'<span class="katex-mathml">.*?</math></span>', re.S)
+
+
+def glyphs_of(rendered: str) -> set[str]:
+    """The characters KaTeX's HTML part of ``rendered`` draws with its fonts."""
+    return set(html.unescape(_TAG.sub("", _MATHML.sub("", rendered)))) - {"\n"}
+
+
+_OTHER_FONT_FORMATS = re.compile(r',\s*url\([^)]*\.(?:woff|ttf)\)\s*format\("(?:woff|truetype)"\)')
+_CSS_RULE = re.compile(r"([^{}]+)\{([^{}]*)\}")
+_CSS_CLASS = re.compile(r"\.([A-Za-z_-][\w-]*)")
+_CSS_NOT = re.compile(r":not\([^)]*\)")
+_CLASS_ATTR = re.compile(r'class="([^"]*)"')
+_FAMILY = re.compile(r"KaTeX_\w+")
+
+
+def classes_of(rendered: str) -> set[str]:
+    """The CSS classes used in KaTeX's output."""
+    return {c for attr in _CLASS_ATTR.findall(rendered) for c in attr.split()}
+
+
+def prune_stylesheet(css: str, classes: set[str]) -> str:
+    """KaTeX's stylesheet cut to the rules whose selectors only name ``classes`` (most of its 23 kB
+    are size-change and rarely used layout rules), and to the @font-face rules of the font families
+    those rules use. Browsers fetch only the fonts a page draws with anyway; this saves CSS bytes."""
+    kept: list[str] = []
+    faces: list[tuple[str, str]] = []
+    for selectors, body in _CSS_RULE.findall(css):
+        selectors = selectors.strip()
+        if selectors.startswith("@font-face"):
+            faces.append((selectors, body))
+            continue
+        ok = [sel for sel in selectors.split(",") if set(_CSS_CLASS.findall(_CSS_NOT.sub("", sel))) <= classes]
+        if ok:
+            kept.append(",".join(ok) + "{" + body + "}")
+    used = {m for rule in kept for m in _FAMILY.findall(rule)}
+    fonts = [f"{sel}{{{body}}}" for sel, body in faces if set(_FAMILY.findall(body)) & used]
+    return "".join(fonts + kept)
+
+
+def page_stylesheet(package: Path, classes: set[str], static_dir: Path) -> str:
+    """Write the stylesheet for one set of KaTeX classes as ``katex/katex-<hash>.css`` under
+    ``static_dir`` (pages using the same constructs share it; a content-named file is never stale
+    in a browser's cache). Returns its path relative to ``static_dir``."""
+    css = _OTHER_FONT_FORMATS.sub("", (package / "dist" / "katex.min.css").read_text(encoding="utf-8"))
+    css = prune_stylesheet(css, classes)
+    name = f"katex/katex-{hashlib.sha256(css.encode()).hexdigest()[:10]}.css"
+    target = static_dir / name
+    if not target.is_file():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.tmp")
+        tmp.write_text(css, encoding="utf-8")
+        os.replace(tmp, target)
+    return name
+
+
+def subset_font(src: Path, dst: Path, text: str) -> bool:
+    """Write ``src`` reduced to the glyphs of ``text`` as woff2; False if fontTools is missing."""
+    try:
+        from fontTools import subset
+    except ImportError:
+        return False
+    import logging
+
+    logging.getLogger("fontTools").setLevel(logging.WARNING)  # it reports every table at INFO
+    options = subset.Options()
+    options.flavor = "woff2"
+    options.layout_features = ["*"]
+    font = subset.load_font(str(src), options)
+    subsetter = subset.Subsetter(options)
+    subsetter.populate(text=text)
+    subsetter.subset(font)
+    tmp = dst.with_name(f".{dst.name}.tmp")
+    subset.save_font(font, str(tmp), options)
+    os.replace(tmp, dst)
+    return True
+
+
+def publish_fonts(package: Path, static_dir: Path, glyphs: set[str], state: Path) -> Path:
+    """Write KaTeX's woff2 fonts (the stylesheets' @font-face rules name only those; every browser
+    that renders this site reads woff2) and its licence to ``static_dir/katex``.
+
+    Each font is cut down to the characters the site typesets: ``glyphs`` of this run plus those
+    recorded in ``state`` by earlier, incremental runs (pages Sphinx did not rewrite), so a math
+    page loads a few kB of fonts rather than ~100 kB. Without fontTools, whole fonts."""
+    dist = package / "dist"
+    out = static_dir / "katex"
+    (out / "fonts").mkdir(parents=True, exist_ok=True)
+    if (package / "LICENSE").is_file():
+        shutil.copyfile(package / "LICENSE", out / "LICENSE.txt")
+    try:
+        known = json.loads(state.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        known = {}
+    old = set(known.get("glyphs", ""))
+    union = old | glyphs
+    fonts = sorted((dist / "fonts").glob("*.woff2"))
+    fresh = known.get("katex") == str(package) and union == old and \
+        all((out / "fonts" / f.name).is_file() for f in fonts)
+    if fresh:
+        return out
+    text = "".join(sorted(union))
+    subsetted = True
+    for font in fonts:
+        dst = out / "fonts" / font.name
+        if not subset_font(font, dst, text):
+            shutil.copyfile(font, dst)
+            subsetted = False
+    state.parent.mkdir(parents=True, exist_ok=True)
+    state.write_text(json.dumps({"katex": str(package), "glyphs": text if subsetted else ""}), encoding="utf-8")
+    return out
+
+
+def main() -> int:
+    """``python -m tabbook.mathrender``: install KaTeX now (builds do it on demand) and say where."""
+    import sys
+
+    try:
+        print(ensure_katex())
+    except (MathUnavailable, OSError) as exc:
+        print(f"math: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,216 @@
+"""The reader's site: options, per-section download links, and the files they point to.
+
+Pure functions decide what a page links to (:func:`page_links`); the I/O at the edges copies the
+executed notebooks from the freeze store and any built PDFs into the HTML tree
+(:func:`publish_downloads`), so the site is self-contained and works offline.
+
+Options come from ``config.ini``: ``[project] repository`` (an "Open in Colab" link is shown only
+when it names a GitHub repository, or when ``[site] colab_url`` is set) and an optional ``[site]``
+section::
+
+    [site]
+    branch = main          # branch the Colab links open (default: main)
+    colab_url =            # template with {repo} {branch} {path}; default: Colab's GitHub URL
+    pdf_url =              # template with {name} {fw}; empty: link build/pdf/<name>-<fw>.pdf
+                           # (copied into the site) only when that file exists
+"""
+
+from __future__ import annotations
+
+import configparser
+import json
+import re
+import shutil
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from .config import Config
+
+COLAB_GITHUB = "https://colab.research.google.com/github/{repo}/blob/{branch}/{path}"
+DOWNLOADS = "_downloads"  # under the HTML output directory
+
+
+@dataclass(frozen=True)
+class SiteOptions:
+    name: str
+    tabs: tuple[str, ...]
+    labels: dict[str, str]
+    default_tab: str
+    root: str  # the book's root (absolute)
+    freeze_dir: str  # absolute
+    pdf_dir: str  # absolute: where `make pdf` leaves <name>-<fw>.pdf
+    pdf_url: str
+    repo: str  # "owner/name" on GitHub, or "" (no notebook links to open elsewhere)
+    branch: str
+    colab_url: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SiteOptions:
+        return cls(**{**data, "tabs": tuple(data["tabs"])})
+
+
+def github_repo(url: str) -> str:
+    """``https://github.com/o/r(.git)``, ``git@github.com:o/r`` or ``o/r`` → ``o/r``; else ``""``."""
+    url = url.strip()
+    m = re.fullmatch(r"(?:https?://github\.com/|git@github\.com:)?([\w.-]+)/([\w.-]+?)(?:\.git)?/?", url)
+    if not m or ("://" in url and "github.com" not in url):
+        return ""
+    return f"{m.group(1)}/{m.group(2)}"
+
+
+def load_site_options(book: Config) -> SiteOptions:
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read(book.root / "config.ini", encoding="utf-8")
+
+    def get(key: str, default: str = "") -> str:
+        return parser.get("site", key, fallback=default).strip()
+
+    repo = github_repo(book.repository) if book.repository else ""
+    colab = get("colab_url")
+    if not colab and repo:
+        colab = COLAB_GITHUB
+    return SiteOptions(
+        name=book.name,
+        tabs=book.tabs,
+        labels={fw: book.framework(fw).label for fw in book.tabs},
+        default_tab=book.default_tab,
+        root=str(book.root),
+        freeze_dir=str(book.freeze_dir),
+        pdf_dir=str(book.build_dir / "pdf"),
+        pdf_url=get("pdf_url"),
+        repo=repo or book.repository,
+        branch=get("branch", "main"),
+        colab_url=colab if book.repository else "",
+    )
+
+
+def notebook_entry(opts: SiteOptions, docname: str, fw: str) -> Path:
+    """The freeze store's executed notebook of a page (docname ``chapter/sec``) for a framework."""
+    return Path(opts.freeze_dir) / docname / f"{fw}.ipynb"
+
+
+def notebook_target(docname: str, fw: str) -> str:
+    """Where the reader's copy lives in the site, relative to the HTML root."""
+    return f"{DOWNLOADS}/notebooks/{docname}-{fw}.ipynb"
+
+
+def pdf_target(name: str, fw: str) -> str:
+    return f"{DOWNLOADS}/pdf/{name}-{fw}.pdf"
+
+
+@dataclass(frozen=True)
+class Link:
+    kind: str  # "Notebook" | "PDF" | "Colab" | "Source"
+    label: str  # framework label
+    url: str  # relative to the HTML root, or absolute (http...)
+
+
+def page_links(opts: SiteOptions, docname: str, notebooks: set[str], pdfs: set[str],
+               source: str = "") -> list[Link]:
+    """Links for one page: ``notebooks`` are the frameworks with an executed notebook for it,
+    ``pdfs`` the frameworks whose PDF exists (or is configured by URL), ``source`` the page's
+    Markdown file (root-relative) when it is a page of the book. Pure."""
+    links: list[Link] = []
+    fws = [fw for fw in opts.tabs if fw in notebooks]
+    for fw in fws:
+        links.append(Link("Notebook", opts.labels.get(fw, fw), notebook_target(docname, fw)))
+    if fws:
+        for fw in opts.tabs:
+            if fw in pdfs:
+                url = opts.pdf_url.format(name=opts.name, fw=fw) if opts.pdf_url else pdf_target(opts.name, fw)
+                links.append(Link("PDF", opts.labels.get(fw, fw), url))
+    if opts.colab_url and opts.repo:
+        freeze = Path(opts.freeze_dir)
+        try:
+            rel_store = freeze.relative_to(Path(opts.root)).as_posix()
+        except ValueError:
+            rel_store = freeze.name
+        for fw in fws:
+            path = f"{rel_store}/{docname}/{fw}.ipynb"
+            url = opts.colab_url.format(repo=opts.repo, branch=opts.branch, path=path)
+            links.append(Link("Colab", opts.labels.get(fw, fw), url))
+    if opts.repo and github_repo(opts.repo) == opts.repo and source:
+        links.append(Link("Source", Path(source).name, f"https://github.com/{opts.repo}/blob/{opts.branch}/{source}"))
+    return links
+
+
+def available_notebooks(opts: SiteOptions, docname: str) -> set[str]:
+    return {fw for fw in opts.tabs if notebook_entry(opts, docname, fw).is_file()}
+
+
+def source_of(opts: SiteOptions, docname: str) -> str:
+    """The book's Markdown file behind a page, root-relative, or "" for generated pages."""
+    return f"{docname}.md" if (Path(opts.root) / f"{docname}.md").is_file() else ""
+
+
+def links_for(opts: SiteOptions, docname: str) -> list[Link]:
+    """:func:`page_links` with what exists on disk now."""
+    return page_links(opts, docname, available_notebooks(opts, docname), available_pdfs(opts),
+                      source_of(opts, docname))
+
+
+def available_pdfs(opts: SiteOptions) -> set[str]:
+    if opts.pdf_url:
+        return set(opts.tabs)
+    return {fw for fw in opts.tabs if (Path(opts.pdf_dir) / f"{opts.name}-{fw}.pdf").is_file()}
+
+
+def reader_notebook(nb: dict[str, Any]) -> dict[str, Any]:
+    """A freeze entry as a reader gets it: a plain Python 3 kernel, the provenance kept, the store's
+    bookkeeping (keys, hashes) dropped."""
+    out = json.loads(json.dumps(nb))
+    meta = out.setdefault("metadata", {})
+    prov = meta.pop("tabbook", {}).get("provenance")
+    if prov:
+        meta["tabbook"] = {"provenance": prov}
+    meta["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    return out
+
+
+def _copy_if_changed(src: Path, dst: Path) -> None:
+    if dst.is_file() and dst.stat().st_size == src.stat().st_size and dst.stat().st_mtime >= src.stat().st_mtime:
+        return
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(src, dst)
+
+
+def publish_downloads(opts: SiteOptions, docnames: list[str], outdir: Path) -> int:
+    """Copy each page's executed notebooks (reader form) and the built PDFs into ``outdir``.
+    Returns the number of files now published."""
+    count = 0
+    for docname in docnames:
+        for fw in sorted(available_notebooks(opts, docname)):
+            src = notebook_entry(opts, docname, fw)
+            dst = outdir / notebook_target(docname, fw)
+            text = json.dumps(reader_notebook(json.loads(src.read_text(encoding="utf-8"))),
+                              indent=1, ensure_ascii=False) + "\n"
+            if not dst.is_file() or dst.read_text(encoding="utf-8") != text:
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                dst.write_text(text, encoding="utf-8")
+            count += 1
+    if not opts.pdf_url:
+        for fw in sorted(available_pdfs(opts)):
+            _copy_if_changed(Path(opts.pdf_dir) / f"{opts.name}-{fw}.pdf", outdir / pdf_target(opts.name, fw))
+            count += 1
+    return count
+
+
+_BLOCK_COMMENT = re.compile(r"/\*.*?\*/", re.S)
+
+
+def compact_js(text: str) -> str:
+    """Our own scripts without comment lines, doc comments, indentation or blank lines. Only whole
+    lines are touched (never code on a line), so nothing can change meaning."""
+    text = re.sub(r"(?m)^[ \t]*/\*\*?.*?\*/[ \t]*\n", "", text, flags=re.S)
+    lines = (line.strip() for line in text.splitlines())
+    return "\n".join(line for line in lines if line and not line.startswith("//")) + "\n"
+
+
+def compact_css(text: str) -> str:
+    """Our own stylesheet without comments, indentation or line breaks."""
+    lines = (line.strip() for line in _BLOCK_COMMENT.sub("", text).splitlines())
+    return "".join(line + (" " if not line.endswith(("{", "}", ";", ",")) else "") for line in lines if line)
