@@ -54,15 +54,16 @@ def _check_save(section: Section, problems: list[BookError], tabs: tuple[str, ..
             continue
         for fw in cell.tabs:
             try:
-                source = resolve_tabs(cell.source, fw, (cell.path, cell.line))
+                source = resolve_tabs(cell.source, fw, (cell.path, cell.line), cell.source_lines)
                 ast.parse("\n".join(("#" + x) if x.lstrip().startswith(("%", "!")) else x
                                     for x in source.split("\n")))
             except BookError as exc:
                 problems.append(exc)
                 break
             except SyntaxError as exc:
-                problems.append(BookError(f"[{fw}] syntax error in a #@save cell: {exc.msg}",
-                                          cell.path, cell.line + (exc.lineno or 0)))
+                n = (exc.lineno or 1) - 1
+                line = cell.source_lines[n] if n < len(cell.source_lines) else cell.line + 1 + n
+                problems.append(BookError(f"[{fw}] syntax error in a #@save cell: {exc.msg}", cell.path, line))
                 break
         for i, raw in enumerate(cell.source.split("\n")):
             if re.search(r"#\s*@save\s*$", raw) and raw[:1] in (" ", "\t") and raw.strip() != "#@save":

@@ -83,25 +83,33 @@ def to_myst(text: str) -> str:
             continue
         m_label = LABEL.match(raw)
         m_eq = EQLABEL.match(raw)
+        prev = out[block_start] if block_start < len(out) else ""
+        img = IMAGE_LINE.match(prev) if block_start == len(out) - 1 else None
+        if img and (m_label or WIDTH.match(raw)):
+            # A lone image line followed by :label: and/or :width: (either order) → figure.
+            name = width = None
+            while i < len(lines) and (LABEL.match(lines[i]) or WIDTH.match(lines[i])):
+                if (m := LABEL.match(lines[i])) and name is None:
+                    name = m.group(1).strip()
+                elif (m := WIDTH.match(lines[i])) and width is None:
+                    width = m.group(1).strip()
+                else:
+                    break
+                i += 1
+            caption = convert_roles(img.group("cap"))
+            fig = ["```{figure} " + img.group("src")]
+            if name:
+                fig.append(f":name: {name}")
+            if width:
+                fig.append(f":width: {width}")
+            fig += ["", caption, "```"] if caption else ["```"]
+            out[block_start:] = fig
+            continue
         if m_label:
             name = m_label.group(1).strip()
-            prev = out[block_start] if block_start < len(out) else ""
-            img = IMAGE_LINE.match(prev)
-            if img and block_start == len(out) - 1:
-                width = None
-                if i + 1 < len(lines) and WIDTH.match(lines[i + 1]):
-                    width = WIDTH.match(lines[i + 1]).group(1)  # type: ignore[union-attr]
-                    i += 1
-                caption = convert_roles(img.group("cap"))
-                fig = ["```{figure} " + img.group("src"), f":name: {name}"]
-                if width:
-                    fig.append(f":width: {width}")
-                fig += ["", caption, "```"] if caption else ["```"]
-                out[block_start:] = fig
-            else:
-                out.insert(block_start, f"({name})=")
-                if block_start > 0 and out[block_start - 1].strip():
-                    out.insert(block_start, "")
+            out.insert(block_start, f"({name})=")
+            if block_start > 0 and out[block_start - 1].strip():
+                out.insert(block_start, "")
             i += 1
             continue
         if m_eq:
@@ -127,6 +135,10 @@ def to_myst(text: str) -> str:
             count = stripped.count("$$")
             if count == 1:
                 in_math = not in_math
+            elif not in_math:
+                out.append(raw)  # one-line display math: no roles inside
+                i += 1
+                continue
         elif in_math and stripped.endswith("$$"):
             in_math = False
         out.append(raw if in_math else convert_roles(raw))

@@ -27,7 +27,6 @@ BEGIN_TAB = re.compile(r"^\s*:begin_tab:`([^`]*)`\s*$")
 END_TAB = re.compile(r"^\s*:end_tab:\s*$")
 LABEL_LINE = re.compile(r"^\s*:(label|eqlabel):`([^`]+)`\s*$")
 REF_ROLE = re.compile(r":(numref|ref|eqref):`([^`]+)`")
-HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 SETUP_LINES = re.compile(r"^\s*(%load_ext\s+d2lbook\.tab|tab\.interact_select\(.*\))\s*$")
 
 
@@ -47,6 +46,8 @@ class Cell:
     tabs: tuple[str, ...] = ()
     flags: frozenset[str] = frozenset()
     raises: str | None = None  # expected exception class name ("" = any)
+    # File line (1-based) of each line of ``source``; empty when not recorded.
+    source_lines: tuple[int, ...] = ()
 
     @property
     def where(self) -> str:
@@ -91,24 +92,54 @@ def parse_tab_names(text: str, tabs: tuple[str, ...], where: tuple[str, int]) ->
     return tuple(t for t in tabs if t in names)
 
 
-def _fences(text: str) -> list[tuple[int, int, str, str]]:
-    """(first_line0, end_line0_exclusive, info, content) of every fence, document order."""
+@dataclass(frozen=True)
+class _Fence:
+    start: int  # 0-based line of the opening fence
+    end: int  # 0-based line after the fence (after the closing line when closed)
+    info: str
+    content: str
+    markup: str  # the opening run, e.g. "```"
+
+    @property
+    def closed(self) -> bool:
+        # markdown-it's map spans the closing line only when there is one; the
+        # content holds one "\n"-terminated line per line in between.
+        return self.end - self.start == self.content.count("\n") + 2
+
+
+def _parse(text: str) -> tuple[list[_Fence], str]:
+    """Every fence (document order) and the first level-1 heading's text."""
     md = MarkdownIt("commonmark")
-    out = []
-    for tok in md.parse(text):
+    fences: list[_Fence] = []
+    title: str | None = None
+    tokens = md.parse(text)
+    for i, tok in enumerate(tokens):
         if tok.type == "fence" and tok.map:
-            out.append((tok.map[0], tok.map[1], tok.info.strip(), tok.content))
-    return out
+            fences.append(_Fence(tok.map[0], tok.map[1], tok.info.strip(), tok.content, tok.markup))
+        elif title is None and tok.type == "heading_open" and tok.tag == "h1" and i + 1 < len(tokens):
+            title = tokens[i + 1].content.strip()
+    return fences, title or ""
 
 
-def _is_closed(lines: list[str], start: int, end: int) -> bool:
-    opening = lines[start].lstrip()
-    char = opening[0]
-    width = len(opening) - len(opening.lstrip(char))
-    if end - 1 <= start:
-        return False
-    closing = lines[end - 1].strip()
-    return closing.startswith(char * width) and set(closing) == {char}
+def _is_toc(fence: _Fence, lines: list[str]) -> bool:
+    """Exactly ```` ```toc ```` (what render turns into a toctree); other spellings stay literal."""
+    return fence.info == "toc" and lines[fence.start].strip() == "```toc"
+
+
+def _swallowed_cell(fence: _Fence) -> int | None:
+    """0-based line of an executable fence opener inside a literal fence that it must have ended.
+
+    Inside a ```` ``` ```` fence a line ```` ```{.python .input} ```` cannot be
+    meant literally (the next bare ```` ``` ```` closes the outer fence): the
+    outer fence was left open. Longer outer fences may quote the dialect.
+    """
+    char = fence.markup[0]
+    for i, raw in enumerate(fence.content.split("\n")):
+        s = raw.strip()
+        run = len(s) - len(s.lstrip(char))
+        if run >= len(fence.markup) and is_code_info(s[run:].strip()):
+            return fence.start + 1 + i
+    return None
 
 
 def is_code_info(info: str) -> bool:
@@ -124,6 +155,7 @@ def _code_cell(content: str, path: str, line: int, tabs: tuple[str, ...], defaul
     flags: set[str] = set()
     raises: str | None = None
     kept: list[str] = []
+    kept_lines: list[int] = []
     first_code_seen = False
     for i, raw in enumerate(lines):
         lineno = line + 1 + i
@@ -149,27 +181,48 @@ def _code_cell(content: str, path: str, line: int, tabs: tuple[str, ...], defaul
             raises = r.group(1) or ""
             continue
         kept.append(raw)
-    body = "\n".join(kept).strip("\n")
+        kept_lines.append(lineno)
+    # Drop leading and trailing blank lines (as ``strip("\n")`` would), keeping the line map.
+    while kept and kept[0] == "":
+        kept.pop(0)
+        kept_lines.pop(0)
+    while kept and kept[-1] == "":
+        kept.pop()
+        kept_lines.pop()
+    body = "\n".join(kept)
     if body and all(SETUP_LINES.match(x) or not x.strip() for x in kept):
         return None  # the d2lbook tab-selection cell: meaningless outside Jupyter
-    return Cell("code", body, path, line, cell_tabs, frozenset(flags), raises)
+    return Cell("code", body, path, line, cell_tabs, frozenset(flags), raises, tuple(kept_lines))
 
 
 def _prose_cells(
-    lines: list[str], start: int, path: str, tabs: tuple[str, ...], state: dict
+    lines: list[str], start: int, path: str, tabs: tuple[str, ...], state: dict,
+    literal: frozenset[int] = frozenset(),
 ) -> list[Cell]:
-    """Split prose lines (0-based ``start``) at prose-tab markers."""
+    """Split prose lines (0-based ``start``) at prose-tab markers.
+
+    ``literal`` holds the 0-based lines inside literal fences: a marker there
+    is quoted text, not a marker.
+    """
     cells: list[Cell] = []
     buf: list[str] = []
     buf_start = start
+
+    def flush() -> None:
+        lead = 0
+        while lead < len(buf) and buf[lead] == "":
+            lead += 1
+        text = "\n".join(buf).strip("\n")
+        if text.strip():
+            cells.append(Cell("markdown", text, path, buf_start + 1 + lead, state["tab"] or ()))
+
     for i, raw in enumerate(lines):
         lineno = start + i + 1
-        b = BEGIN_TAB.match(raw)
-        e = END_TAB.match(raw)
+        quoted = (lineno - 1) in literal
+        b = None if quoted else BEGIN_TAB.match(raw)
+        e = None if quoted else END_TAB.match(raw)
         if b or e:
-            text = "\n".join(buf).strip("\n")
-            if text.strip():
-                cells.append(Cell("markdown", text, path, buf_start + 1, state["tab"] or ()))
+            flush()
             buf = []
             buf_start = start + i + 1
         if b:
@@ -186,10 +239,7 @@ def _prose_cells(
             state["tab"] = None
         else:
             buf.append(raw)
-    text = "\n".join(buf).strip("\n")
-    if text.strip():
-        lead = len(buf) - len("\n".join(buf).lstrip("\n").split("\n"))
-        cells.append(Cell("markdown", text, path, buf_start + 1 + lead, state["tab"] or ()))
+    flush()
     return cells
 
 
@@ -245,53 +295,61 @@ def _scan_refs(cells: list[Cell]) -> tuple[dict[str, int], list[tuple[str, str, 
 
 
 def read_section(text: str, path: str, tabs: tuple[str, ...], default_tab: str) -> Section:
-    """Parse one Markdown file of the book. Raises :class:`BookError` with ``path:LINE``."""
+    """Parse one Markdown file of the book. Raises :class:`BookError` with ``path:LINE``.
+
+    Every error carries a line, except a ``default_tab`` that is not among
+    ``tabs`` (a configuration error: ``line`` is None) and :class:`BookErrors`
+    (several duplicate labels), whose ``errors`` each carry one.
+    """
     if default_tab not in tabs:
         raise BookError(f"default tab {default_tab!r} is not among the tabs", path)
-    text = text.replace("\r\n", "\n")
+    # markdown-it counts a lone CR as a line break too: normalise so that its
+    # line numbers and ours agree.
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
     lines = text.split("\n")
     cells: list[Cell] = []
     tocs: list[TocBlock] = []
     state: dict = {"tab": None, "tab_line": 0}
+    fences, title = _parse(text)
+    literal: set[int] = set()
+    for fence in fences:
+        if not fence.closed:
+            raise BookError("code fence is never closed", path, fence.start + 1)
+        if not (is_code_info(fence.info) or _is_toc(fence, lines)):
+            swallowed = _swallowed_cell(fence)
+            if swallowed is not None:
+                raise BookError(
+                    f"the fence opened here is not closed before the code cell at line {swallowed + 1}",
+                    path, fence.start + 1,
+                )
+            literal.update(range(fence.start, fence.end))
+    literal_lines = frozenset(literal)
     pos = 0
-    for start, end, info, content in _fences(text):
-        if start < pos:  # nested fence (inside a list item already consumed)
+    for fence in fences:
+        start, end = fence.start, fence.end
+        toc = _is_toc(fence, lines)
+        if start < pos or not (is_code_info(fence.info) or toc):
             continue
-        if not (is_code_info(info) or info == "toc"):
-            continue
-        if not _is_closed(lines, start, end):
-            raise BookError("code fence is never closed", path, start + 1)
-        cells.extend(_prose_cells(lines[pos:start], pos, path, tabs, state))
-        if info == "toc":
-            tocs.append(_toc(content, start + 1, path))
+        cells.extend(_prose_cells(lines[pos:start], pos, path, tabs, state, literal_lines))
+        if toc:
+            tocs.append(_toc(fence.content, start + 1, path))
             cells.append(Cell("markdown", "\n".join(lines[start:end]), path, start + 1))
         else:
             if state["tab"] is not None:
                 raise BookError(
                     f"code cell inside the prose tab opened at line {state['tab_line']}", path, start + 1
                 )
-            cell = _code_cell(content, path, start + 1, tabs, default_tab)
+            cell = _code_cell(fence.content, path, start + 1, tabs, default_tab)
             if cell is not None:
                 cells.append(cell)
         pos = end
-    # An unclosed executable fence that markdown-it swallowed to the end of file.
-    for i in range(pos, len(lines)):
-        stripped = lines[i].strip()
-        if stripped.startswith("```") and is_code_info(stripped[3:].strip()):
-            raise BookError("code fence is never closed", path, i + 1)
-    cells.extend(_prose_cells(lines[pos:], pos, path, tabs, state))
+    cells.extend(_prose_cells(lines[pos:], pos, path, tabs, state, literal_lines))
     if state["tab"] is not None:
         raise BookError(":begin_tab: is never closed by :end_tab:", path, state["tab_line"])
-    title = ""
-    for raw in lines:
-        m = HEADING.match(raw)
-        if m and len(m.group(1)) == 1:
-            title = strip_slide_marks(m.group(2))
-            break
     labels, refs, errors = _scan_refs(cells)
     if errors:
         raise errors[0] if len(errors) == 1 else BookErrors(errors)
-    return Section(path, title, tuple(cells), tuple(tocs), labels, tuple(refs))
+    return Section(path, strip_slide_marks(title), tuple(cells), tuple(tocs), labels, tuple(refs))
 
 
 _SLIDE_ONLY = re.compile(r"\((~~)(.+?)\1\)|\[(~~)(.+?)\3\](?!\()", re.S)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from .errors import BookError
 from .read import Cell, Section
 
-_MAGIC = re.compile(r"^(\s*)([%!].*)$")
+_MAGIC = re.compile(r"^([ \t]*)((?:%|!(?!=)).*)$")
 
 
 @dataclass(frozen=True)
@@ -44,9 +44,14 @@ class FrameworkCell:
 
 
 def _mask_magics(source: str) -> str:
-    """Turn IPython magics/shell lines into comments of equal length so ``ast`` can parse."""
+    """Turn IPython magic/shell lines into ``pass`` statements so ``ast`` can parse.
+
+    A statement (not a comment) keeps a branch whose only line is a magic
+    non-empty, and keeps the line inside the branch text that is cut out.
+    Lines keep their number; only the masked line's text changes.
+    """
     return "\n".join(
-        (m.group(1) + "#" + m.group(2)[1:]) if (m := _MAGIC.match(line)) else line
+        (m.group(1) + "pass") if (m := _MAGIC.match(line)) else line
         for line in source.split("\n")
     )
 
@@ -71,16 +76,46 @@ def _selected_names(test: ast.expr) -> tuple[str, ...] | None:
     return tuple(names)
 
 
-def _first_selected_if(tree: ast.AST) -> ast.If | None:
-    best: ast.If | None = None
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and _selected_names(node.test) is not None:
-            if best is None or (node.lineno, node.col_offset) < (best.lineno, best.col_offset):
-                best = node
-    return best
+_BLOCK_FIELDS = ("body", "handlers", "orelse", "finalbody", "cases")
 
 
-def _choose(node: ast.If, framework: str) -> list[ast.stmt] | None:
+@dataclass(frozen=True)
+class _Site:
+    """An ``if tab.selected(...)`` statement and the block that holds it."""
+
+    node: ast.If
+    block: list  # the statement list the node is in
+    top: bool  # the block is the cell's top level (may become empty)
+    elif_: bool  # the node is an ``elif`` of an ordinary ``if``
+
+
+def _selected_sites(tree: ast.Module, lines: list[str]) -> list[_Site]:
+    """``if tab.selected(...)`` statements not nested in another one, in source order.
+
+    Only statement blocks are searched (expressions hold no statements), so a
+    big cell is not walked node by node.
+    """
+    found: list[_Site] = []
+
+    def visit(stmts: list, top: bool, owner: ast.AST | None) -> None:
+        for node in stmts:
+            if isinstance(node, ast.If) and _selected_names(node.test) is not None:
+                elif_ = (
+                    isinstance(owner, ast.If) and stmts is owner.orelse
+                    and lines[node.lineno - 1][node.col_offset:].startswith("elif")
+                )
+                found.append(_Site(node, stmts, top, elif_))
+                continue
+            for name in _BLOCK_FIELDS:
+                block = getattr(node, name, None)
+                if isinstance(block, list):
+                    visit(block, False, node)
+
+    visit(tree.body, True, None)
+    return found
+
+
+def _choose(node: ast.If, framework: str, lines: list[str]) -> list[ast.stmt] | None:
     """The statements the framework runs, or None when no branch applies."""
     names = _selected_names(node.test)
     assert names is not None
@@ -88,62 +123,154 @@ def _choose(node: ast.If, framework: str) -> list[ast.stmt] | None:
         return node.body
     if not node.orelse:
         return None
-    if len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If):
-        inner = node.orelse[0]
-        if _selected_names(inner.test) is not None:
-            return _choose(inner, framework)
+    first = node.orelse[0]
+    if len(node.orelse) == 1 and isinstance(first, ast.If) and _selected_names(first.test) is not None \
+            and _is_elif(first, lines):
+        return _choose(first, framework, lines)
     return node.orelse
 
 
-def _branch_text(lines: list[str], stmts: list[ast.stmt], indent: int) -> list[str]:
+def _is_elif(node: ast.stmt, lines: list[str]) -> bool:
+    """``elif …`` (rather than ``else:`` followed by an ``if`` block)."""
+    return isinstance(node, ast.If) and lines[node.lineno - 1][node.col_offset:].startswith("elif")
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t"))
+
+
+def _is_comment(line: str) -> bool:
+    return line.lstrip().startswith("#")
+
+
+def _string_rows(stmts: list[ast.stmt]) -> frozenset[int]:
+    """0-based rows that begin inside a multi-line string literal: their text is data, not indentation."""
+    rows: set[int] = set()
+    for stmt in stmts:
+        if stmt.end_lineno is None or stmt.end_lineno == stmt.lineno:
+            continue
+        for node in ast.walk(stmt):
+            if isinstance(node, (ast.Constant, ast.JoinedStr)) and node.end_lineno and node.end_lineno > node.lineno:
+                if isinstance(node, ast.JoinedStr) or isinstance(node.value, (str, bytes)):
+                    rows.update(range(node.lineno, node.end_lineno))
+    return frozenset(rows)
+
+
+def _branch_text(lines: list[str], stmts: list[ast.stmt], node: ast.If, target: int | None = None) -> list[str]:
+    """The source lines of ``stmts``, re-indented to column ``target`` (default: the ``if``'s).
+
+    ``lines`` ends where the ``if`` statement ends (its trailing comments
+    included). Rows inside multi-line strings are taken as they are.
+    """
+    indent = node.col_offset if target is None else target
+    keep = _string_rows(stmts)
     first = stmts[0].lineno - 1
-    # Keep comment lines directly above the first statement of the branch.
-    while first - 1 >= 0 and lines[first - 1].strip().startswith("#") and not lines[first - 1].rstrip().endswith(":"):
-        first -= 1
-    last = max(getattr(s, "end_lineno", s.lineno) for s in stmts)
     body_indent = stmts[0].col_offset
+    last = max(getattr(s, "end_lineno", None) or s.lineno for s in stmts)
+    same_line = bool(lines[first][:body_indent].strip())  # ``if ...: x = 1`` / ``else: x = 1``
+    elif_head = _is_elif(stmts[0], lines)
+    if not same_line and not elif_head:
+        # Keep comment lines between the branch's header and its first statement...
+        while first - 1 >= node.lineno and _is_comment(lines[first - 1]):
+            first -= 1
+        # ...and those indented like the branch after its last statement.
+        row = last
+        while row < len(lines) and (not lines[row].strip() or _is_comment(lines[row])):
+            if lines[row].strip():
+                if _indent(lines[row]) < body_indent:
+                    break
+                last = row + 1
+            row += 1
     shift = body_indent - indent
     out = []
-    for line in lines[first:last]:
-        lead = len(line) - len(line.lstrip(" "))
-        out.append(line[min(shift, lead):] if line.strip() else "")
+    for k, line in enumerate(lines[first:last]):
+        if k == 0 and same_line:
+            out.append(" " * indent + line[body_indent:])
+        elif first + k in keep:
+            out.append(line)
+        elif not line.strip():
+            out.append("")
+        else:
+            cut = line[min(shift, _indent(line)):]
+            if k == 0 and elif_head:
+                cut = cut[:_indent(cut)] + cut.lstrip()[2:]  # ``elif cond:`` -> ``if cond:``
+            out.append(cut)
     return out
 
 
-def resolve_tabs(source: str, framework: str, where: tuple[str, int]) -> str:
-    """Resolve every ``tab.selected`` branch of ``source`` for ``framework``."""
+def _elif_text(lines: list[str], chosen: list[ast.stmt], node: ast.If) -> list[str]:
+    """What replaces ``elif tab.selected(...): …`` (to its chain's end) in an ordinary ``if``."""
+    if _is_elif(chosen[0], lines):
+        # No branch of ours applies, an ordinary ``elif``/``else`` follows: keep that chain as it is.
+        first = chosen[0].lineno - 1
+        return lines[first:max(getattr(s, "end_lineno", None) or s.lineno for s in chosen)]
+    head = lines[node.lineno - 1][:node.col_offset] + "else:"
+    row = lines[chosen[0].lineno - 1]
+    same_line = bool(row[:chosen[0].col_offset].strip())
+    target = node.col_offset + 4 if same_line else chosen[0].col_offset
+    return [head, *_branch_text(lines, chosen, node, target)]
+
+
+def _end_with_comments(lines: list[str], node: ast.If) -> int:
+    """Exclusive end row of ``node``, counting the comment lines indented under its last branch."""
+    end = node.end_lineno or node.lineno
+    row = end
+    while row < len(lines) and (not lines[row].strip() or _is_comment(lines[row])):
+        if lines[row].strip() and _indent(lines[row]) > node.col_offset:
+            end = row + 1
+        elif lines[row].strip():
+            break
+        row += 1
+    return end
+
+
+def resolve_tabs(
+    source: str, framework: str, where: tuple[str, int], source_lines: tuple[int, ...] = (),
+) -> str:
+    """Resolve every ``tab.selected`` branch of ``source`` for ``framework``.
+
+    ``source_lines`` (:attr:`Cell.source_lines`) maps source lines to file
+    lines for error messages; without it line ``k`` is taken to be
+    ``where[1] + k`` (the line after the opening fence is the first).
+    """
     if "tab.selected" not in source:
         return source
     lines = source.split("\n")
-    for _ in range(1000):
+    for attempt in range(1000):
         try:
             tree = ast.parse(_mask_magics("\n".join(lines)))
-        except SyntaxError as exc:
-            raise BookError(
-                f"Python syntax error in code cell: {exc.msg}", where[0], where[1] + (exc.lineno or 0)
-            ) from exc
-        node = _first_selected_if(tree)
-        if node is None:
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+            row = getattr(exc, "lineno", None) or 1
+            if attempt:
+                line = where[1]  # rows no longer match the file; point at the cell
+            elif 0 < row <= len(source_lines):
+                line = source_lines[row - 1]
+            else:
+                line = where[1] + row
+            msg = getattr(exc, "msg", None) or "too deeply nested"
+            raise BookError(f"Python syntax error in code cell: {msg}", where[0], line) from exc
+        sites = _selected_sites(tree, lines)
+        if not sites:
             break
-        chosen = _choose(node, framework)
-        start, end = node.lineno - 1, node.end_lineno or node.lineno
-        if chosen:
-            new = _branch_text(lines, chosen, node.col_offset)
-        else:
-            new = []
-        lines = lines[:start] + new + lines[end:]
-        if not new:
-            lines = _fill_empty_block(lines, start, node.col_offset)
+        # Replace from the bottom up, so that the rows of the sites above stay valid.
+        left: dict[int, int] = {}  # id(block) -> statements not removed yet
+        for site in reversed(sites):
+            node = site.node
+            chosen = _choose(node, framework, lines)
+            start, end = node.lineno - 1, _end_with_comments(lines, node)
+            prefix = lines[start][:node.col_offset]
+            if not chosen:
+                new = []
+            elif site.elif_:
+                new = _elif_text(lines[:end], chosen, node)
+            else:
+                new = _branch_text(lines[:end], chosen, node)
+            lines[start:end] = new
+            if not new and not site.top and not site.elif_:
+                left[id(site.block)] = left.get(id(site.block), len(site.block)) - 1
+                if left[id(site.block)] == 0:  # the block would be empty
+                    lines.insert(start, prefix + "pass")
     return "\n".join(lines).strip("\n")
-
-
-def _fill_empty_block(lines: list[str], at: int, indent: int) -> list[str]:
-    """After removing a statement, keep the enclosing block valid by adding ``pass`` if needed."""
-    try:
-        ast.parse(_mask_magics("\n".join(lines)))
-        return lines
-    except SyntaxError:
-        return lines[:at] + [" " * indent + "pass"] + lines[at:]
 
 
 def split_section(section: Section, framework: str) -> list[FrameworkCell]:
@@ -152,6 +279,6 @@ def split_section(section: Section, framework: str) -> list[FrameworkCell]:
     for index, cell in enumerate(section.cells):
         if cell.kind != "code" or framework not in cell.tabs:
             continue
-        source = resolve_tabs(cell.source, framework, (cell.path, cell.line))
+        source = resolve_tabs(cell.source, framework, (cell.path, cell.line), cell.source_lines)
         out.append(FrameworkCell(index, cell, source))
     return out

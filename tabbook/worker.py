@@ -47,6 +47,9 @@ print("TABBOOK-PROBE " + _j.dumps(_info))
 '''
 
 
+START_ATTEMPTS = 3
+
+
 def cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -106,27 +109,33 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
     def on_cell_start(cell: Any, cell_index: int) -> None:
         current["index"] = cell_index
 
-    client = NotebookClient(
-        nb, timeout=job["timeout"], kernel_name=job["kernel_name"],
-        resources={"metadata": {"path": job["cwd"]}}, allow_errors=False,
-        record_timing=False, on_cell_start=on_cell_start, interrupt_on_timeout=False,
-    )
     fw = job["framework"]
 
     def failing_cell() -> dict[str, Any] | None:
         i = current["index"]
         return nb.cells[i] if i is not None and i < n_cells else None
 
-    try:
-        client.execute()
-    except CellTimeoutError:
-        return {"error": f"{_where(job, failing_cell())}: [{fw}] cell exceeded the {job['timeout']} s timeout"}
-    except DeadKernelError as exc:
-        return {"error": f"{_where(job, failing_cell())}: [{fw}] the kernel died while running this cell ({exc})"}
-    except CellExecutionError as exc:
-        return {"error": f"{_where(job, failing_cell())}: [{fw}] unexpected error:\n{_strip_ansi(str(exc))}"}
-    except RuntimeError as exc:
-        return {"error": f"{job['section']}: [{fw}] kernel {job['kernel_name']} failed to start or run: {exc}"}
+    # A kernel can die before its first reply when parallel kernels race for
+    # ports; nothing has run yet then, so starting it again is safe.
+    for attempt in range(START_ATTEMPTS):
+        client = NotebookClient(
+            nb, timeout=job["timeout"], kernel_name=job["kernel_name"],
+            resources={"metadata": {"path": job["cwd"]}}, allow_errors=False,
+            record_timing=False, on_cell_start=on_cell_start, interrupt_on_timeout=False,
+        )
+        try:
+            client.execute()
+            break
+        except CellTimeoutError:
+            return {"error": f"{_where(job, failing_cell())}: [{fw}] cell exceeded the {job['timeout']} s timeout"}
+        except DeadKernelError as exc:
+            return {"error": f"{_where(job, failing_cell())}: [{fw}] the kernel died while running this cell ({exc})"}
+        except CellExecutionError as exc:
+            return {"error": f"{_where(job, failing_cell())}: [{fw}] unexpected error:\n{_strip_ansi(str(exc))}"}
+        except RuntimeError as exc:
+            if current["index"] is None and attempt + 1 < START_ATTEMPTS:
+                continue
+            return {"error": f"{job['section']}: [{fw}] kernel {job['kernel_name']} failed to start or run: {exc}"}
     probe = nb.cells.pop()
     info: dict[str, Any] = {}
     for out in probe.get("outputs", []):

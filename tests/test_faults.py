@@ -58,7 +58,8 @@ def test_syntax_error_names_cell(tmp_path: Path) -> None:
     book = _book(tmp_path, BETA_CELL, "%%tab beta\nprint('unclosed'\ndef double(x):  #@save")
     proc = _run(book)
     assert proc.returncode == 1
-    assert f"sec.md:{_fence_line(book, '%%tab beta')}:" in proc.stderr
+    # The exact line of the unclosed call, not just the cell's fence.
+    assert f"sec.md:{_fence_line(book, '%%tab beta') + 2}:" in proc.stderr
     assert "SyntaxError" in proc.stderr or "syntax error" in proc.stderr
     _no_partial_files(book)
 

@@ -1,0 +1,299 @@
+"""The freeze store: what changes a (section, framework) key and what does not; atomic writes."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import replace
+from pathlib import Path
+from typing import IO
+
+import pytest
+
+from tabbook import freeze
+from tabbook.freeze import (
+    KeyParts,
+    cells_hash,
+    entry_key,
+    entry_path,
+    load_entry,
+    store_entry,
+    text_hash,
+    write_atomic,
+)
+from tabbook.read import read_section
+from tabbook.split import split_section
+
+TABS = ("pytorch", "jax", "tensorflow", "mxnet")
+FIXTURES = Path(__file__).parent / "fixtures" / "dialect"
+FULL = (FIXTURES / "full.md").read_text(encoding="utf-8")
+BRANCHES = (FIXTURES / "branches.md").read_text(encoding="utf-8")
+
+
+def parts(text: str, fw: str, **env: str) -> KeyParts:
+    section = read_section(text, "chapter_x/sec.md", TABS, "pytorch")
+    base = {"env": "lock-" + fw, "library": text_hash(f"# d2l/{fw}.py"), "python": "3.11", "kernel": f"tabbook-{fw}"}
+    base.update(env)
+    return KeyParts(cells=cells_hash(split_section(section, fw)), **base)
+
+
+def keys(text: str) -> dict[str, str]:
+    return {fw: parts(text, fw).key for fw in TABS}
+
+
+def changed(before: str, after: str) -> set[str]:
+    assert before != after, "the edit did not apply"
+    k0, k1 = keys(before), keys(after)
+    return {fw for fw in TABS if k0[fw] != k1[fw]}
+
+
+# --- what the key covers ------------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("Intro prose with", "Rewritten intro prose with"),  # a typo fix
+        ("PyTorch prose.", "PyTorch prose, edited.\n\nWith a new paragraph."),  # a prose tab
+        ("JAX and TensorFlow prose.", "Edited JAX/TF prose."),
+        ("## Shared Code", "## Shared Code\n\nNew paragraph.\n\n\n\nAnd lines that shift every cell below."),
+        (":label:`fig_full`", ":label:`fig_full_renamed`"),
+        ("$$y = Ax.$$", "$$y = Bx.$$"),
+        ('print("hello")', 'print("literal fences are prose")'),
+        ("```{.python .input  n=3}", "```{.python .input  n=42}"),  # notebook attributes of the fence
+        ("# Devices (**and Memory**)", "# Devices"),
+    ],
+)
+def test_prose_change_leaves_every_key_unchanged(old: str, new: str) -> None:
+    assert changed(FULL, FULL.replace(old, new, 1)) == set()
+
+
+def test_blank_lines_around_cells_leave_keys_unchanged() -> None:
+    after = FULL.replace("```{.python .input}\n%%tab jax\nimport jax\n```", "\n\n```{.python .input}\n%%tab jax\n\nimport jax\n\n```")
+    assert changed(FULL, after) == set()
+
+
+@pytest.mark.parametrize(
+    ("text", "old", "new", "expected"),
+    [
+        # a %%tab jax cell
+        (FULL, "import jax\n", "import jax\nimport jax.numpy as jnp\n", {"jax"}),
+        # a tab.selected('jax') branch inside a %%tab all cell
+        (FULL, "return jax.devices('cpu')[0]", "return jax.devices('cpu')[-1]", {"jax"}),
+        (BRANCHES, "return 'jax'", "return 'JAX'", {"jax"}),
+        # a branch shared by two frameworks
+        (BRANCHES, "a = 'jax or tensorflow'", "a = 'jax/tf'", {"jax", "tensorflow"}),
+        # the else branch: every framework not named before
+        (BRANCHES, "a = 'mxnet'", "a = 'MXNet'", {"mxnet"}),
+        # a comment inside the pytorch branch is code the kernel sees
+        (BRANCHES, "# pytorch comment", "# PyTorch comment", {"pytorch"}),
+        # a %%tab jax, mxnet cell
+        (FULL, "y = 2", "y = 3", {"jax", "mxnet"}),
+        # the untagged cell belongs to the default tab only
+        (FULL, "x = 1\n", "x = 10\n", {"pytorch"}),
+        # code shared by all frameworks
+        (FULL, "z = 3", "z = 4", set(TABS)),
+        # flags change how outputs are judged or kept
+        (FULL, "#@hide_output\ny = 2", "y = 2", {"jax", "mxnet"}),
+        (FULL, "#@raises RuntimeError", "#@raises ValueError", set(TABS)),
+        (FULL, "#@raises\n1 / 0", "1 / 0", set(TABS)),
+        # moving a cell to another framework
+        (FULL, "%%tab jax, mxnet", "%%tab jax", {"mxnet"}),
+        (FULL, "%%tab jax\nimport jax", "%%tab jax, tensorflow\nimport jax", {"tensorflow"}),
+    ],
+)
+def test_code_change_changes_only_its_frameworks(text: str, old: str, new: str, expected: set[str]) -> None:
+    assert changed(text, text.replace(old, new, 1)) == expected
+
+
+def test_reordering_cells_changes_the_key() -> None:
+    a = "```{.python .input}\n%%tab all\na = 1\n```\n\n```{.python .input}\n%%tab all\nb = 2\n```\n"
+    b = "```{.python .input}\n%%tab all\nb = 2\n```\n\n```{.python .input}\n%%tab all\na = 1\n```\n"
+    assert changed(a, b) == set(TABS)
+
+
+def test_splitting_a_cell_changes_the_key() -> None:
+    a = "```{.python .input}\na = 1\nb = 2\n```\n"
+    b = "```{.python .input}\na = 1\n```\n\n```{.python .input}\nb = 2\n```\n"
+    assert changed(a, b) == {"pytorch"}
+
+
+@pytest.mark.parametrize(
+    "field",
+    [
+        {"env": "lock-other"},  # the framework's lock file (requirements + constraints + python) changed
+        {"library": text_hash("# d2l/jax.py, with a new #@save function")},
+        {"python": "3.12"},
+        {"kernel": "tabbook-jax-gpu"},
+    ],
+)
+def test_environment_parts_change_the_key(field: dict[str, str]) -> None:
+    base = parts(FULL, "jax")
+    assert replace(base, **field).key != base.key
+    assert parts(FULL, "jax", **field).key != base.key
+
+
+def test_key_is_deterministic_and_parts_are_separated() -> None:
+    p = parts(FULL, "jax")
+    assert p.key == parts(FULL, "jax").key
+    assert len(p.key) == 64 and set(p.key) <= set("0123456789abcdef")
+    assert p.as_dict() == {"cells": p.cells, "env": p.env, "library": p.library, "python": p.python, "kernel": p.kernel}
+    # moving text from one part to the next must not collide
+    a = KeyParts(cells="ab", env="c", library="l", python="3.11", kernel="k")
+    b = KeyParts(cells="a", env="bc", library="l", python="3.11", kernel="k")
+    assert a.key != b.key
+
+
+def test_cells_hash_ignores_lines_but_not_sources() -> None:
+    section = read_section(FULL, "a.md", TABS, "pytorch")
+    moved = read_section("\n\n\n" + FULL, "b.md", TABS, "pytorch")
+    for fw in TABS:
+        assert cells_hash(split_section(section, fw)) == cells_hash(split_section(moved, fw))
+    assert cells_hash([]) != cells_hash(split_section(section, "jax"))
+
+
+def test_text_hash() -> None:
+    assert text_hash(None) == text_hash("")
+    assert text_hash("a") != text_hash("b")
+
+
+def test_key_for_uses_lock_files_library_python_and_kernel(tmp_path: Path) -> None:
+    """The build's own key function: editing a requirements file or the library changes the key."""
+    from tabbook.build import key_for
+    from tabbook.config import load_config
+
+    (tmp_path / "envs").mkdir()
+    (tmp_path / "envs" / "jax.txt").write_text("jax==0.4.30\n")
+    (tmp_path / "envs" / "torch.txt").write_text("torch==2.4.0\n")
+    (tmp_path / "config.ini").write_text(
+        "[project]\nname = t\ntitle = T\n[build]\ntabs = pytorch, jax\n"
+        "[framework:pytorch]\nmodule = torch\nrequirements = envs/torch.txt\n"
+        "[framework:jax]\nrequirements = envs/jax.txt\n"
+    )
+    text = "# S\n\n```{.python .input}\n%%tab all\nx = 1\n```\n\n```{.python .input}\n%%tab jax\ny = 2\n```\n"
+    section = read_section(text, "s.md", ("pytorch", "jax"), "pytorch")
+    library = {"d2l/torch.py": "# torch lib", "d2l/jax.py": "# jax lib"}
+
+    def key(fw: str, lib: dict[str, str] = library) -> str:
+        return key_for(load_config(tmp_path), section, fw, lib)[0].key
+
+    k_torch, k_jax = key("pytorch"), key("jax")
+    (tmp_path / "envs" / "jax.txt").write_text("jax==0.4.31\n")
+    assert key("jax") != k_jax and key("pytorch") == k_torch
+    k_jax = key("jax")
+    assert key("jax", {**library, "d2l/jax.py": "# jax lib, new helper"}) != k_jax
+    assert key("pytorch", {**library, "d2l/jax.py": "# jax lib, new helper"}) == k_torch
+
+
+# --- the store ----------------------------------------------------------------------------------
+
+def test_entry_path(tmp_path: Path) -> None:
+    assert entry_path(tmp_path, "chapter_gpus/devices.md", "jax") == tmp_path / "chapter_gpus" / "devices" / "jax.ipynb"
+    assert entry_path(tmp_path, "index.md", "pytorch") == tmp_path / "index" / "pytorch.ipynb"
+
+
+def test_store_and_load_round_trip(tmp_path: Path) -> None:
+    path = entry_path(tmp_path, "chapter_gpus/devices.md", "jax")
+    nb = {"cells": [{"source": "x = 'é'"}], "metadata": {"tabbook": {"key": "abc"}}}
+    store_entry(path, nb)
+    assert load_entry(path) == nb
+    assert entry_key(load_entry(path)) == "abc"
+    text = path.read_text(encoding="utf-8")
+    assert text.endswith("\n") and "é" in text  # stable, readable diffs
+    store_entry(path, nb)
+    assert path.read_text(encoding="utf-8") == text  # deterministic bytes: no spurious git changes
+
+
+def test_load_missing_or_damaged_entry(tmp_path: Path) -> None:
+    assert load_entry(tmp_path / "missing.ipynb") is None
+    bad = tmp_path / "bad.ipynb"
+    bad.write_text('{"cells": [')
+    assert load_entry(bad) is None
+    assert entry_key(None) is None and entry_key({}) is None and entry_key({"metadata": {}}) is None
+
+
+def _leftovers(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir())
+
+
+@pytest.fixture
+def old_entry(tmp_path: Path) -> Path:
+    path = tmp_path / "store" / "sec" / "jax.ipynb"
+    store_entry(path, {"old": True})
+    return path
+
+
+def test_write_atomic_replaces_and_leaves_no_temp(tmp_path: Path) -> None:
+    path = tmp_path / "deep" / "er" / "f.json"
+    write_atomic(path, "one")
+    write_atomic(path, "two")
+    assert path.read_text() == "two"
+    assert _leftovers(path.parent) == ["f.json"]
+
+
+def test_failed_serialisation_keeps_old_entry(old_entry: Path) -> None:
+    before = old_entry.read_bytes()
+    with pytest.raises(TypeError):
+        store_entry(old_entry, {"cells": [object()]})
+    assert old_entry.read_bytes() == before
+    assert _leftovers(old_entry.parent) == ["jax.ipynb"]
+
+
+def test_failed_write_keeps_old_entry(old_entry: Path) -> None:
+    before = old_entry.read_bytes()
+    with pytest.raises(UnicodeEncodeError):
+        write_atomic(old_entry, "half written \ud800 then fails while encoding")
+    assert old_entry.read_bytes() == before
+    assert _leftovers(old_entry.parent) == ["jax.ipynb"]
+
+
+def test_failed_write_midway_keeps_old_entry(old_entry: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    before = old_entry.read_bytes()
+    real_fdopen = os.fdopen
+
+    class Exploding:
+        def __init__(self, f: IO[str]) -> None:
+            self.f = f
+
+        def __enter__(self) -> Exploding:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.f.close()
+
+        def write(self, text: str) -> int:
+            self.f.write(text[: len(text) // 2])
+            self.f.flush()
+            raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(freeze.os, "fdopen", lambda fd, *a, **k: Exploding(real_fdopen(fd, *a, **k)))
+    with pytest.raises(OSError, match="No space left"):
+        store_entry(old_entry, {"new": True, "cells": ["x" * 1000]})
+    assert old_entry.read_bytes() == before
+    assert _leftovers(old_entry.parent) == ["jax.ipynb"]
+
+
+def test_failed_rename_keeps_old_entry(old_entry: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    before = old_entry.read_bytes()
+
+    def refuse(src: str, dst: str) -> None:
+        raise PermissionError("read-only store")
+
+    monkeypatch.setattr(freeze.os, "replace", refuse)
+    with pytest.raises(PermissionError):
+        store_entry(old_entry, {"new": True})
+    assert old_entry.read_bytes() == before
+    assert _leftovers(old_entry.parent) == ["jax.ipynb"]
+
+
+def test_interrupt_keeps_old_entry(old_entry: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    before = old_entry.read_bytes()
+
+    def interrupted(*args: object, **kwargs: object) -> str:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(freeze.json, "dumps", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        store_entry(old_entry, {"new": True})
+    assert old_entry.read_bytes() == before
+    assert json.loads(before) == {"old": True}
+    assert _leftovers(old_entry.parent) == ["jax.ipynb"]
