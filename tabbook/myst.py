@@ -105,6 +105,23 @@ def to_myst(text: str) -> str:
             fig += ["", caption, "```"] if caption else ["```"]
             out[block_start:] = fig
             continue
+        if m_label and prev.lstrip().startswith("|") and all(
+                x.lstrip().startswith("|") for x in out[block_start:] if x.strip()):
+            # A pipe table followed by :label: → a numbered {table}; its caption is a
+            # ": caption" line just above the table (pandoc's spelling).
+            name = m_label.group(1).strip()
+            caption = ""
+            j = block_start - 1
+            while j >= 0 and not out[j].strip():
+                j -= 1
+            if j >= 0 and out[j].startswith(": "):
+                caption = out[j][2:].strip()
+                del out[j:block_start]
+                block_start = j
+            body = [x for x in out[block_start:] if x.strip()]
+            out[block_start:] = ["```{table} " + caption, f":name: {name}", "", *body, "```"]
+            i += 1
+            continue
         if m_label:
             name = m_label.group(1).strip()
             out.insert(block_start, f"({name})=")

@@ -140,3 +140,13 @@ def test_output_parses_as_myst() -> None:
         ("paragraph_open", ""), ("inline", "See {numref}`fig` and {eq}`e1`."),
     ]
     assert tokens[5].content == ":name: fig\n:width: 50%\n\nCap.\n"
+
+
+def test_labelled_table_becomes_numbered_table_with_caption() -> None:
+    from tabbook.myst import to_myst
+
+    text = "Intro.\n\n: Peak figures.\n\n| a | b |\n| - | - |\n| 1 | 2 |\n:label:`tab_x`\n\nSee :numref:`tab_x`."
+    assert to_myst(text) == (
+        "Intro.\n\n```{table} Peak figures.\n:name: tab_x\n\n| a | b |\n| - | - |\n| 1 | 2 |\n```\n\n"
+        "See {numref}`tab_x`."
+    )
