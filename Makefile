@@ -69,9 +69,7 @@ browser:
 	@bash scripts/install-browser.sh
 
 bench: $(BUILDER_STAMP) browser
-	$(VPY) bench/build_times.py
-	$(VPY) bench/import_cost.py
-	$(VPY) bench/page_weight.py
+	$(VPY) bench/run.py
 
 tex:
 	@bash scripts/install-tex.sh

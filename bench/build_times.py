@@ -46,6 +46,26 @@ def run_build(book: Path, *args: str, env: dict[str, str] | None = None) -> tupl
     return seconds, report
 
 
+def run_pdf(book: Path) -> tuple[float, dict]:
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "tabbook.pdf", "-C", str(book)], cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True)
+    seconds = time.perf_counter() - t0
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-3000:])
+        raise SystemExit("make pdf failed")
+    return seconds, json.loads((book / "build" / "report.json").read_text())
+
+
+# Targets from the benchmarks issue: ratio to the cold build (and units executed).
+TARGETS = {
+    "no-op rebuild": ("<= 0.05 of cold", lambda ratio, r: ratio <= 0.05),
+    "prose edit": ("<= 0.10 of cold, 0 run", lambda ratio, r: ratio <= 0.10 and not any(r["executed"])),
+    "one-framework code edit": ("1 unit run", lambda ratio, r: all(n == 1 for n in r["executed"])),
+    "fresh clone, frozen store": ("<= 0.10 of cold, 0 run", lambda ratio, r: ratio <= 0.10 and not any(r["executed"])),
+}
+
+
 def executed(report: dict) -> int:
     return sum(1 for u in report["units"] if u["status"] == "executed")
 
@@ -83,13 +103,19 @@ def timed(label: str, repeat: int, setup, action) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--no-pdf", action="store_true", help="skip the `make pdf` row")
     ap.add_argument("--book", type=Path, default=ROOT)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="tabbook-bench-") as tmp:
         book = Path(tmp) / "book"
         shutil.copytree(args.book, book, ignore=COPY_IGNORE, symlinks=True)
-        rows = [timed("cold build (--force)", args.repeat, lambda i: None, lambda: run_build(book, "--force"))]
+        def cold() -> tuple[float, dict]:
+            seconds, report = run_build(book, "--force")
+            (book / "build" / "cold-report.json").write_text(json.dumps(report))
+            return seconds, report
+
+        rows = [timed("cold build (--force)", args.repeat, lambda i: None, cold)]
         rows.append(timed("no-op rebuild", args.repeat, lambda i: None, lambda: run_build(book)))
         rows.append(timed("prose edit", args.repeat, lambda i: prose_edit(book, i), lambda: run_build(book)))
         rows.append(timed("one-framework code edit", args.repeat, lambda i: code_edit(book, i),
@@ -103,13 +129,35 @@ def main() -> int:
 
         rows.append(timed("fresh clone, frozen store", args.repeat, fresh_setup,
                           lambda: run_build(fresh, env={"TABBOOK_CACHE": str(empty_cache)})))
-        if empty_cache.exists() and any(empty_cache.rglob("pyvenv.cfg")):
-            print("WARNING: the fresh-clone build created a framework environment")
+        created_env = empty_cache.exists() and any(empty_cache.rglob("pyvenv.cfg"))
+        if not args.no_pdf:
+            rows.append(timed("make pdf, current store", args.repeat, lambda i: None, lambda: run_pdf(book)))
+        cold_report = json.loads((book / "build" / "cold-report.json").read_text()) \
+            if (book / "build" / "cold-report.json").is_file() else None
     cold = rows[0]["median"]
-    print(f"{'build':32} {'median s':>9} {'min':>7} {'max':>7} {'ratio':>7}  executed units")
+    print(f"{'build':30} {'median s':>9} {'min':>7} {'max':>7} {'/cold':>7}  {'target':24} executed units")
     for r in rows:
-        print(f"{r['label']:32} {r['median']:9.2f} {r['min']:7.2f} {r['max']:7.2f} "
-              f"{r['median'] / cold:7.3f}  {r['executed']}")
+        target, ok = TARGETS.get(r["label"], ("", None))
+        ratio = r["median"] / cold
+        verdict = "" if ok is None else (" ok" if ok(ratio, r) else " MISSED")
+        print(f"{r['label']:30} {r['median']:9.2f} {r['min']:7.2f} {r['max']:7.2f} {ratio:7.3f}  "
+              f"{target + verdict:24} {r['executed']}")
+    if created_env:
+        print("WARNING: the fresh-clone build created a framework environment")
+    if cold_report:
+        units = cold_report["units"]
+        total = sum(u["seconds"] for u in units)
+        wall = cold_report.get("execute_seconds") or total
+        print()
+        print("execution of the cold build, per (section, framework), seconds:")
+        fws = sorted({u["framework"] for u in units})
+        print(f"  {'section':32}" + "".join(f"{fw:>12}" for fw in fws))
+        for sec in dict.fromkeys(u["section"] for u in units):
+            row = {u["framework"]: u["seconds"] for u in units if u["section"] == sec}
+            print(f"  {sec:32}" + "".join(f"{row.get(fw, 0):12.1f}" for fw in fws))
+        speedup = total / wall if wall else 0
+        print(f"  parallel speed-up: {total:.1f} s of units in {wall:.1f} s wall = {speedup:.2f}x "
+              f"(target >= 1.6 on 2 cores: {'ok' if speedup >= 1.6 else 'MISSED'})")
     return 0
 
 

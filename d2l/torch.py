@@ -59,8 +59,8 @@ def use_svg_display():
 
     Show figures as SVG in HTML, and as PDF when converting to LaTeX.
     """
-    from matplotlib_inline import backend_inline
     import matplotlib
+    from matplotlib_inline import backend_inline
     # Embed TrueType (not Type 3) fonts in the PDF version of each plot.
     matplotlib.rcParams['pdf.fonttype'] = 42
     backend_inline.set_matplotlib_formats('svg', 'pdf')
@@ -368,6 +368,7 @@ _LAZY = {
     'Figure': ('matplotlib.figure', 'Figure'),  # from matplotlib.figure import Figure
     'backend_inline': ('matplotlib_inline', 'backend_inline'),  # from matplotlib_inline import backend_inline
     'display': ('IPython', 'display'),  # from IPython import display
+    'matplotlib': ('matplotlib', None),  # import matplotlib
 }
 
 

@@ -61,6 +61,7 @@ class BuildResult:
     units: list[UnitStatus] = field(default_factory=list)
     seconds: float = 0.0
     sphinx_seconds: float = 0.0
+    execute_seconds: float = 0.0  # wall time of the execution stage (units run in parallel)
     library_changed: list[str] = field(default_factory=list)
 
     def as_report(self) -> dict[str, Any]:
@@ -72,6 +73,7 @@ class BuildResult:
             ],
             "seconds": round(self.seconds, 3),
             "sphinx_seconds": round(self.sphinx_seconds, 3),
+            "execute_seconds": round(self.execute_seconds, 3),
             "library_changed": self.library_changed,
         }
 
@@ -303,7 +305,11 @@ def build(config: Config, opts: Options, log=print) -> BuildResult:
             missing = [p for p in opts.only if p not in known]
             if missing:
                 raise BookError(f"not in the table of contents: {', '.join(missing)}")
-        notebooks = execute_stage(config, run_sections, library, opts, result, log=log)
+        t_exec = time.monotonic()
+        try:
+            notebooks = execute_stage(config, run_sections, library, opts, result, log=log)
+        finally:
+            result.execute_seconds = time.monotonic() - t_exec
         if opts.render:
             from .apiref import api_reference_markdown
 

@@ -1,0 +1,58 @@
+"""``make bench``: every benchmark in one run, machine information first.
+
+Prints the machine (CPU model, cores, GPU if any, framework versions from the
+freeze store's provenance), then the build benchmark (bench/build_times.py),
+the import cost of the d2l package (bench/import_cost.py) and the page weight
+of the site (bench/page_weight.py). Each prints its targets beside its figures.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def machine() -> None:
+    cpu = platform.processor()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    print(f"machine: {cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, {platform.platform()}")
+    gpu = "none"
+    if shutil.which("nvidia-smi"):
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                             capture_output=True, text=True)
+        gpu = ", ".join(out.stdout.split("\n")).strip(", ") or "none"
+    print(f"GPU: {gpu}")
+    versions = {}
+    for nb in sorted((ROOT / "_freeze").rglob("*.ipynb")):
+        prov = json.loads(nb.read_text())["metadata"]["tabbook"]["provenance"]
+        versions[prov["framework"]] = prov["framework_version"]
+    print("frameworks: " + ", ".join(f"{k} {v}" for k, v in versions.items()))
+    print()
+
+
+def main() -> int:
+    machine()
+    rc = 0
+    for script in ("build_times.py", "import_cost.py", "page_weight.py"):
+        print(f"== bench/{script}", flush=True)
+        rc |= subprocess.run([sys.executable, str(ROOT / "bench" / script), ],
+                             cwd=ROOT).returncode
+        print(flush=True)
+    return rc
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
