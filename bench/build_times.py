@@ -6,8 +6,8 @@ Runs on a scratch copy of the book (never on the working tree):
 - no-op: the same build again, nothing changed
 - prose edit: one sentence appended to a paragraph → expect 0 units executed
 - code edit: a comment added to one framework-specific cell → expect 1 unit executed
-- fresh clone: a copy with the current freeze store, no build/ and an empty env cache
-  (so no framework environment exists) → expect 0 units executed
+- fresh clone: a copy with the current freeze store, no build/ and an empty venv folder
+  (TABBOOK_VENVS, so no framework environment exists) → expect 0 units executed
 
 Usage: ``.venv/bin/python bench/build_times.py [--repeat N] [--book DIR]``.
 """
@@ -128,7 +128,7 @@ def main() -> int:
             shutil.copytree(book, fresh, ignore=COPY_IGNORE, symlinks=True)
 
         rows.append(timed("fresh clone, frozen store", args.repeat, fresh_setup,
-                          lambda: run_build(fresh, env={"TABBOOK_CACHE": str(empty_cache)})))
+                          lambda: run_build(fresh, env={"TABBOOK_VENVS": str(empty_cache)})))
         created_env = empty_cache.exists() and any(empty_cache.rglob("pyvenv.cfg"))
         if not args.no_pdf:
             rows.append(timed("make pdf, current store", args.repeat, lambda i: None, lambda: run_pdf(book)))

@@ -72,7 +72,9 @@ def lock_hash(fw: Framework) -> str:
 
 
 def venv_dir(fw: Framework) -> Path:
-    return cache_root() / "venvs" / f"{fw.name}-{lock_hash(fw)}"
+    """``$TABBOOK_VENVS`` (or the cache's ``venvs/``) / ``<framework>-<lock hash>``."""
+    base = Path(os.environ["TABBOOK_VENVS"]) if os.environ.get("TABBOOK_VENVS") else cache_root() / "venvs"
+    return base / f"{fw.name}-{lock_hash(fw)}"
 
 
 def ensure_env(config: Config, fw: Framework, create: bool = True, log=print) -> Env:
