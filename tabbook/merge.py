@@ -10,6 +10,7 @@ wrapped in ``{div}`` blocks whose classes say the same thing.
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 from .myst import to_myst, toc_to_toctree, wrap_div
@@ -35,6 +36,54 @@ def describe_provenance(label: str, prov: dict[str, Any]) -> str:
         f"{label} outputs computed on {where}, {label} {prov.get('framework_version', '?')}, "
         f"Python {prov.get('python', '?')}, {prov.get('date', '?')}."
     )
+
+
+def _run_tags(cell: dict[str, Any]) -> tuple[str | None, str | None]:
+    tags = cell.get("metadata", {}).get("tags", [])
+    run = next((t for t in tags if t.startswith(RUN_PREFIX)), None)
+    fw = next((t[len(FW_PREFIX):] for t in tags if t.startswith(FW_PREFIX)), None)
+    return run, fw
+
+
+def _shown(cell: dict[str, Any]) -> str:
+    """What a reader sees of a code cell: its source, tags and outputs (not execution counts)."""
+    outputs = [{k: v for k, v in o.items() if k != "execution_count"} for o in cell.get("outputs", [])]
+    tags = [t for t in cell["metadata"].get("tags", []) if not t.startswith((FW_PREFIX, RUN_PREFIX))]
+    return json.dumps([cell["source"], tags, outputs], sort_keys=True)
+
+
+def share_identical_runs(cells: list[dict[str, Any]], tabs: tuple[str, ...]) -> list[dict[str, Any]]:
+    """Show a run of code cells once, without tabs, when every framework ran and showed the same.
+
+    Tabs that would all hold the same code and the same output only add clicks
+    (and page weight); shared code with shared results stays shared.
+    """
+    out: list[dict[str, Any]] = []
+    i = 0
+    while i < len(cells):
+        run, _ = _run_tags(cells[i]) if cells[i]["cell_type"] == "code" else (None, None)
+        j = i
+        while j < len(cells) and cells[j]["cell_type"] == "code" and run and _run_tags(cells[j])[0] == run:
+            j += 1
+        if run is None:
+            out.append(cells[i])
+            i += 1
+            continue
+        by_fw: dict[str, list[str]] = {}
+        for cell in cells[i:j]:
+            by_fw.setdefault(_run_tags(cell)[1] or "", []).append(_shown(cell))
+        seqs = list(by_fw.values())
+        if set(by_fw) == set(tabs) and all(seq == seqs[0] for seq in seqs):
+            first = next(iter(by_fw))
+            for cell in cells[i:j]:
+                if _run_tags(cell)[1] == first:
+                    cell["metadata"]["tags"] = [t for t in cell["metadata"]["tags"]
+                                                if not t.startswith((FW_PREFIX, RUN_PREFIX))]
+                    out.append(cell)
+        else:
+            out.extend(cells[i:j])
+        i = j
+    return out
 
 
 def merge_section(
@@ -102,6 +151,8 @@ def merge_section(
                 text += f" {downloads[fw]}"
             lines.append(f"- {text}")
         cells.append(_md(wrap_div("\n".join(lines), [PROVENANCE_CLASS])))
+    if multi:
+        cells = share_identical_runs(cells, tabs)
     for i, cell in enumerate(cells):
         cell["id"] = f"cell-{i}"
     return {

@@ -79,6 +79,9 @@ def _tab_set(run: list[nodes.Element], order: list[str], labels: dict[str, str])
     by_fw: dict[str, list[nodes.Element]] = {}
     for node in run:
         by_fw.setdefault(_marks(node)[1], []).append(node)  # type: ignore[index]
+        # The marks have done their job; dropping them keeps every cell's HTML lighter.
+        node["classes"] = [c for c in node["classes"]
+                           if not (c[4:] if c.startswith("tag_") else c).startswith((FW_PREFIX, RUN_PREFIX))]
     names = [fw for fw in order if fw in by_fw] + [fw for fw in by_fw if fw not in order]
     tab_set = create_component("tab-set", classes=["sd-tab-set", "tabbook-tabs"])
     tab_set.source, tab_set.line = run[0].source, run[0].line

@@ -253,3 +253,20 @@ def test_provenance_line_per_framework() -> None:
     assert "TensorFlow outputs: not recorded." in prov
     assert "jax.ipynb" in prov
     assert not any(PROVENANCE_CLASS in div_classes(c["source"]) for c in merge_section(section, {}, TABS, LABELS)["cells"])
+
+
+def test_identical_runs_are_shown_once_without_tabs() -> None:
+    from tabbook.merge import share_identical_runs
+
+    def code(fw: str, run: int, src: str, out: str) -> dict:
+        return {"cell_type": "code", "source": src, "execution_count": 1,
+                "metadata": {"tags": [f"tabbook-fw-{fw}", f"tabbook-run-{run}"]},
+                "outputs": [{"output_type": "stream", "name": "stdout", "text": out}]}
+
+    tabs = ("a", "b")
+    same = [code("a", 1, "x = 1", "1"), code("b", 1, "x = 1", "1")]
+    differ = [code("a", 2, "print(1)", "1"), code("b", 2, "print(1)", "2")]
+    partial = [code("a", 3, "y", "")]
+    out = share_identical_runs(same + differ + partial, tabs)
+    assert out[0]["metadata"]["tags"] == [] and out[0]["source"] == "x = 1"
+    assert out[1:] == differ + partial  # different outputs, or a framework missing: tabs stay
