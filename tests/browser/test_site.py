@@ -142,6 +142,11 @@ def test_without_javascript_all_code_is_reachable(browser: Any, server: Server) 
         # The default framework shows first, without any script.
         assert page.locator(".sd-tab-content:visible pre", has_text="greet('pytorch')").count() == 1
         seen: set[str] = set()
+        # Cells every framework shows identically sit outside any tab set, always visible.
+        shared = page.locator(".cell_input pre:not(.sd-tab-content .cell_input pre)")
+        for k in range(shared.count()):
+            assert shared.nth(k).is_visible()
+            seen.add(f"shared/{k}")
         sets = page.locator(".sd-tab-set")
         for i in range(sets.count()):
             labels = sets.nth(i).locator(":scope > label")
@@ -231,7 +236,7 @@ def test_no_foreign_requests_and_no_console_errors(page: Any, server: Server, pa
 
 def test_script_in_output_is_shown_as_text(page: Any, server: Server) -> None:
     open_page(page, server, "tabs.html")
-    out = page.locator(".sd-tab-content:visible .cell_output", has_text="<script>alert(1)</script>")
+    out = page.locator(".cell_output:visible", has_text="<script>alert(1)</script>")
     assert out.count() == 1 and out.is_visible()
     assert page.watch.dialogs == []
     assert page.evaluate("[...document.scripts].some(s => s.textContent.includes('alert(1)'))") is False
