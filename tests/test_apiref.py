@@ -8,32 +8,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from library_fixtures import make_config
 
 from tabbook.apiref import api_reference_markdown
-from tabbook.config import Config, load_config
+from tabbook.config import Config
 from tabbook.library import generate_library
 from tabbook.read import read_section
-
-CONFIG = """\
-[project]
-name = fx
-title = Fixture Book
-version = 1.2.3
-
-[build]
-tabs = pytorch, jax
-default_tab = pytorch
-
-[framework:pytorch]
-label = PyTorch
-module = torch
-python = current
-
-[framework:jax]
-label = JAX
-module = jax
-python = current
-"""
 
 DEVICES = '''\
 # Devices
@@ -76,8 +56,7 @@ def prepare_batch(self, batch, *, flag=True):
 
 @pytest.fixture
 def config(tmp_path: Path) -> Config:
-    (tmp_path / "config.ini").write_text(CONFIG)
-    return load_config(tmp_path)
+    return make_config(tmp_path)
 
 
 def page(config: Config) -> str:
