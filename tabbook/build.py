@@ -78,25 +78,6 @@ class BuildResult:
         }
 
 
-def check_references(sections: list[Section]) -> None:
-    """Every :numref:/:ref:/:eqref: must name a label defined somewhere in the book."""
-    defined: dict[str, str] = {}
-    errors: list[BookError] = []
-    for s in sections:
-        for name, line in s.labels.items():
-            if name in defined:
-                errors.append(BookError(f"duplicate label {name!r} (also defined at {defined[name]})", s.path, line))
-            else:
-                defined[name] = f"{s.path}:{line}"
-    for s in sections:
-        for role, target, line in s.refs:
-            name = target.split("<")[-1].rstrip(">").strip() if "<" in target else target
-            if name not in defined:
-                errors.append(BookError(f":{role}: to undefined label {name!r}", s.path, line))
-    if errors:
-        raise errors[0] if len(errors) == 1 else BookErrors(errors)
-
-
 def key_for(config: Config, section: Section, fw: str, library: dict[str, str]) -> tuple[KeyParts, list]:
     from .envs import lock_hash
 
@@ -294,7 +275,6 @@ def build(config: Config, opts: Options, log=print) -> BuildResult:
         if problems:
             raise problems[0] if len(problems) == 1 else BookErrors(problems)
         sections = toc_sections(config)
-        check_references(sections)
         library = generate_library(config, sections)
         result.library_changed = write_library(config, library)
         for path in result.library_changed:

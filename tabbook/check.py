@@ -14,6 +14,7 @@ from pathlib import Path
 
 from .config import Config
 from .errors import BookError, BookErrors
+from .pysource import mask_magics
 from .read import Section, read_section
 from .split import resolve_tabs
 
@@ -55,8 +56,7 @@ def _check_save(section: Section, problems: list[BookError], tabs: tuple[str, ..
         for fw in cell.tabs:
             try:
                 source = resolve_tabs(cell.source, fw, (cell.path, cell.line), cell.source_lines)
-                ast.parse("\n".join(("#" + x) if x.lstrip().startswith(("%", "!")) else x
-                                    for x in source.split("\n")))
+                ast.parse(mask_magics(source)[0])
             except BookError as exc:
                 problems.append(exc)
                 break
@@ -91,8 +91,9 @@ def check_book(config: Config) -> list[BookError]:
     members = _toc_members(config, sections)
     for section in sections.values():
         for role, target, line in section.refs:
-            if target not in labels:
-                problems.append(BookError(f":{role}: to undefined label {target!r}", section.path, line))
+            name = target.rsplit("<", 1)[-1].rstrip(">").strip()  # "text <label>" or "label"
+            if name not in labels:
+                problems.append(BookError(f":{role}: to undefined label {name!r}", section.path, line))
         if section.path not in members:
             problems.append(BookError("section is not listed in any ```toc block", section.path, 1))
         for block in section.toc:

@@ -20,6 +20,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from .envs import cache_root  # one cache for venvs and KaTeX
+
 NODE_PROJECT = Path(__file__).resolve().parent / "node"
 RENDER_SCRIPT = NODE_PROJECT / "katex-render.js"
 
@@ -30,11 +32,6 @@ class MathUnavailable(Exception):
 
 class TexError(Exception):
     """KaTeX rejected a formula; the message is KaTeX's."""
-
-
-def cache_root() -> Path:
-    env = os.environ.get("TABBOOK_CACHE")
-    return Path(env) if env else Path.home() / ".cache" / "tabbook"
 
 
 def install_dir() -> Path:
