@@ -8,6 +8,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
-from tabbook.sphinx_conf import sphinx_settings  # noqa: E402
+from tabbook.render.sphinx_conf import sphinx_settings  # noqa: E402
 
 globals().update(sphinx_settings(ROOT))

@@ -36,8 +36,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tabbook.config import load_config  # noqa: E402
-from tabbook.envs import ensure_env  # noqa: E402
 from tabbook.errors import BookError  # noqa: E402
+from tabbook.execute.envs import ensure_env  # noqa: E402
 
 FRAMEWORKS = {"torch", "jax", "jaxlib", "flax", "optax", "tensorflow", "keras", "mxnet"}
 # What "the framework" is for each edition: the JAX chapter is written for JAX with Flax
@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     config = load_config(ROOT)
     if not (config.library_dir / "__init__.py").is_file():
-        raise SystemExit("d2l/ is not generated; run `python -m tabbook.library` first")
+        raise SystemExit("d2l/ is not generated; run `python -m tabbook.library.generate` first")
     bad = False
     with tempfile.TemporaryDirectory(prefix="import-cost-") as tmp:
         path = Path(tmp)

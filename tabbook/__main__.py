@@ -1,5 +1,5 @@
 """``python -m tabbook``: the command line (see tabbook.cli)."""
 
-from .cli import main
+from tabbook.cli import main
 
 raise SystemExit(main())

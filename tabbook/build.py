@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .config import Config
-from .errors import BookError, BookErrors
-from .execute import Runner, Unit, UnitResult
-from .freeze import (
+from tabbook.config import Config
+from tabbook.errors import BookError, BookErrors
+from tabbook.execute.runner import Runner, Unit, UnitResult
+from tabbook.execute.store import (
     KeyParts,
     cells_hash,
     entry_key,
@@ -30,8 +30,8 @@ from .freeze import (
     text_hash,
     write_atomic,
 )
-from .read import Section
-from .split import split_section
+from tabbook.source.read import Section
+from tabbook.source.split import split_section
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ class BuildResult:
 
 
 def key_for(config: Config, section: Section, fw: str, library: dict[str, str]) -> tuple[KeyParts, list]:
-    from .envs import lock_hash
+    from tabbook.execute.envs import lock_hash
 
     framework = config.framework(fw)
     cells = split_section(section, fw)
@@ -92,7 +92,7 @@ def key_for(config: Config, section: Section, fw: str, library: dict[str, str]) 
 
 
 def _kernel_env(config: Config) -> dict[str, str]:
-    from .envs import jupyter_dir
+    from tabbook.execute.envs import jupyter_dir
 
     env = dict(os.environ)
     env["JUPYTER_PATH"] = str(jupyter_dir(config).resolve())
@@ -102,7 +102,7 @@ def _kernel_env(config: Config) -> dict[str, str]:
 
 
 def prepare_kernels(config: Config, frameworks: set[str], log=print) -> None:
-    from .envs import check_env, ensure_env, write_kernelspec
+    from tabbook.execute.envs import check_env, ensure_env, write_kernelspec
 
     for fw in sorted(frameworks, key=config.tabs.index):
         framework = config.framework(fw)
@@ -196,7 +196,7 @@ def merge_stage(
     extra_pages: dict[str, str] | None = None,
 ) -> None:
     """Write Sphinx's source tree: one merged notebook (or MyST page) per section."""
-    from .merge import merge_section
+    from tabbook.render.merge import merge_section
     src = source_dir(config)
     src.mkdir(parents=True, exist_ok=True)
     labels = {fw: config.framework(fw).label for fw in config.tabs}
@@ -263,13 +263,13 @@ def write_report(config: Config, result: BuildResult) -> None:
 
 def build(config: Config, opts: Options, log=print) -> BuildResult:
     """Run the whole pipeline; the report is written even when a stage fails."""
-    from .library import generate_library, write_library
-    from .toc import toc_sections
+    from tabbook.library.generate import generate_library, write_library
+    from tabbook.source.toc import toc_sections
 
     t0 = time.monotonic()
     result = BuildResult()
     try:
-        from .check import check_book
+        from tabbook.source.check import check_book
 
         problems = check_book(config)
         if problems:
@@ -291,7 +291,7 @@ def build(config: Config, opts: Options, log=print) -> BuildResult:
         finally:
             result.execute_seconds = time.monotonic() - t_exec
         if opts.render:
-            from .apiref import api_reference_markdown
+            from tabbook.render.apiref import api_reference_markdown
 
             extra = {"api.md": api_reference_markdown(config, library)}
             if (config.root / "references.bib").is_file():

@@ -12,7 +12,7 @@ import signal
 import sys
 from pathlib import Path
 
-from .errors import BookError
+from tabbook.errors import BookError
 
 
 def _shard(text: str) -> tuple[int, int]:
@@ -45,12 +45,12 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     signal.signal(signal.SIGTERM, signal.default_int_handler)
-    from .config import load_config
+    from tabbook.config import load_config
 
     try:
         config = load_config(args.root)
         if args.command == "build":
-            from .build import Options, build
+            from tabbook.build import Options, build
 
             opts = Options(
                 force=args.force,
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
             summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "no code units"
             print(f"[done] {summary} in {result.seconds:.1f}s; report: build/report.json")
         elif args.command == "check":
-            from .check import check_book
+            from tabbook.source.check import check_book
 
             problems = check_book(config)
             for p in problems:
@@ -78,12 +78,12 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
             print("[check] no problems found")
         elif args.command == "envs":
-            from .envs import main as envs_main
+            from tabbook.execute.envs import main as envs_main
 
             os.chdir(config.root)
             return envs_main([])
         elif args.command == "clean":
-            from .build import clean
+            from tabbook.build import clean
 
             clean(config)
     except BookError as err:

@@ -11,7 +11,7 @@ import configparser
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import BookError
+from tabbook.errors import BookError
 
 
 @dataclass(frozen=True)

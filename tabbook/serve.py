@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from .config import Config, load_config
+from tabbook.config import Config, load_config
 
 POLL_SECONDS = 0.4
 SETTLE_SECONDS = 0.3  # editors write in several steps: wait for quiet
@@ -49,13 +49,13 @@ RELOAD_SNIPPET = """<script>/* tabbook serve: live reload (not part of the built
 
 def watched_files(config: Config) -> list[Path]:
     """Every file whose change should rebuild the site."""
-    from .check import book_markdown_files
+    from tabbook.source.check import book_markdown_files
 
     files = list(book_markdown_files(config))
     for name in ("config.ini", "references.bib", "conf.py"):
         if (config.root / name).is_file():
             files.append(config.root / name)
-    dirs = [config.root / "img", config.root / "static", Path(__file__).resolve().parent / "static"]
+    dirs = [config.root / "img", config.root / "static", Path(__file__).resolve().parent / "render" / "static"]
     for d in dirs:
         if d.is_dir():
             files += [p for p in d.rglob("*") if p.is_file()]

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from library_fixtures import make_config
 
-from tabbook.apiref import api_reference_markdown
 from tabbook.config import Config
-from tabbook.library import generate_library
-from tabbook.read import read_section
+from tabbook.library.generate import generate_library
+from tabbook.render.apiref import api_reference_markdown
+from tabbook.source.read import read_section
 
 DEVICES = '''\
 # Devices

@@ -126,13 +126,13 @@ def test_unresolved_reference_fails_with_line(tmp_path: Path) -> None:
 
 
 def test_every_internal_link_and_anchor_resolves(built: Path) -> None:
-    from tabbook.linkcheck import broken_links
+    from tabbook.render.linkcheck import broken_links
 
     assert broken_links(built / "build" / "html") == []
 
 
 def test_linkcheck_reports_a_broken_anchor(tmp_path: Path) -> None:
-    from tabbook.linkcheck import broken_links
+    from tabbook.render.linkcheck import broken_links
 
     (tmp_path / "a.html").write_text('<p id="x"></p>\n<a href="b.html#nope">b</a>\n<a href="#x">x</a>')
     (tmp_path / "b.html").write_text('<p id="here"></p><a href="missing.html">m</a>')

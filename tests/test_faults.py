@@ -99,8 +99,8 @@ def test_framework_that_cannot_import_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_missing_env_without_create_is_reported(tmp_path: Path) -> None:
     from tabbook.config import load_config
-    from tabbook.envs import ensure_env
     from tabbook.errors import BookError
+    from tabbook.execute.envs import ensure_env
 
     book = _book(tmp_path)
     cfg = book / "config.ini"

@@ -10,8 +10,8 @@ from typing import IO
 
 import pytest
 
-from tabbook import freeze
-from tabbook.freeze import (
+from tabbook.execute import store as freeze
+from tabbook.execute.store import (
     KeyParts,
     cells_hash,
     entry_key,
@@ -21,8 +21,8 @@ from tabbook.freeze import (
     text_hash,
     write_atomic,
 )
-from tabbook.read import read_section
-from tabbook.split import split_section
+from tabbook.source.read import read_section
+from tabbook.source.split import split_section
 
 TABS = ("pytorch", "jax", "tensorflow", "mxnet")
 FIXTURES = Path(__file__).parent / "fixtures" / "dialect"

@@ -16,10 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tabbook.errors import BookError, BookErrors
-from tabbook.merge import merge_section
-from tabbook.myst import to_myst
-from tabbook.read import LABEL_LINE, Section, read_section
-from tabbook.split import resolve_tabs, split_section
+from tabbook.render.merge import merge_section
+from tabbook.render.myst import to_myst
+from tabbook.source.read import LABEL_LINE, Section, read_section
+from tabbook.source.split import resolve_tabs, split_section
 
 TABS = ("pytorch", "jax", "tensorflow", "mxnet")
 ROOT = Path(__file__).resolve().parent.parent

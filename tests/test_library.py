@@ -22,8 +22,8 @@ from library_fixtures import (
 
 from tabbook.config import Config
 from tabbook.errors import BookError
-from tabbook.library import generate_library
-from tabbook.read import read_section
+from tabbook.library.generate import generate_library
+from tabbook.source.read import read_section
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ from library_fixtures import (
 )
 
 from tabbook.config import Config, load_config
-from tabbook.library import generate_library, main, stale_library, write_library
+from tabbook.library.generate import generate_library, main, stale_library, write_library
 
 
 @pytest.fixture
@@ -161,7 +161,7 @@ def test_tab_selected_imports_at_the_top_of_a_saved_cell_feed_the_header(config:
 
 @pytest.mark.skipif(not RUFF.exists(), reason="ruff is not installed in the builder's venv")
 def test_the_books_own_library_is_generated_and_clean() -> None:
-    from tabbook.toc import read_page, toc_sections
+    from tabbook.source.toc import read_page, toc_sections
 
     config = load_config(ROOT)
     pages = sorted((ROOT / "chapter_gpus").glob("*.md"))

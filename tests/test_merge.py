@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from tabbook.merge import FW_PREFIX, PROVENANCE_CLASS, RUN_PREFIX, merge_section
-from tabbook.read import Section, read_section
-from tabbook.split import split_section
+from tabbook.render.merge import FW_PREFIX, PROVENANCE_CLASS, RUN_PREFIX, merge_section
+from tabbook.source.read import Section, read_section
+from tabbook.source.split import split_section
 
 TABS = ("pytorch", "jax", "tensorflow", "mxnet")
 LABELS = {"pytorch": "PyTorch", "jax": "JAX", "tensorflow": "TensorFlow", "mxnet": "MXNet"}
@@ -256,7 +256,7 @@ def test_provenance_line_per_framework() -> None:
 
 
 def test_identical_runs_are_shown_once_without_tabs() -> None:
-    from tabbook.merge import share_identical_runs
+    from tabbook.render.merge import share_identical_runs
 
     def code(fw: str, run: int, src: str, out: str) -> dict:
         return {"cell_type": "code", "source": src, "execution_count": 1,

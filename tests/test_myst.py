@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from markdown_it import MarkdownIt
 
-from tabbook.myst import convert_roles, to_myst, toc_to_toctree, wrap_div
-from tabbook.read import read_section
+from tabbook.render.myst import convert_roles, to_myst, toc_to_toctree, wrap_div
+from tabbook.source.read import read_section
 
 FIXTURES = Path(__file__).parent / "fixtures" / "dialect"
 TABS = ("pytorch", "jax", "tensorflow", "mxnet")
@@ -143,7 +143,7 @@ def test_output_parses_as_myst() -> None:
 
 
 def test_labelled_table_becomes_numbered_table_with_caption() -> None:
-    from tabbook.myst import to_myst
+    from tabbook.render.myst import to_myst
 
     text = "Intro.\n\n: Peak figures.\n\n| a | b |\n| - | - |\n| 1 | 2 |\n:label:`tab_x`\n\nSee :numref:`tab_x`."
     assert to_myst(text) == (

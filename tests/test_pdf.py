@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from tabbook.config import load_config
-from tabbook.pdf import latex_failure, log_errors, pdf_paths, section_of, tex_available
-from tabbook.sphinx_ext import html_to_text, shorten_traceback
+from tabbook.render.ext.tabs import html_to_text, shorten_traceback
+from tabbook.render.pdf import latex_failure, log_errors, pdf_paths, section_of, tex_available
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "book"
@@ -93,7 +93,7 @@ def make_book(dest: Path) -> Path:
 
 def run_pdf(book: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tabbook.pdf", "-C", str(book), *args],
+        [sys.executable, "-m", "tabbook.render.pdf", "-C", str(book), *args],
         cwd=ROOT, capture_output=True, text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT), "TABBOOK_CACHE": str(book / ".cache")},
     )

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from tabbook.errors import BookError
-from tabbook.read import Section, read_section
-from tabbook.split import resolve_tabs, split_section
+from tabbook.source.read import Section, read_section
+from tabbook.source.split import resolve_tabs, split_section
 
 TABS = ("pytorch", "jax", "tensorflow", "mxnet")
 FIXTURES = Path(__file__).parent / "fixtures" / "dialect"

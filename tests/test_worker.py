@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tabbook.worker import drop_noise
+from tabbook.execute.worker import drop_noise
 
 
 def test_drop_noise_removes_only_matching_stderr_lines() -> None:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tabbook.mathrender import classes_of, glyphs_of, prune_stylesheet
-from tabbook.site import SiteOptions, compact_css, compact_js, github_repo, page_links, reader_notebook
+from tabbook.render.katex import classes_of, glyphs_of, prune_stylesheet
+from tabbook.render.site import SiteOptions, compact_css, compact_js, github_repo, page_links, reader_notebook
 
 
 def options(tmp_path: Path, **kw: str) -> SiteOptions:

@@ -1,4 +1,4 @@
-"""d2l.tensorflow, installed from the wheel, in the TensorFlow environment (run by tabbook.libtest)."""
+"""d2l.tensorflow, installed from the wheel, in the TensorFlow environment (run by tabbook.library.wheeltest)."""
 
 from __future__ import annotations
 

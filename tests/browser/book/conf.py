@@ -1,5 +1,5 @@
 from pathlib import Path
 
-from tabbook.sphinx_conf import sphinx_settings
+from tabbook.render.sphinx_conf import sphinx_settings
 
 globals().update(sphinx_settings(Path(__file__).resolve().parent))

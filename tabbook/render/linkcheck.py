@@ -3,7 +3,7 @@
 Sphinx's own linkcheck is about external URLs; this walks ``build/html`` with
 the standard library's HTML parser and checks ``href``/``src`` targets inside
 the site: the file exists and, for ``#fragment``, an element with that id (or
-a named anchor) exists in the target page. ``python -m tabbook.linkcheck DIR``.
+a named anchor) exists in the target page. ``python -m tabbook.render.linkcheck DIR``.
 """
 
 from __future__ import annotations

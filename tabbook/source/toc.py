@@ -13,9 +13,9 @@ from __future__ import annotations
 import posixpath
 from pathlib import Path
 
-from .config import Config
-from .errors import BookError
-from .read import Section, read_section
+from tabbook.config import Config
+from tabbook.errors import BookError
+from tabbook.source.read import Section, read_section
 
 
 def entry_path(containing: str, entry: str) -> str:

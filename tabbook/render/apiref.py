@@ -1,7 +1,7 @@
 """The site's "API reference" page, read back from the generated ``d2l`` modules.
 
 The generated files are the single source: each saved object's docstring starts
-with ``Defined in "<title>" (<page>.html).`` (written by :mod:`tabbook.library`),
+with ``Defined in "<title>" (<page>.html).`` (written by :mod:`tabbook.library.generate`),
 so this module needs no access to the sections. Objects are described with
 Sphinx's Python domain (``{py:function}``, ``{py:class}``, ``{py:method}``)
 under a ``{py:module}`` per framework, so book text can link to them with
@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 import re
 
-from .config import Config
+from tabbook.config import Config
 
 _DEFINED = re.compile(r'^Defined in "(?P<title>.*)" \((?P<url>[^()]*)\.html\)\.\s*')
 

@@ -341,7 +341,7 @@ def _latex_edition(app: Sphinx, config: Config) -> None:
 
 def _add_static(app: Sphinx) -> None:
     """Ship the extension's own CSS/JS, whatever the book's html_static_path says."""
-    static = str(Path(__file__).resolve().parent / "static")
+    static = str(Path(__file__).resolve().parents[1] / "static")
     if static not in app.config.html_static_path:
         app.config.html_static_path.append(static)
 

@@ -4,8 +4,8 @@
 configuration. Every value here is rebuild-free for Sphinx (``latex_*`` keys
 and ``nb_mime_priority_overrides`` only matter at write time), so one doctree
 cache serves HTML and all four LaTeX builds. The framework a build keeps is
-not set here: ``python -m tabbook.pdf`` passes ``-D tabbook_framework=<name>``
-and the extension (:mod:`tabbook.sphinx_ext`) names the edition on the title page.
+not set here: ``python -m tabbook.render.pdf`` passes ``-D tabbook_framework=<name>``
+and the extension (:mod:`tabbook.render.ext.tabs`) names the edition on the title page.
 
 Typesetting choices: xelatex with TeX Gyre Pagella (text and math), TeX Gyre
 Heros for headings and Inconsolata for code (all from Debian's font packages),
@@ -18,12 +18,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .config import load_config
+from tabbook.config import load_config
 
 #: Our LaTeX style, shipped beside the builder (a book may override it with
 #: its own ``static/latex/tabbook.sty``).
-BUILDER_STY = Path(__file__).resolve().parent.parent / "static" / "latex" / "tabbook.sty"
-#: The root document's LaTeX file; ``tabbook.pdf`` renames the PDF per framework.
+BUILDER_STY = Path(__file__).resolve().parents[2] / "static" / "latex" / "tabbook.sty"
+#: The root document's LaTeX file; ``tabbook.render.pdf`` renames the PDF per framework.
 TEX_NAME = "book.tex"
 
 FONTS = r"""

@@ -1,6 +1,6 @@
 """Test the ``d2l`` wheel the way readers get it: built, installed, imported in each framework.
 
-``python -m tabbook.libtest`` (``make libtest``):
+``python -m tabbook.library.wheeltest`` (``make libtest``):
 
 1. regenerates ``d2l/`` (unless ``--no-generate``) and builds the wheel into
    ``build/dist/`` with ``pip wheel . --no-deps``;
@@ -30,9 +30,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import Config, load_config
-from .envs import MARKER, cache_root, ensure_env
-from .errors import BookError
+from tabbook.config import Config, load_config
+from tabbook.errors import BookError
+from tabbook.execute.envs import MARKER, cache_root, ensure_env
 
 PIP = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
 
@@ -131,7 +131,7 @@ def check_fresh_venv(config: Config, wheel: Path, work: Path, log=print) -> Outc
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tabbook.libtest", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m tabbook.library.wheeltest", description=__doc__.split("\n")[0])
     parser.add_argument("frameworks", nargs="*", help="tabs to test (default: all)")
     parser.add_argument("--root", type=Path, default=Path.cwd())
     parser.add_argument("--no-generate", action="store_true", help="package d2l/ as it is")
@@ -145,8 +145,8 @@ def main(argv: list[str] | None = None) -> int:
         config = load_config(args.root)
         overrides = dict(item.split("=", 1) for item in args.python)
         if not args.no_generate:
-            from .library import generate_library, write_library
-            from .toc import toc_sections
+            from tabbook.library.generate import generate_library, write_library
+            from tabbook.source.toc import toc_sections
 
             for rel in write_library(config, generate_library(config, toc_sections(config))):
                 print(f"[libtest] regenerated {rel}")

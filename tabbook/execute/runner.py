@@ -1,6 +1,6 @@
 """Stage 4, execute: a framework's notebook → executed notebook, in its own kernel.
 
-Each (section, framework) unit runs in a worker subprocess (``tabbook.worker``)
+Each (section, framework) unit runs in a worker subprocess (``tabbook.execute.worker``)
 that drives nbclient; the parent only schedules, shows progress and collects
 results. A failure is data (:class:`UnitResult` with ``error``), never an
 exception thrown across the pool, so other units' results are kept. Workers
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .split import FrameworkCell
+from tabbook.source.split import FrameworkCell
 
 NBFORMAT = {"nbformat": 4, "nbformat_minor": 5}
 
@@ -133,7 +133,7 @@ class Runner:
                 "framework": unit.framework,
             }))
             proc = subprocess.Popen(
-                [sys.executable, "-m", "tabbook.worker", str(job), str(out)],
+                [sys.executable, "-m", "tabbook.execute.worker", str(job), str(out)],
                 env=self.env, start_new_session=True,
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             )

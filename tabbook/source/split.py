@@ -11,8 +11,8 @@ import ast
 import re
 from dataclasses import dataclass
 
-from .errors import BookError
-from .read import Cell, Section
+from tabbook.errors import BookError
+from tabbook.source.read import Cell, Section
 
 _MAGIC = re.compile(r"^([ \t]*)((?:%|!(?!=)).*)$")
 

@@ -1,6 +1,6 @@
 """Execute one (section, framework) notebook with nbclient; run as a subprocess.
 
-``python -m tabbook.worker job.json result.json``. The result file is written
+``python -m tabbook.execute.worker job.json result.json``. The result file is written
 only at the end (atomically), holding the executed notebook or an error naming
 ``file.md:LINE`` of the failing cell. SIGTERM becomes KeyboardInterrupt so that
 nbclient's context manager shuts the kernel down before the worker exits.

@@ -20,8 +20,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import Config, Framework
-from .errors import BookError
+from tabbook.config import Config, Framework
+from tabbook.errors import BookError
 
 MARKER = ".tabbook-complete"
 
@@ -161,8 +161,8 @@ def write_kernelspec(config: Config, fw: Framework, env: Env) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m tabbook.envs [fw ...]``: create the environments (used by `make envs`)."""
-    from .config import load_config
+    """``python -m tabbook.execute.envs [fw ...]``: create the environments (used by `make envs`)."""
+    from tabbook.config import load_config
 
     config = load_config(Path.cwd())
     names = argv if argv else list(config.tabs)

@@ -15,7 +15,7 @@ from typing import Literal
 
 from markdown_it import MarkdownIt
 
-from .errors import BookError, BookErrors
+from tabbook.errors import BookError, BookErrors
 
 CellKind = Literal["code", "markdown"]
 

@@ -13,8 +13,8 @@ import copy
 import json
 from typing import Any
 
-from .myst import to_myst, toc_to_toctree, wrap_div
-from .read import Section
+from tabbook.render.myst import to_myst, toc_to_toctree, wrap_div
+from tabbook.source.read import Section
 
 FW_PREFIX = "tabbook-fw-"
 RUN_PREFIX = "tabbook-run-"

@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .config import load_config
-from .latex_conf import latex_settings
-from .site import load_site_options
+from tabbook.config import load_config
+from tabbook.render.latex_conf import latex_settings
+from tabbook.render.site import load_site_options
 
 STATIC = Path(__file__).resolve().parent / "static"
 
@@ -20,12 +20,12 @@ STATIC = Path(__file__).resolve().parent / "static"
 def sphinx_settings(root: Path) -> dict[str, Any]:
     book = load_config(root)
     bib = root / "references.bib"
-    extensions = ["myst_nb", "sphinx_design", "tabbook.sphinx_ext", "tabbook.sphinx_site"]
+    extensions = ["myst_nb", "sphinx_design", "tabbook.render.ext.tabs", "tabbook.render.ext.html"]
     if bib.is_file():
         extensions.insert(2, "sphinxcontrib.bibtex")
     site = load_site_options(book)
     # furo's "view source" would point at the generated notebook, not the Markdown in the
-    # repository: tabbook.sphinx_site links the source next to the downloads instead.
+    # repository: tabbook.render.ext.html links the source next to the downloads instead.
     theme_options: dict[str, Any] = {"top_of_page_buttons": []}
     return {
         "project": book.title,
@@ -51,7 +51,7 @@ def sphinx_settings(root: Path) -> dict[str, Any]:
         "html_theme_options": theme_options,
         "html_title": book.title,
         "html_favicon": str(STATIC / "favicon.svg"),
-        # Nothing from other origins: math is typeset at build time (tabbook.sphinx_site), and
+        # Nothing from other origins: math is typeset at build time (tabbook.render.ext.html), and
         # myst-nb must not pull widget scripts from a CDN.
         "html_math_renderer": "tabbook_katex",
         "nb_ipywidgets_js": {},
@@ -63,6 +63,6 @@ def sphinx_settings(root: Path) -> dict[str, Any]:
         "tabbook_labels": {name: fw.label for name, fw in book.frameworks.items()},
         "tabbook_framework": book.default_tab,
         "suppress_warnings": ["mystnb.unknown_mime_type"],
-        # ---- LaTeX / PDF (tabbook.latex_conf; owned by the PDF work) ----
+        # ---- LaTeX / PDF (tabbook.render.latex_conf; owned by the PDF work) ----
         **latex_settings(root),
     }

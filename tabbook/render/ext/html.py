@@ -1,11 +1,11 @@
 """Sphinx extension for the reader's site (HTML only; LaTeX builds are untouched).
 
-- Math is rendered at build time by KaTeX (:mod:`tabbook.mathrender`), registered as the HTML math
+- Math is rendered at build time by KaTeX (:mod:`tabbook.render.katex`), registered as the HTML math
   renderer ``tabbook_katex``: no MathJax, no CDN; a page with math links a KaTeX stylesheet cut
   to the constructs it uses, and fonts cut to the glyphs the book uses.
 - Each tab set opens on the book's default framework (also without JavaScript).
 - Pages with executed notebooks get a downloads line under their title: the notebook per framework,
-  the PDFs, and "Open in Colab" where the book names a repository (:mod:`tabbook.site`).
+  the PDFs, and "Open in Colab" where the book names a repository (:mod:`tabbook.render.site`).
 - Images load lazily, so hidden framework tabs cost nothing until shown.
 - Assets a page does not use are not linked: sphinx-design's stylesheet (only pages with
   sphinx-design components other than tabs need it; tabbook.css styles tabs), its tab script
@@ -28,8 +28,8 @@ from sphinx.util import logging
 from sphinx.util.math import get_node_equation_number
 from sphinx.util.osutil import relative_uri
 
-from . import mathrender
-from .site import Link, SiteOptions, compact_css, compact_js, links_for, publish_downloads
+from tabbook.render import katex as mathrender
+from tabbook.render.site import Link, SiteOptions, compact_css, compact_js, links_for, publish_downloads
 
 logger = logging.getLogger(__name__)
 RENDERER = "tabbook_katex"

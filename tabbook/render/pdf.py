@@ -1,6 +1,6 @@
 """``make pdf``: one PDF per framework, typeset by xelatex through latexmk.
 
-``python -m tabbook.pdf [-C ROOT] [--frameworks a,b] [--frozen] [--force]``
+``python -m tabbook.render.pdf [-C ROOT] [--frameworks a,b] [--frozen] [--force]``
 
 1. The ordinary pipeline (:func:`tabbook.build.build`) checks the book, executes
    what is stale (nothing when the freeze store is current: no kernel starts),
@@ -27,9 +27,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import Config
-from .errors import BookError, BookErrors
-from .latex_conf import TEX_NAME
+from tabbook.config import Config
+from tabbook.errors import BookError, BookErrors
+from tabbook.render.latex_conf import TEX_NAME
 
 TOOLS = ("xelatex", "latexmk", "rsvg-convert")
 INSTALL_HINT = "run scripts/install-tex.sh (Debian packages, once)"
@@ -153,13 +153,13 @@ def _indent(text: str, by: str = "    ") -> str:
 
 def _env() -> dict[str, str]:
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
     return env
 
 
 def write_latex(config: Config, framework: str, log=print) -> Path:
     """Sphinx LaTeX builder → ``build/latex/<fw>/book.tex``, from the shared doctree cache."""
-    from .build import source_dir
+    from tabbook.build import source_dir
 
     out = tex_dir(config, framework)
     cmd = [
@@ -201,7 +201,7 @@ def typeset(config: Config, framework: str, tex_path: Path, log=print) -> Path:
 def build_pdfs(config: Config, frameworks: tuple[str, ...] | None = None, *, frozen: bool = False,
                force: bool = False, jobs: int = 0, log=print) -> dict[str, Path]:
     """The whole of ``make pdf``; returns framework → PDF for those built."""
-    from .build import Options, build
+    from tabbook.build import Options, build
 
     if missing := missing_tools():
         raise BookError(f"cannot build PDFs: {', '.join(missing)} not found; {INSTALL_HINT}")
@@ -236,9 +236,9 @@ def build_pdfs(config: Config, frameworks: tuple[str, ...] | None = None, *, fro
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .config import load_config
+    from tabbook.config import load_config
 
-    p = argparse.ArgumentParser(prog="python -m tabbook.pdf", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m tabbook.render.pdf", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-C", "--root", type=Path, default=Path.cwd(), help="book root (holds config.ini)")
     p.add_argument("--frameworks", help="comma list: build only these PDFs")

@@ -12,11 +12,11 @@ import ast
 import re
 from pathlib import Path
 
-from .config import Config
-from .errors import BookError, BookErrors
-from .pysource import mask_magics
-from .read import Section, read_section
-from .split import resolve_tabs
+from tabbook.config import Config
+from tabbook.errors import BookError, BookErrors
+from tabbook.library.pysource import mask_magics
+from tabbook.source.read import Section, read_section
+from tabbook.source.split import resolve_tabs
 
 IMAGE = re.compile(r"!\[[^\]]*\]\(([^)\s]+)")
 REPO_DOCS = {"README.MD", "CONTRIBUTING.MD", "BENCHMARKS.MD", "CHANGELOG.MD", "LICENSE.MD", "AGENTS.MD"}
@@ -114,8 +114,8 @@ def check_book(config: Config) -> list[BookError]:
         _check_save(section, problems, config.tabs)
     if not problems:
         # The library stage knows #@save rules best (add_to_class targets, syntax): ask it.
-        from .library import generate_library
-        from .toc import toc_sections
+        from tabbook.library.generate import generate_library
+        from tabbook.source.toc import toc_sections
 
         try:
             generate_library(config, toc_sections(config))

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .split import FrameworkCell
+from tabbook.source.split import FrameworkCell
 
 KEY_VERSION = "1"
 

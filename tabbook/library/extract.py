@@ -1,7 +1,7 @@
 """Stage 3 internals: ``#@save`` cells of one framework → ordered library pieces.
 
 Structure is decided with ``ast`` and edits are made on the book's text by
-line ranges (see :mod:`tabbook.pysource`), so the saved code keeps its
+line ranges (see :mod:`tabbook.library.pysource`), so the saved code keeps its
 comments. The rules, applied per framework in table-of-contents order:
 
 * ``#@save`` alone on an unindented line saves every top-level statement of
@@ -25,10 +25,10 @@ import difflib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from . import pysource as ps
-from .errors import BookError
-from .libimports import deftime_nodes, names_loaded
-from .split import FrameworkCell
+from tabbook.errors import BookError
+from tabbook.library import pysource as ps
+from tabbook.library.imports import deftime_nodes, names_loaded
+from tabbook.source.split import FrameworkCell
 
 LIBRARY_NAME = "d2l"
 
@@ -249,7 +249,7 @@ class LibraryPieces:
     def add(self, text: str, origin: Origin) -> None:
         node = ast.parse(text).body[0]
         if isinstance(node, (ast.Import, ast.ImportFrom)):
-            return  # imports feed the header (tabbook.libimports), never the body
+            return  # imports feed the header (tabbook.library.imports), never the body
         if origin.path not in self.sources:
             self.sources.append(origin.path)
         target = add_to_class_target(node)

@@ -143,7 +143,7 @@ def getattr_lines(chosen: dict[str, Binding]) -> list[str]:
     if not lazy:
         return []
     out = [
-        "# Plotting imports are deferred (see tabbook.libimports): importing this module never",
+        "# Plotting imports are deferred (see tabbook.library.imports): importing this module never",
         "# imports matplotlib or IPython; d2l.plt and friends are imported on first access.",
         "_LAZY = {",
     ]

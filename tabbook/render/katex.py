@@ -20,7 +20,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from .envs import cache_root  # one cache for venvs and KaTeX
+from tabbook.execute.envs import cache_root  # one cache for venvs and KaTeX
 
 NODE_PROJECT = Path(__file__).resolve().parent / "node"
 RENDER_SCRIPT = NODE_PROJECT / "katex-render.js"
@@ -246,7 +246,7 @@ def publish_fonts(package: Path, static_dir: Path, glyphs: set[str], state: Path
 
 
 def main() -> int:
-    """``python -m tabbook.mathrender``: install KaTeX now (builds do it on demand) and say where."""
+    """``python -m tabbook.render.katex``: install KaTeX now (builds do it on demand) and say where."""
     import sys
 
     try:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from .read import strip_slide_marks
+from tabbook.source.read import strip_slide_marks
 
 IMAGE_LINE = re.compile(r"^\s*!\[(?P<cap>.*)\]\((?P<src>[^)\s]+)(?:\s+\"[^\"]*\")?\)\s*$")
 LABEL = re.compile(r"^\s*:label:`([^`]+)`\s*$")
