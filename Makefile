@@ -27,11 +27,11 @@ check: $(BUILDER_STAMP)
 	$(TB) check
 
 lib: $(BUILDER_STAMP)
-	$(VPY) -m tabbook.library.generate
+	$(TB) lib
 
 # The d2l wheel, installed into every framework env and tested there (+ a bare Python 3.12).
 libtest: $(BUILDER_STAMP)
-	$(VPY) -m tabbook.library.wheeltest
+	$(TB) libtest
 
 dist: $(BUILDER_STAMP)
 	$(VPY) -m pip wheel . --no-deps --quiet -w build/dist
@@ -47,7 +47,7 @@ unit: $(BUILDER_STAMP) browser $(if $(CI),tex)
 # The committed freeze store must match the sources (no stale or missing entry),
 # and the committed d2l/ must be what `make lib` generates.
 freeze-check: $(BUILDER_STAMP)
-	$(VPY) -m tabbook.library.generate --check
+	$(TB) lib --check
 	$(TB) build --frozen --no-render
 
 # Execute the whole book in every framework into a throw-away store, so committed
@@ -60,12 +60,12 @@ exec-check: $(BUILDER_STAMP)
 # folder: no framework environment is used), and every internal link resolves.
 test: lint unit freeze-check exec-check libtest
 	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; TABBOOK_VENVS=$$tmp $(TB) build --frozen
-	$(VPY) -m tabbook.render.linkcheck build/html
+	$(TB) linkcheck build/html
 	@echo "make test: all checks passed"
 
 # Live preview: rebuilds on save (a prose edit starts no kernel) and reloads the page.
 serve: $(BUILDER_STAMP)
-	$(VPY) -m tabbook.serve --port $(or $(PORT),8000)
+	$(TB) serve --port $(or $(PORT),8000)
 
 # Debian's Chromium for the browser tests and the page-weight benchmark (idempotent).
 browser:
@@ -78,7 +78,7 @@ tex:
 	@bash scripts/install-tex.sh
 
 pdf: $(BUILDER_STAMP) tex
-	$(VPY) -m tabbook.render.pdf $(if $(FORCE),--force)
+	$(TB) pdf $(if $(FORCE),--force)
 	@echo "PDFs: build/pdf/"
 
 clean:

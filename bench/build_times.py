@@ -48,7 +48,7 @@ def run_build(book: Path, *args: str, env: dict[str, str] | None = None) -> tupl
 
 def run_pdf(book: Path) -> tuple[float, dict]:
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "tabbook.render.pdf", "-C", str(book)], cwd=ROOT,
+    proc = subprocess.run([sys.executable, "-m", "tabbook", "-C", str(book), "pdf"], cwd=ROOT,
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True)
     seconds = time.perf_counter() - t0
     if proc.returncode != 0:

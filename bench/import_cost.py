@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     config = load_config(ROOT)
     if not (config.library_dir / "__init__.py").is_file():
-        raise SystemExit("d2l/ is not generated; run `python -m tabbook.library.generate` first")
+        raise SystemExit("d2l/ is not generated; run `python -m tabbook lib` first")
     bad = False
     with tempfile.TemporaryDirectory(prefix="import-cost-") as tmp:
         path = Path(tmp)

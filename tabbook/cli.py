@@ -1,7 +1,9 @@
-"""Command line: ``python -m tabbook build|check|lib|envs|clean``.
+"""Command line: ``python -m tabbook [-C ROOT] COMMAND``, one entry for everything the builder does.
 
-Library code raises :class:`BookError`; only this edge turns errors into
-``file.md:LINE: message`` lines on stderr and a non-zero exit status.
+Commands: ``build``, ``check``, ``lib``, ``libtest``, ``pdf``, ``serve``, ``linkcheck``,
+``envs``, ``clean`` (``python -m tabbook COMMAND --help`` for each). Library code
+raises :class:`BookError`; only this edge turns errors into ``file.md:LINE: message``
+lines on stderr and a non-zero exit status.
 """
 
 from __future__ import annotations
@@ -16,14 +18,21 @@ from tabbook.errors import BookError
 
 
 def _shard(text: str) -> tuple[int, int]:
-    i, n = text.split("/")
-    if not (0 < int(n) and 0 <= int(i) < int(n)):
+    try:
+        i, n = (int(v) for v in text.split("/"))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError("--shard wants i/N with 0 <= i < N") from exc
+    if not (0 < n and 0 <= i < n):
         raise argparse.ArgumentTypeError("--shard wants i/N with 0 <= i < N")
-    return int(i), int(n)
+    return i, n
+
+
+def _names(text: str | None) -> tuple[str, ...] | None:
+    return tuple(v.strip() for v in text.split(",") if v.strip()) if text else None
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="tabbook", description=__doc__)
+    p = argparse.ArgumentParser(prog="tabbook", description=__doc__.split("\n\n")[0])
     p.add_argument("-C", "--root", type=Path, default=Path.cwd(), help="book root (holds config.ini)")
     sub = p.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="execute what is stale and render the site")
@@ -35,11 +44,90 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--jobs", type=int, default=0, help="parallel units (default: core count)")
     b.add_argument("--shard", type=_shard, help="i/N: execute every N-th stale unit from i")
     b.add_argument("--frozen", action="store_true", help="never execute; fail if the store is stale")
-    b.add_argument("--builder", default="html")
+    b.add_argument("--builder", default="html", help="Sphinx builder; '' writes build/src only")
     sub.add_parser("check", help="lint the sources without starting a kernel")
-    sub.add_parser("envs", help="create the framework environments")
+    lib = sub.add_parser("lib", help="generate the d2l package from the book's #@save code")
+    lib.add_argument("--check", action="store_true", help="exit 1 if the committed d2l/ is stale")
+    lt = sub.add_parser("libtest", help="build the d2l wheel and test it in every framework env")
+    lt.add_argument("frameworks", nargs="*", help="tabs to test (default: all)")
+    lt.add_argument("--no-generate", action="store_true", help="package d2l/ as it is")
+    lt.add_argument("--python", action="append", default=[], metavar="TAB=PATH",
+                    help="use this interpreter for a framework's tests")
+    lt.add_argument("--any-env", action="store_true", help="accept any completed env of the framework")
+    lt.add_argument("--no-venv-check", action="store_true", help="skip the fresh Python 3.12 venv check")
+    pdf = sub.add_parser("pdf", help="one PDF per framework in build/pdf")
+    pdf.add_argument("--frameworks", help="comma list: build only these PDFs")
+    pdf.add_argument("--frozen", action="store_true", help="never execute; fail if the store is stale")
+    pdf.add_argument("--force", action="store_true", help="re-execute every unit first")
+    pdf.add_argument("--jobs", type=int, default=0, help="parallel units / LaTeX runs (default: cores)")
+    sv = sub.add_parser("serve", help="live preview: rebuild on save, reload the page")
+    sv.add_argument("args", nargs=argparse.REMAINDER, help="options of the server (see serve --help)")
+    lc = sub.add_parser("linkcheck", help="check every internal link and anchor of a built site")
+    lc.add_argument("site", nargs="?", type=Path, help="the site (default: build/html)")
+    ev = sub.add_parser("envs", help="create the framework environments")
+    ev.add_argument("frameworks", nargs="*", help="tabs (default: all)")
     sub.add_parser("clean", help="remove build/")
     return p
+
+
+def _build(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
+    from tabbook.build import Options, build
+    from tabbook.execute.plan import Selection
+
+    frameworks = _names(args.frameworks)
+    for fw in frameworks or ():
+        if fw not in config.tabs:
+            raise BookError(f"--frameworks: unknown framework {fw!r} (tabs: {', '.join(config.tabs)})")
+    selection = Selection(
+        force=args.force, frameworks=frameworks, shard=args.shard, frozen_only=args.frozen,
+        only=tuple(os.path.normpath(p) for p in args.only) if args.only else None,
+    )
+    opts = Options(selection, render=not args.no_render, freeze_dir=args.freeze_dir, jobs=args.jobs,
+                   builder=args.builder)
+    result = build(config, opts)
+    counts: dict[str, int] = {}
+    for u in result.units:
+        counts[u.status] = counts.get(u.status, 0) + 1
+    summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "no code units"
+    print(f"[done] {summary} in {result.seconds:.1f}s; report: build/report.json")
+    return 0
+
+
+def _check(config) -> int:  # noqa: ANN001 - Config
+    from tabbook.source.check import check_book
+
+    problems = check_book(config)
+    for p in problems:
+        print(p.location_message(), file=sys.stderr)
+    if problems:
+        return 1
+    print("[check] no problems found")
+    return 0
+
+
+def _lib(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
+    from tabbook.book import read_book
+    from tabbook.library.generate import stale_library, write_library
+
+    files = read_book(config, extra_files=False).library
+    if args.check:
+        stale = stale_library(config, files)
+        for rel in stale:
+            print(f"stale: {rel}", file=sys.stderr)
+        if stale:
+            print("run `python -m tabbook lib` (make lib) and commit the result", file=sys.stderr)
+        return 1 if stale else 0
+    for rel in write_library(config, files):
+        print(f"[library] wrote {rel}")
+    return 0
+
+
+def _pdf(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
+    from tabbook.render.pdf import build_pdfs
+
+    done = build_pdfs(config, _names(args.frameworks), frozen=args.frozen, force=args.force, jobs=args.jobs)
+    print("[pdf] done: " + ", ".join(config.rel(p) for p in done.values()))
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,40 +136,33 @@ def main(argv: list[str] | None = None) -> int:
     from tabbook.config import load_config
 
     try:
+        if args.command == "linkcheck":  # works on any built site, with or without a book
+            from tabbook.render.linkcheck import report_broken_links
+
+            return report_broken_links(args.site or args.root / "build" / "html")
+        if args.command == "serve":
+            from tabbook.serve import main as serve_main
+
+            return serve_main(["-C", str(args.root), *args.args])
         config = load_config(args.root)
         if args.command == "build":
-            from tabbook.build import Options, build
+            return _build(config, args)
+        if args.command == "check":
+            return _check(config)
+        if args.command == "lib":
+            return _lib(config, args)
+        if args.command == "libtest":
+            from tabbook.library.wheeltest import libtest
 
-            opts = Options(
-                force=args.force,
-                frameworks=tuple(args.frameworks.split(",")) if args.frameworks else None,
-                only=tuple(os.path.normpath(p) for p in args.only) if args.only else None,
-                render=not args.no_render, freeze_dir=args.freeze_dir, jobs=args.jobs,
-                shard=args.shard, frozen_only=args.frozen, builder=args.builder,
-            )
-            for fw in opts.frameworks or ():
-                if fw not in config.tabs:
-                    raise BookError(f"--frameworks: unknown framework {fw!r} (tabs: {', '.join(config.tabs)})")
-            result = build(config, opts)
-            counts: dict[str, int] = {}
-            for u in result.units:
-                counts[u.status] = counts.get(u.status, 0) + 1
-            summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "no code units"
-            print(f"[done] {summary} in {result.seconds:.1f}s; report: build/report.json")
-        elif args.command == "check":
-            from tabbook.source.check import check_book
+            return libtest(config, args.frameworks, generate=not args.no_generate,
+                           overrides=dict(item.split("=", 1) for item in args.python),
+                           any_env=args.any_env, venv_check=not args.no_venv_check)
+        if args.command == "pdf":
+            return _pdf(config, args)
+        if args.command == "envs":
+            from tabbook.execute.envs import create_envs
 
-            problems = check_book(config)
-            for p in problems:
-                print(p.location_message(), file=sys.stderr)
-            if problems:
-                return 1
-            print("[check] no problems found")
-        elif args.command == "envs":
-            from tabbook.execute.envs import main as envs_main
-
-            os.chdir(config.root)
-            return envs_main([])
+            create_envs(config, args.frameworks or list(config.tabs))
         elif args.command == "clean":
             from tabbook.build import clean
 

@@ -12,14 +12,15 @@ import pytest
 
 from tabbook.execute import store as freeze
 from tabbook.execute.store import (
+    FreezeStore,
     KeyParts,
     cells_hash,
     entry_key,
-    entry_path,
-    load_entry,
-    store_entry,
+    provenance,
+    public_copy,
     text_hash,
     write_atomic,
+    write_notebook,
 )
 from tabbook.source.read import read_section
 from tabbook.source.split import split_section
@@ -158,8 +159,8 @@ def test_text_hash() -> None:
 
 def test_key_for_uses_lock_files_library_python_and_kernel(tmp_path: Path) -> None:
     """The build's own key function: editing a requirements file or the library changes the key."""
-    from tabbook.build import key_for
     from tabbook.config import load_config
+    from tabbook.execute.plan import unit_key as key_for
 
     (tmp_path / "envs").mkdir()
     (tmp_path / "envs" / "jax.txt").write_text("jax==0.4.30\n")
@@ -187,28 +188,52 @@ def test_key_for_uses_lock_files_library_python_and_kernel(tmp_path: Path) -> No
 # --- the store ----------------------------------------------------------------------------------
 
 def test_entry_path(tmp_path: Path) -> None:
-    assert entry_path(tmp_path, "chapter_gpus/devices.md", "jax") == tmp_path / "chapter_gpus" / "devices" / "jax.ipynb"
-    assert entry_path(tmp_path, "index.md", "pytorch") == tmp_path / "index" / "pytorch.ipynb"
+    store = FreezeStore(tmp_path)
+    assert store.path("chapter_gpus/devices.md", "jax") == tmp_path / "chapter_gpus" / "devices" / "jax.ipynb"
+    assert store.path("index.md", "pytorch") == tmp_path / "index" / "pytorch.ipynb"
+    assert store.path("chapter_gpus/devices", "jax") == store.path("chapter_gpus/devices.md", "jax")  # a docname
 
 
 def test_store_and_load_round_trip(tmp_path: Path) -> None:
-    path = entry_path(tmp_path, "chapter_gpus/devices.md", "jax")
+    store = FreezeStore(tmp_path)
+    path = store.path("chapter_gpus/devices.md", "jax")
     nb = {"cells": [{"source": "x = 'é'"}], "metadata": {"tabbook": {"key": "abc"}}}
-    store_entry(path, nb)
-    assert load_entry(path) == nb
-    assert entry_key(load_entry(path)) == "abc"
+    write_notebook(path, nb)
+    assert store.load("chapter_gpus/devices.md", "jax") == nb
+    assert entry_key(store.load("chapter_gpus/devices.md", "jax")) == "abc"
     text = path.read_text(encoding="utf-8")
     assert text.endswith("\n") and "é" in text  # stable, readable diffs
-    store_entry(path, nb)
+    write_notebook(path, nb)
     assert path.read_text(encoding="utf-8") == text  # deterministic bytes: no spurious git changes
+    assert store.entries() == [path]
+
+
+def test_store_stamps_the_schema_and_lookup_compares_keys(tmp_path: Path) -> None:
+    store = FreezeStore(tmp_path / "store")
+    parts = KeyParts(cells="c", env="e", library="l", python="3.11", kernel="k")
+    nb = {"cells": [], "metadata": {}}
+    path = store.store("ch/s.md", "jax", nb, parts, {"device": "CPU only"}, 1.234)
+    meta = json.loads(path.read_text(encoding="utf-8"))["metadata"]["tabbook"]
+    assert meta == {"key": parts.key, "key_parts": parts.as_dict(), "section": "ch/s.md", "framework": "jax",
+                    "provenance": {"device": "CPU only"}, "seconds": 1.23}
+    entry, current = store.lookup("ch/s.md", "jax", parts.key)
+    assert current and entry_key(entry) == parts.key and provenance(entry) == {"device": "CPU only"}
+    assert store.lookup("ch/s.md", "jax", "another key")[1] is False
+    assert store.lookup("ch/other.md", "jax", parts.key) == (None, False)
+    public = public_copy(entry)
+    assert public["metadata"]["tabbook"] == {"provenance": {"device": "CPU only"}}  # bookkeeping dropped
+    assert entry["metadata"]["tabbook"]["key"] == parts.key  # the store's copy is untouched
 
 
 def test_load_missing_or_damaged_entry(tmp_path: Path) -> None:
-    assert load_entry(tmp_path / "missing.ipynb") is None
-    bad = tmp_path / "bad.ipynb"
+    store = FreezeStore(tmp_path)
+    assert store.load("missing.md", "jax") is None
+    bad = store.path("bad.md", "jax")
+    bad.parent.mkdir(parents=True)
     bad.write_text('{"cells": [')
-    assert load_entry(bad) is None
+    assert store.load("bad.md", "jax") is None
     assert entry_key(None) is None and entry_key({}) is None and entry_key({"metadata": {}}) is None
+    assert provenance(None) == {} and FreezeStore(tmp_path / "nowhere").entries() == []
 
 
 def _leftovers(directory: Path) -> list[str]:
@@ -218,7 +243,7 @@ def _leftovers(directory: Path) -> list[str]:
 @pytest.fixture
 def old_entry(tmp_path: Path) -> Path:
     path = tmp_path / "store" / "sec" / "jax.ipynb"
-    store_entry(path, {"old": True})
+    write_notebook(path, {"old": True})
     return path
 
 
@@ -233,7 +258,7 @@ def test_write_atomic_replaces_and_leaves_no_temp(tmp_path: Path) -> None:
 def test_failed_serialisation_keeps_old_entry(old_entry: Path) -> None:
     before = old_entry.read_bytes()
     with pytest.raises(TypeError):
-        store_entry(old_entry, {"cells": [object()]})
+        write_notebook(old_entry, {"cells": [object()]})
     assert old_entry.read_bytes() == before
     assert _leftovers(old_entry.parent) == ["jax.ipynb"]
 
@@ -267,7 +292,7 @@ def test_failed_write_midway_keeps_old_entry(old_entry: Path, monkeypatch: pytes
 
     monkeypatch.setattr(freeze.os, "fdopen", lambda fd, *a, **k: Exploding(real_fdopen(fd, *a, **k)))
     with pytest.raises(OSError, match="No space left"):
-        store_entry(old_entry, {"new": True, "cells": ["x" * 1000]})
+        write_notebook(old_entry, {"new": True, "cells": ["x" * 1000]})
     assert old_entry.read_bytes() == before
     assert _leftovers(old_entry.parent) == ["jax.ipynb"]
 
@@ -280,7 +305,7 @@ def test_failed_rename_keeps_old_entry(old_entry: Path, monkeypatch: pytest.Monk
 
     monkeypatch.setattr(freeze.os, "replace", refuse)
     with pytest.raises(PermissionError):
-        store_entry(old_entry, {"new": True})
+        write_notebook(old_entry, {"new": True})
     assert old_entry.read_bytes() == before
     assert _leftovers(old_entry.parent) == ["jax.ipynb"]
 
@@ -293,7 +318,7 @@ def test_interrupt_keeps_old_entry(old_entry: Path, monkeypatch: pytest.MonkeyPa
 
     monkeypatch.setattr(freeze.json, "dumps", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        store_entry(old_entry, {"new": True})
+        write_notebook(old_entry, {"new": True})
     assert old_entry.read_bytes() == before
     assert json.loads(before) == {"old": True}
     assert _leftovers(old_entry.parent) == ["jax.ipynb"]

@@ -22,8 +22,9 @@ from library_fixtures import (
     torch_lib,
 )
 
+from tabbook.cli import main as cli_main
 from tabbook.config import Config, load_config
-from tabbook.library.generate import generate_library, main, stale_library, write_library
+from tabbook.library.generate import generate_library, stale_library, write_library
 
 
 @pytest.fixture
@@ -76,17 +77,22 @@ def test_write_is_atomic_and_only_rewrites_changed_files(config: Config, monkeyp
     assert sorted(stale_library(config, changed)) == ["d2l/jax.py", "d2l/torch.py"]
 
 
+def lib(root: Path, *args: str) -> int:
+    """``python -m tabbook -C ROOT lib [--check]``, in process."""
+    return cli_main(["-C", str(root), "lib", *args])
+
+
 def test_an_error_writes_nothing(tmp_path: Path) -> None:
     (tmp_path / "config.ini").write_text(CONFIG)
     (tmp_path / "index.md").write_text("# Book\n\n```toc\nch/a\n```\n")
     (tmp_path / "ch").mkdir()
     (tmp_path / "ch" / "a.md").write_text("# A\n\n" + IMPORTS + "\n" + fence("def f():  #@save\n    return 1"))
-    assert main(["--root", str(tmp_path)]) == 0
+    assert lib(tmp_path) == 0
     old = (tmp_path / "d2l" / "torch.py").read_text()
     (tmp_path / "ch" / "a.md").write_text("# A\n\n" + fence("def f():  #@save\n    return 2") + "\n"
                                           + fence("@d2l.add_to_class(Nope)  #@save\ndef g(self):\n    pass"))
-    assert main(["--root", str(tmp_path), "--check"]) == 1
-    assert main(["--root", str(tmp_path)]) == 1
+    assert lib(tmp_path, "--check") == 1
+    assert lib(tmp_path) == 1
     assert (tmp_path / "d2l" / "torch.py").read_text() == old
     assert sorted(p.name for p in (tmp_path / "d2l").iterdir()) == ["__init__.py", "jax.py", "torch.py"]
 
@@ -94,10 +100,10 @@ def test_an_error_writes_nothing(tmp_path: Path) -> None:
 def test_check_reports_stale_files(tmp_path: Path, capsys) -> None:
     (tmp_path / "config.ini").write_text(CONFIG)
     (tmp_path / "index.md").write_text("# Book\n")
-    assert main(["--root", str(tmp_path), "--check"]) == 1
+    assert lib(tmp_path, "--check") == 1
     assert "stale: d2l/torch.py" in capsys.readouterr().err
-    assert main(["--root", str(tmp_path)]) == 0
-    assert main(["--root", str(tmp_path), "--check"]) == 0
+    assert lib(tmp_path) == 0
+    assert lib(tmp_path, "--check") == 0
 
 
 def ruff_check(text: str, name: str) -> subprocess.CompletedProcess[str]:
@@ -161,7 +167,8 @@ def test_tab_selected_imports_at_the_top_of_a_saved_cell_feed_the_header(config:
 
 @pytest.mark.skipif(not RUFF.exists(), reason="ruff is not installed in the builder's venv")
 def test_the_books_own_library_is_generated_and_clean() -> None:
-    from tabbook.source.toc import read_page, toc_sections
+    from tabbook.book import read_page
+    from tabbook.source.toc import toc_sections
 
     config = load_config(ROOT)
     pages = sorted((ROOT / "chapter_gpus").glob("*.md"))

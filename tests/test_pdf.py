@@ -93,7 +93,7 @@ def make_book(dest: Path) -> Path:
 
 def run_pdf(book: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tabbook.render.pdf", "-C", str(book), *args],
+        [sys.executable, "-m", "tabbook", "-C", str(book), "pdf", *args],
         cwd=ROOT, capture_output=True, text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT), "TABBOOK_CACHE": str(book / ".cache")},
     )

@@ -160,18 +160,11 @@ def write_kernelspec(config: Config, fw: Framework, env: Env) -> None:
     tmp.replace(spec_dir / "kernel.json")
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m tabbook.execute.envs [fw ...]``: create the environments (used by `make envs`)."""
-    from tabbook.config import load_config
-
-    config = load_config(Path.cwd())
-    names = argv if argv else list(config.tabs)
+def create_envs(config: Config, names: list[str]) -> None:
+    """``python -m tabbook envs [fw ...]``: create (and check) the environments (``make envs``)."""
     for name in names:
+        if name not in config.tabs:
+            raise BookError(f"unknown framework {name!r} (tabs: {', '.join(config.tabs)})")
         fw = config.framework(name)
         env = ensure_env(config, fw)
         print(f"[env] {name}: {fw.import_name} {check_env(config, fw, env)} at {env.python}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))

@@ -58,27 +58,6 @@ def text_hash(text: str | None) -> str:
     return hashlib.sha256((text or "").encode()).hexdigest()
 
 
-def entry_path(freeze_dir: Path, section_path: str, framework: str) -> Path:
-    """``_freeze/chapter_gpus/devices/pytorch.ipynb`` for ``chapter_gpus/devices.md``."""
-    stem = section_path[:-3] if section_path.endswith(".md") else section_path
-    return freeze_dir / stem / f"{framework}.ipynb"
-
-
-def load_entry(path: Path) -> dict[str, Any] | None:
-    if not path.is_file():
-        return None
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        return None  # a damaged entry is treated as missing and re-executed
-
-
-def entry_key(nb: dict[str, Any] | None) -> str | None:
-    if not nb:
-        return None
-    return nb.get("metadata", {}).get("tabbook", {}).get("key")
-
-
 def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` via a temp file + rename: readers never see half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -92,5 +71,80 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
-def store_entry(path: Path, nb: dict[str, Any]) -> None:
+#: The notebook metadata key under which the store keeps its bookkeeping.
+META = "tabbook"
+
+
+def entry_key(nb: dict[str, Any] | None) -> str | None:
+    """The key an entry was stored under (``None`` for a missing or foreign notebook)."""
+    if not nb:
+        return None
+    return nb.get("metadata", {}).get(META, {}).get("key")
+
+
+def provenance(nb: dict[str, Any] | None) -> dict[str, Any]:
+    """Where an entry was computed (device, framework versions, date), as the worker recorded it."""
+    return dict((nb or {}).get("metadata", {}).get(META, {}).get("provenance", {}))
+
+
+def public_copy(nb: dict[str, Any]) -> dict[str, Any]:
+    """An entry with the store's bookkeeping (keys, hashes) dropped and its provenance kept."""
+    out = json.loads(json.dumps(nb))
+    meta = out.setdefault("metadata", {})
+    prov = meta.pop(META, {}).get("provenance")
+    if prov:
+        meta[META] = {"provenance": prov}
+    return out
+
+
+class FreezeStore:
+    """The committed store of executed notebooks: its layout and metadata schema live here only.
+
+    Layout: ``<root>/<section path without .md>/<framework>.ipynb``, one JSON notebook each,
+    written atomically with sorted keys (stable diffs). Schema: ``metadata.tabbook`` holds
+    ``key`` (what :meth:`lookup` compares), ``key_parts`` (why it changed), ``section``,
+    ``framework``, ``provenance`` and ``seconds``.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def path(self, section: str, framework: str) -> Path:
+        """``_freeze/chapter_gpus/devices/pytorch.ipynb`` for ``chapter_gpus/devices.md``."""
+        stem = section[:-3] if section.endswith(".md") else section
+        return self.root / stem / f"{framework}.ipynb"
+
+    def load(self, section: str, framework: str) -> dict[str, Any] | None:
+        """The stored notebook, or ``None`` if missing or damaged (then it is re-executed)."""
+        path = self.path(section, framework)
+        if not path.is_file():
+            return None
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            return None
+
+    def lookup(self, section: str, framework: str, key: str) -> tuple[dict[str, Any] | None, bool]:
+        """``(entry, current)``: the stored notebook (or ``None``) and whether its key is ``key``."""
+        nb = self.load(section, framework)
+        return nb, entry_key(nb) == key
+
+    def store(self, section: str, framework: str, nb: dict[str, Any], parts: KeyParts,
+              provenance: dict[str, Any], seconds: float) -> Path:
+        """Stamp ``nb`` with the store's metadata and write it atomically; returns its path."""
+        nb.setdefault("metadata", {})[META] = {
+            "key": parts.key, "key_parts": parts.as_dict(), "section": section,
+            "framework": framework, "provenance": provenance, "seconds": round(seconds, 2),
+        }
+        path = self.path(section, framework)
+        write_notebook(path, nb)
+        return path
+
+    def entries(self) -> list[Path]:
+        """Every entry file in the store, sorted."""
+        return sorted(self.root.rglob("*.ipynb")) if self.root.is_dir() else []
+
+
+def write_notebook(path: Path, nb: dict[str, Any]) -> None:
+    """Deterministic bytes for the same notebook: no spurious git changes."""
     write_atomic(path, json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n")

@@ -15,7 +15,7 @@ reference (:mod:`tabbook.render.apiref`) reads back to link each object to its s
 ``pyproject.toml`` reads, so the wheel and the book agree) and imports no
 framework.
 
-``python -m tabbook.library.generate`` regenerates; ``--check`` exits 1 when the
+``python -m tabbook lib`` regenerates; ``--check`` exits 1 when the
 committed files are stale (what CI runs).
 """
 
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import ast
 import os
-import sys
 import tempfile
 from pathlib import Path
 
@@ -78,7 +77,7 @@ def init_text(config: Config) -> str:
     )
     return (
         f"# {pkg}/__init__.py: {GENERATED_MARK} from config.ini -- DO NOT EDIT.\n"
-        f"# Regenerate with `python -m tabbook.library.generate`.\n"
+        f"# Regenerate with `python -m tabbook lib`.\n"
         f'"""{config.title}: the code the book saves, one module per framework.\n'
         f"\n"
         f"Import the module of the framework you use, under the name the book uses::\n"
@@ -212,7 +211,7 @@ def framework_module(config: Config, tab: str, sections: list[Section]) -> str:
     label, name = fw.label, config.library_dir.name
     pkg = package_dir(config)
     out = [f"# {pkg}/{fw.module}.py: {GENERATED_MARK} from the book's #@save code -- DO NOT EDIT."]
-    out += ["# Edit the sections instead, then run `python -m tabbook.library.generate`. Sources:"]
+    out += ["# Edit the sections instead, then run `python -m tabbook lib`. Sources:"]
     out += _wrap("#   ", lib.sources) if lib.sources else ["#   (no section saves code yet)"]
     out += [f"# ruff: noqa: {', '.join(BOOK_STYLE_CODES)}"]
     out += [
@@ -316,37 +315,3 @@ def write_library(config: Config, files: dict[str, str]) -> list[str]:
     for rel in obsolete:
         (config.root / rel).unlink()
     return changed + obsolete
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m tabbook.library.generate [--check] [--root DIR]``."""
-    import argparse
-
-    from tabbook.config import load_config
-    from tabbook.source.toc import toc_sections
-
-    parser = argparse.ArgumentParser(prog="python -m tabbook.library.generate",
-                                     description="Generate the d2l package from the book's #@save code.")
-    parser.add_argument("--check", action="store_true", help="exit 1 if the committed d2l/ is stale")
-    parser.add_argument("--root", type=Path, default=Path.cwd(), help="the book's root (config.ini)")
-    args = parser.parse_args(argv)
-    try:
-        config = load_config(args.root)
-        files = generate_library(config, toc_sections(config))
-        if args.check:
-            stale = stale_library(config, files)
-            for rel in stale:
-                print(f"stale: {rel}", file=sys.stderr)
-            if stale:
-                print("run `python -m tabbook.library.generate` and commit the result", file=sys.stderr)
-            return 1 if stale else 0
-        for rel in write_library(config, files):
-            print(f"[library] wrote {rel}")
-    except BookError as exc:
-        print(exc.location_message(), file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,6 +1,6 @@
 """Test the ``d2l`` wheel the way readers get it: built, installed, imported in each framework.
 
-``python -m tabbook.library.wheeltest`` (``make libtest``):
+``python -m tabbook libtest`` (``make libtest``):
 
 1. regenerates ``d2l/`` (unless ``--no-generate``) and builds the wheel into
    ``build/dist/`` with ``pip wheel . --no-deps``;
@@ -20,7 +20,6 @@ The last line reads ``libtest: N passed, N failed, N skipped``.
 
 from __future__ import annotations
 
-import argparse
 import glob
 import json
 import os
@@ -30,7 +29,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from tabbook.config import Config, load_config
+from tabbook.config import Config
 from tabbook.errors import BookError
 from tabbook.execute.envs import MARKER, cache_root, ensure_env
 
@@ -130,50 +129,34 @@ def check_fresh_venv(config: Config, wheel: Path, work: Path, log=print) -> Outc
     return Outcome("python3.12 venv", "passed", f"installed {', '.join(added)}")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tabbook.library.wheeltest", description=__doc__.split("\n")[0])
-    parser.add_argument("frameworks", nargs="*", help="tabs to test (default: all)")
-    parser.add_argument("--root", type=Path, default=Path.cwd())
-    parser.add_argument("--no-generate", action="store_true", help="package d2l/ as it is")
-    parser.add_argument("--python", action="append", default=[], metavar="TAB=PATH",
-                        help="use this interpreter for a framework's tests")
-    parser.add_argument("--any-env", action="store_true",
-                        help="fall back to any completed env of the framework in the cache")
-    parser.add_argument("--no-venv-check", action="store_true", help="skip the fresh Python 3.12 venv check")
-    args = parser.parse_args(argv)
+def libtest(config: Config, frameworks: list[str] | None = None, *, generate: bool = True,
+            overrides: dict[str, str] | None = None, any_env: bool = False, venv_check: bool = True) -> int:
+    """``python -m tabbook libtest``: exit status 1 if any framework's tests failed."""
+    overrides = overrides or {}
     try:
-        config = load_config(args.root)
-        overrides = dict(item.split("=", 1) for item in args.python)
-        if not args.no_generate:
-            from tabbook.library.generate import generate_library, write_library
-            from tabbook.source.toc import toc_sections
+        if generate:
+            from tabbook.book import read_book
+            from tabbook.library.generate import write_library
 
-            for rel in write_library(config, generate_library(config, toc_sections(config))):
+            for rel in write_library(config, read_book(config, extra_files=False).library):
                 print(f"[libtest] regenerated {rel}")
         wheel = build_wheel(config)
         outcomes: list[Outcome] = []
         with tempfile.TemporaryDirectory(prefix="tabbook-libtest-") as tmp:
             work = Path(tmp)
-            for tab in args.frameworks or config.tabs:
-                python = env_python(config, tab, overrides, args.any_env)
+            for tab in frameworks or config.tabs:
+                python = env_python(config, tab, overrides, any_env)
                 if python is None:
                     outcomes.append(Outcome(tab, "skipped", "environment not installed (make envs)"))
                     continue
                 outcomes.append(run_framework(config, tab, wheel, python, work))
-            if not args.no_venv_check:
+            if venv_check:
                 outcomes.append(check_fresh_venv(config, wheel, work))
-    except BookError as exc:
-        print(exc.location_message(), file=sys.stderr)
-        return 1
     except subprocess.CalledProcessError as exc:
-        print(f"[libtest] command failed ({exc.returncode}): {' '.join(map(str, exc.cmd))}", file=sys.stderr)
-        return 1
+        raise BookError(f"[libtest] command failed ({exc.returncode}): {' '.join(map(str, exc.cmd))}") from exc
     for o in outcomes:
         print(f"[libtest] {o.name:<16} {o.status:<8} {o.detail}")
     count = {s: sum(o.status == s for o in outcomes) for s in ("passed", "failed", "skipped")}
     print(f"libtest: {count['passed']} passed, {count['failed']} failed, {count['skipped']} skipped")
     return 1 if count["failed"] else 0
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

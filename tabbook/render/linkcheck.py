@@ -3,7 +3,7 @@
 Sphinx's own linkcheck is about external URLs; this walks ``build/html`` with
 the standard library's HTML parser and checks ``href``/``src`` targets inside
 the site: the file exists and, for ``#fragment``, an element with that id (or
-a named anchor) exists in the target page. ``python -m tabbook.render.linkcheck DIR``.
+a named anchor) exists in the target page. ``python -m tabbook linkcheck DIR``.
 """
 
 from __future__ import annotations
@@ -62,14 +62,10 @@ def broken_links(site: Path) -> list[str]:
     return problems
 
 
-def main(argv: list[str]) -> int:
-    site = Path(argv[0]) if argv else Path("build/html")
+def report_broken_links(site: Path) -> int:
+    """``python -m tabbook linkcheck [SITE]``: print every broken link; 1 if there is any."""
     problems = broken_links(site)
     for p in problems:
         print(p, file=sys.stderr)
     print(f"[linkcheck] {len(problems)} broken internal links in {site}")
     return 1 if problems else 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))

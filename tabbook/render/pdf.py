@@ -1,6 +1,6 @@
 """``make pdf``: one PDF per framework, typeset by xelatex through latexmk.
 
-``python -m tabbook.render.pdf [-C ROOT] [--frameworks a,b] [--frozen] [--force]``
+``python -m tabbook [-C ROOT] pdf [--frameworks a,b] [--frozen] [--force]``
 
 1. The ordinary pipeline (:func:`tabbook.build.build`) checks the book, executes
    what is stale (nothing when the freeze store is current: no kernel starts),
@@ -17,12 +17,10 @@ section it came from and the error lines of the LaTeX log with their context.
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import shutil
 import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -159,15 +157,11 @@ def _env() -> dict[str, str]:
 
 def write_latex(config: Config, framework: str, log=print) -> Path:
     """Sphinx LaTeX builder → ``build/latex/<fw>/book.tex``, from the shared doctree cache."""
-    from tabbook.build import source_dir
+    from tabbook.render.sphinx import sphinx_command, sphinx_env
 
     out = tex_dir(config, framework)
-    cmd = [
-        sys.executable, "-m", "sphinx", "-b", "latex", "-c", str(config.root),
-        str(source_dir(config)), str(out), "-d", str(doctree_dir(config)),
-        "-q", "--keep-going", "-D", f"tabbook_framework={framework}",
-    ]
-    proc = subprocess.run(cmd, env=_env(), capture_output=True, text=True)
+    cmd = sphinx_command(config, "latex", out, {"tabbook_framework": framework})
+    proc = subprocess.run(cmd, env=sphinx_env(), capture_output=True, text=True)
     for line in proc.stderr.splitlines():
         log(f"[pdf:{framework}] {line}")
     if proc.returncode != 0 or not (out / TEX_NAME).is_file():
@@ -202,6 +196,7 @@ def build_pdfs(config: Config, frameworks: tuple[str, ...] | None = None, *, fro
                force: bool = False, jobs: int = 0, log=print) -> dict[str, Path]:
     """The whole of ``make pdf``; returns framework → PDF for those built."""
     from tabbook.build import Options, build
+    from tabbook.execute.plan import Selection
 
     if missing := missing_tools():
         raise BookError(f"cannot build PDFs: {', '.join(missing)} not found; {INSTALL_HINT}")
@@ -210,7 +205,7 @@ def build_pdfs(config: Config, frameworks: tuple[str, ...] | None = None, *, fro
         if fw not in config.tabs:
             raise BookError(f"unknown framework {fw!r} (tabs: {', '.join(config.tabs)})")
     # Execute what is stale, merge build/src and fill the LaTeX doctree cache.
-    build(config, Options(builder="latex", frozen_only=frozen, force=force, jobs=jobs), log=log)
+    build(config, Options(Selection(frozen_only=frozen, force=force), builder="latex", jobs=jobs), log=log)
     workers = max(1, min(jobs or os.cpu_count() or 1, len(wanted), 2))
     done: dict[str, Path] = {}
     failures: list[BookError] = []
@@ -233,32 +228,3 @@ def build_pdfs(config: Config, frameworks: tuple[str, ...] | None = None, *, fro
     if failures:
         raise failures[0] if len(failures) == 1 else BookErrors(failures)
     return done
-
-
-def main(argv: list[str] | None = None) -> int:
-    from tabbook.config import load_config
-
-    p = argparse.ArgumentParser(prog="python -m tabbook.render.pdf", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("-C", "--root", type=Path, default=Path.cwd(), help="book root (holds config.ini)")
-    p.add_argument("--frameworks", help="comma list: build only these PDFs")
-    p.add_argument("--frozen", action="store_true", help="never execute; fail if the store is stale")
-    p.add_argument("--force", action="store_true", help="re-execute every unit first")
-    p.add_argument("--jobs", type=int, default=0, help="parallel units / LaTeX runs (default: cores)")
-    args = p.parse_args(argv)
-    try:
-        config = load_config(args.root)
-        fws = tuple(f.strip() for f in args.frameworks.split(",") if f.strip()) if args.frameworks else None
-        done = build_pdfs(config, fws, frozen=args.frozen, force=args.force, jobs=args.jobs)
-    except BookError as err:
-        print(err.location_message(), file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("[pdf] interrupted", file=sys.stderr)
-        return 130
-    print("[pdf] done: " + ", ".join(config.rel(p) for p in done.values()))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from tabbook.config import Config
+from tabbook.execute.store import FreezeStore, public_copy
 
 COLAB_GITHUB = "https://colab.research.google.com/github/{repo}/blob/{branch}/{path}"
 DOWNLOADS = "_downloads"  # under the HTML output directory
@@ -90,7 +91,7 @@ def load_site_options(book: Config) -> SiteOptions:
 
 def notebook_entry(opts: SiteOptions, docname: str, fw: str) -> Path:
     """The freeze store's executed notebook of a page (docname ``chapter/sec``) for a framework."""
-    return Path(opts.freeze_dir) / docname / f"{fw}.ipynb"
+    return FreezeStore(Path(opts.freeze_dir)).path(docname, fw)
 
 
 def notebook_target(docname: str, fw: str) -> str:
@@ -130,7 +131,7 @@ def page_links(opts: SiteOptions, docname: str, notebooks: set[str], pdfs: set[s
         except ValueError:
             rel_store = freeze.name
         for fw in fws:
-            path = f"{rel_store}/{docname}/{fw}.ipynb"
+            path = f"{rel_store}/{notebook_entry(opts, docname, fw).relative_to(freeze).as_posix()}"
             url = opts.colab_url.format(repo=opts.repo, branch=opts.branch, path=path)
             links.append(Link("Colab", opts.labels.get(fw, fw), url))
     if opts.repo and github_repo(opts.repo) == opts.repo and source:
@@ -162,11 +163,8 @@ def available_pdfs(opts: SiteOptions) -> set[str]:
 def reader_notebook(nb: dict[str, Any]) -> dict[str, Any]:
     """A freeze entry as a reader gets it: a plain Python 3 kernel, the provenance kept, the store's
     bookkeeping (keys, hashes) dropped."""
-    out = json.loads(json.dumps(nb))
+    out = public_copy(nb)
     meta = out.setdefault("metadata", {})
-    prov = meta.pop("tabbook", {}).get("provenance")
-    if prov:
-        meta["tabbook"] = {"provenance": prov}
     meta["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
     return out
 

@@ -1,21 +1,29 @@
 """The table of contents: ``toc`` blocks walked from the root ``index.md``, in reading order.
 
 Each ```` ```toc ```` block lists pages relative to the file that contains it,
-without the ``.md`` extension (the d2lbook convention). The walk is depth first
-(a page, then the pages its toc lists), which is the order the book is read,
-the order numbers are given in, and the order in which later ``#@save``
-definitions replace earlier ones in the library. A missing page, or a page
-listed twice, is an error at the toc block that names it.
+without the ``.md`` extension (the d2lbook convention); an entry with ``://``
+is an external link, not a page. The walk is depth first (a page, then the
+pages its toc lists), which is the order the book is read, the order numbers
+are given in, and the order in which later ``#@save`` definitions replace
+earlier ones in the library. A missing page, or a page listed twice, is an
+error at the toc block that names it.
+
+This module is the one place that resolves toc entries: ``check`` asks it too,
+so the linter and the build can never disagree about what the toc lists.
 """
 
 from __future__ import annotations
 
 import posixpath
-from pathlib import Path
+from collections.abc import Callable, Iterator
 
-from tabbook.config import Config
 from tabbook.errors import BookError
-from tabbook.source.read import Section, read_section
+from tabbook.source.read import Section, TocBlock
+
+
+def is_external(entry: str) -> bool:
+    """An external link in a toc block (``https://…``): listed in the navigation, not a page."""
+    return "://" in entry
 
 
 def entry_path(containing: str, entry: str) -> str:
@@ -24,37 +32,48 @@ def entry_path(containing: str, entry: str) -> str:
     return rel if rel.endswith(".md") else rel + ".md"
 
 
-def read_page(config: Config, rel: str) -> Section:
-    """Read one page of the book by its root-relative path."""
-    text = (config.root / rel).read_text(encoding="utf-8")
-    return read_section(text, rel, config.tabs, config.default_tab)
+def page_entries(section: Section) -> Iterator[tuple[TocBlock, str, str]]:
+    """Every page a section's toc blocks list: (block, entry as written, root-relative path)."""
+    for block in section.toc:
+        for entry in block.entries:
+            if not is_external(entry):
+                yield block, entry, entry_path(section.path, entry)
 
 
-def toc_sections(config: Config) -> list[Section]:
-    """Every page of the book as a :class:`Section`, the root index first, in reading order."""
-    index = Path(config.index)
-    if not index.is_file():
-        raise BookError(f"the table of contents root {config.rel(index)} does not exist", "config.ini")
-    root = index.resolve().relative_to(config.root.resolve()).as_posix()
-    out: list[Section] = []
+def walk_toc(root: str, page: Callable[[str], Section | None],
+             exists: Callable[[str], bool]) -> tuple[list[str], list[BookError]]:
+    """Pages reachable from ``root`` in reading order, and every toc problem found on the way.
+
+    ``page(rel)`` returns the read page, or ``None`` when it could not be read (its own
+    error is reported by whoever read it: the walk does not repeat it, nor descend).
+    """
+    order: list[str] = []
+    errors: list[BookError] = []
     seen: dict[str, tuple[str, int]] = {root: ("config.ini", 0)}
 
     def visit(rel: str) -> None:
-        section = read_page(config, rel)
-        out.append(section)
-        for block in section.toc:
-            for entry in block.entries:
-                if "://" in entry:
-                    continue  # an external link in the toc: not a page of ours
-                child = entry_path(rel, entry)
-                if child in seen:
-                    first, line = seen[child]
-                    raise BookError(f"{child} is listed twice in the table of contents "
-                                    f"(first at {first}:{line})", rel, block.line)
-                if not (config.root / child).is_file():
-                    raise BookError(f"toc entry {entry!r}: {child} does not exist", rel, block.line)
-                seen[child] = (rel, block.line)
-                visit(child)
+        order.append(rel)
+        section = page(rel)
+        if section is None:
+            return
+        for block, entry, child in page_entries(section):
+            if child in seen:
+                first, line = seen[child]
+                errors.append(BookError(f"{child} is listed twice in the table of contents "
+                                        f"(first at {first}:{line})", rel, block.line))
+                continue
+            if not exists(child):
+                errors.append(BookError(f"toc entry {entry!r}: {child} does not exist", rel, block.line))
+                continue
+            seen[child] = (rel, block.line)
+            visit(child)
 
     visit(root)
-    return out
+    return order, errors
+
+
+def toc_sections(config) -> list[Section]:  # noqa: ANN001 - Config; kept for callers outside a build
+    """Every page of the book in reading order (reads the book; raises its first problems)."""
+    from tabbook.book import read_book
+
+    return read_book(config).sections

@@ -1,0 +1,123 @@
+"""The book, read once: configuration, every page, the label index, the toc order, the library.
+
+Every stage used to read what it needed on its own (``check`` every file, the
+build the toc's pages again, the library generated once for ``check`` and once
+for the build). A :class:`Book` is made once per command by :func:`read_book`
+and handed to ``check``, the library, execution and rendering alike, so no
+stage reads a page or generates the library twice, and all of them agree on
+what the book is.
+
+Reading never stops at the first problem: each page that fails to read
+records its errors in :attr:`Book.problems` and is left out; the toc walk and
+the label index record theirs too. ``check`` reports them all; a build stops
+before executing anything if there are any.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from tabbook.config import Config
+from tabbook.errors import BookError, BookErrors
+from tabbook.source.read import Section, read_section
+from tabbook.source.toc import walk_toc
+
+#: The repository's own documents at the book root are not book pages.
+REPO_DOCS = frozenset({"README.MD", "CONTRIBUTING.MD", "BENCHMARKS.MD", "CHANGELOG.MD", "LICENSE.MD",
+                       "AGENTS.MD", "ARCHITECTURE.MD"})
+#: Top-level folders that never hold book pages (build output, stores, tooling).
+IGNORED_DIRS = frozenset({"build", "_freeze", ".venv", "tests", "d2l", "envs", "node_modules", "bench"})
+
+
+def book_markdown_files(config: Config) -> list[Path]:
+    """Every Markdown file that belongs to the book (what ``check`` lints and ``serve`` watches)."""
+    out = []
+    for path in sorted(config.root.rglob("*.md")):
+        rel = path.relative_to(config.root)
+        if rel.parts[0] in IGNORED_DIRS or rel.parts[0].startswith("."):
+            continue
+        if len(rel.parts) == 1 and rel.name.upper() in REPO_DOCS:
+            continue
+        out.append(path)
+    return out
+
+
+def _errors(exc: BookError) -> list[BookError]:
+    return list(exc.errors) if isinstance(exc, BookErrors) else [exc]
+
+
+def read_page(config: Config, rel: str) -> Section:
+    """Read one page of the book by its root-relative path (raises its parse errors)."""
+    text = (config.root / rel).read_text(encoding="utf-8")
+    return read_section(text, rel, config.tabs, config.default_tab)
+
+
+@dataclass
+class Book:
+    """What every stage knows about the book. Made by :func:`read_book`; never re-read."""
+
+    config: Config
+    pages: dict[str, Section]  # every page read cleanly, by root-relative path
+    toc: list[str]  # root-relative paths in reading order, the root index first
+    labels: dict[str, tuple[str, int]]  # label -> (page, line) of its first definition
+    problems: list[BookError] = field(default_factory=list)  # reading, toc and label problems
+
+    @property
+    def sections(self) -> list[Section]:
+        """The pages of the table of contents in reading order; raises if the book did not read cleanly."""
+        self.raise_problems()
+        return [self.pages[rel] for rel in self.toc]
+
+    def raise_problems(self) -> None:
+        if self.problems:
+            raise self.problems[0] if len(self.problems) == 1 else BookErrors(list(self.problems))
+
+    @cached_property
+    def library(self) -> dict[str, str]:
+        """The generated ``d2l`` files (path → text), generated once per book."""
+        from tabbook.library.generate import generate_library
+
+        return generate_library(self.config, self.sections)
+
+
+def read_book(config: Config, extra_files: bool = True) -> Book:
+    """Read every page once. ``extra_files``: also read book Markdown that no toc lists (``check``)."""
+    index = Path(config.index)
+    problems: list[BookError] = []
+    pages: dict[str, Section] = {}
+    failed: set[str] = set()
+
+    def read(rel: str) -> Section | None:
+        if rel in pages:
+            return pages[rel]
+        if rel in failed:
+            return None
+        try:
+            pages[rel] = read_page(config, rel)
+        except BookError as exc:
+            problems.extend(_errors(exc))
+            failed.add(rel)
+            return None
+        return pages[rel]
+
+    if extra_files:
+        for path in book_markdown_files(config):
+            read(config.rel(path))
+    if not index.is_file():
+        problems.append(BookError(f"the table of contents root {config.rel(index)} does not exist", "config.ini"))
+        return Book(config, pages, [], {}, problems)
+    root = index.resolve().relative_to(config.root.resolve()).as_posix()
+    toc, toc_problems = walk_toc(root, read, lambda rel: (config.root / rel).is_file())
+    problems.extend(toc_problems)
+    labels: dict[str, tuple[str, int]] = {}
+    for section in pages.values():
+        for name, line in section.labels.items():
+            if name in labels:
+                first = "{}:{}".format(*labels[name])
+                problems.append(BookError(f"duplicate label {name!r} (also at {first})", section.path, line))
+            else:
+                labels[name] = (section.path, line)
+    problems.sort(key=lambda e: (e.path or "", e.line or 0))
+    return Book(config, pages, [rel for rel in toc if rel in pages], labels, problems)

@@ -1,0 +1,164 @@
+"""Stage 3, execute: decide which (section, framework) units run, run them, store what they made.
+
+:func:`plan` looks every unit up in the freeze store by its key (what the kernel
+would run, the environment's lock files, the generated library, Python, kernel)
+and sorts it into reused, to run, or skipped (not selected); a ``--frozen``
+build turns every unit to run into a located error instead. :func:`run` starts
+only the kernels the plan needs, runs the units in parallel (:mod:`.runner`)
+and writes each successful result into the store (:class:`.store.FreezeStore`).
+A failed unit is reported and never stored; the others are kept.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tabbook.config import Config
+from tabbook.errors import BookError, BookErrors
+from tabbook.execute.runner import Runner, Unit
+from tabbook.execute.store import FreezeStore, KeyParts, cells_hash, text_hash
+from tabbook.source.read import Section
+from tabbook.source.split import FrameworkCell, split_section
+
+Notebooks = dict[tuple[str, str], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which units a build may execute (the command line's ``--force``, ``--only``, …)."""
+
+    force: bool = False  # re-execute the selected units even when current
+    frameworks: tuple[str, ...] | None = None  # execute only these
+    only: tuple[str, ...] | None = None  # sections (paths) to execute
+    shard: tuple[int, int] | None = None  # (i, n): execute units i, i+n, ...
+    frozen_only: bool = False  # never execute: a unit that would run is an error
+
+    def selects(self, section: str, framework: str) -> bool:
+        return (self.frameworks is None or framework in self.frameworks) and (
+            self.only is None or section in self.only)
+
+
+@dataclass
+class UnitStatus:
+    section: str
+    framework: str
+    status: str  # executed | reused | failed | skipped
+    seconds: float = 0.0
+    error: str | None = None
+
+
+@dataclass
+class Plan:
+    notebooks: Notebooks = field(default_factory=dict)  # current entries, reused as they are
+    todo: list[tuple[Unit, KeyParts]] = field(default_factory=list)
+    statuses: list[UnitStatus] = field(default_factory=list)
+
+
+def unit_key(config: Config, section: Section, fw: str, library: dict[str, str]) -> tuple[KeyParts, list[FrameworkCell]]:
+    """The freeze key of (section, framework), and the cells it hashes."""
+    from tabbook.execute.envs import lock_hash
+
+    framework = config.framework(fw)
+    cells = split_section(section, fw)
+    lib_text = library.get(f"{config.library_dir.name}/{framework.module}.py")
+    parts = KeyParts(
+        cells=cells_hash(cells), env=lock_hash(framework), library=text_hash(lib_text),
+        python=framework.python, kernel=framework.kernel_name,
+    )
+    return parts, cells
+
+
+def plan(config: Config, sections: list[Section], library: dict[str, str], store: FreezeStore,
+         selection: Selection) -> Plan:
+    """Sort every unit of the book into reused / to run / skipped; ``--frozen`` stale units raise."""
+    out = Plan()
+    stale: list[BookError] = []
+    for section in sections:
+        for fw in config.tabs:
+            parts, cells = unit_key(config, section, fw, library)
+            if not cells:
+                continue
+            entry, current = store.lookup(section.path, fw, parts.key)
+            selected = selection.selects(section.path, fw)
+            if current and not (selection.force and selected):
+                out.notebooks[(section.path, fw)] = entry  # type: ignore[assignment]
+                out.statuses.append(UnitStatus(section.path, fw, "reused"))
+            elif selection.frozen_only:
+                why = "missing" if entry is None else "stale (its code, environment or library changed)"
+                rel = config.rel(store.path(section.path, fw))
+                stale.append(BookError(f"[{fw}] freeze entry {rel} is {why}", section.path))
+            elif not selected:
+                out.statuses.append(UnitStatus(section.path, fw, "skipped"))
+            else:
+                framework = config.framework(fw)
+                out.todo.append((Unit(
+                    section=section.path, framework=fw, cells=tuple(cells),
+                    kernel_name=framework.kernel_name, import_name=framework.import_name,
+                    cwd=(config.root / section.path).parent, timeout=config.cell_timeout,
+                    stderr_filters=config.stderr_filters,
+                ), parts))
+    if stale:
+        raise BookErrors(stale)
+    if selection.shard:
+        i, n = selection.shard
+        out.todo = out.todo[i::n]
+    return out
+
+
+def kernel_env(config: Config) -> dict[str, str]:
+    """The environment kernels start in: project-local kernelspecs, the repo's ``d2l`` importable."""
+    from tabbook.execute.envs import jupyter_dir
+
+    env = dict(os.environ)
+    env["JUPYTER_PATH"] = str(jupyter_dir(config).resolve())
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    return env
+
+
+def prepare_kernels(config: Config, frameworks: set[str], log: Callable[[str], Any] = print) -> None:
+    """Create (if needed), check and register the kernel of each framework about to run."""
+    from tabbook.execute.envs import check_env, ensure_env, write_kernelspec
+
+    for fw in sorted(frameworks, key=config.tabs.index):
+        framework = config.framework(fw)
+        env = ensure_env(config, framework, create=True, log=log)
+        check_env(config, framework, env)
+        write_kernelspec(config, framework, env)
+
+
+def run(config: Config, the_plan: Plan, store: FreezeStore, jobs: int = 0,
+        log: Callable[[str], Any] = print) -> Notebooks:
+    """Execute the plan's units and store each result; raises all failures together at the end."""
+    notebooks = dict(the_plan.notebooks)
+    if not the_plan.todo:
+        return notebooks
+    prepare_kernels(config, {u.framework for u, _ in the_plan.todo}, log=log)
+    runner = Runner(jobs or os.cpu_count() or 1, kernel_env(config), progress=log)
+    results = runner.run([u for u, _ in the_plan.todo])
+    failures: list[BookError] = []
+    statuses = the_plan.statuses
+    for (unit, parts), res in zip(the_plan.todo, results, strict=False):
+        if not res.ok or res.notebook is None:
+            statuses.append(UnitStatus(unit.section, unit.framework, "failed", res.seconds, res.error))
+            failures.append(BookError(res.error or "failed"))
+            continue
+        nb = res.notebook
+        for cell in nb["cells"]:
+            cell["metadata"].pop("tabbook", None)  # the runner's per-cell job data
+        try:
+            store.store(unit.section, unit.framework, nb, parts, res.provenance, res.seconds)
+        except OSError as exc:
+            statuses.append(UnitStatus(unit.section, unit.framework, "failed", res.seconds, str(exc)))
+            target = config.rel(store.path(unit.section, unit.framework))
+            failures.append(BookError(f"cannot write {target}: {exc.strerror or exc}", unit.section))
+            continue
+        notebooks[(unit.section, unit.framework)] = nb
+        statuses.append(UnitStatus(unit.section, unit.framework, "executed", res.seconds))
+    if failures:
+        raise BookErrors(failures)
+    return notebooks

@@ -1,0 +1,85 @@
+"""Stage 4a, render: the merged sources Sphinx reads (``build/src``), one file per page.
+
+A page with code becomes a merged notebook (:mod:`.merge`); a page of prose only
+becomes MyST Markdown. Generated pages (the API reference, the bibliography) are
+added, and the root index gains their toctree. Files whose text is unchanged are
+not rewritten, so their mtimes stay and Sphinx re-reads only the pages that
+changed (what keeps a prose edit's rebuild small); pages no longer in the book
+are removed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tabbook.config import Config
+from tabbook.execute.store import write_atomic
+from tabbook.source.read import Section
+
+#: The caption of the toctree that lists the generated pages (HTML navigation and LaTeX appendix).
+APPENDIX_CAPTION = "Appendix"
+
+
+def source_dir(config: Config) -> Path:
+    return config.build_dir / "src"
+
+
+def extra_pages(config: Config, library: dict[str, str]) -> dict[str, str]:
+    """Pages the builder generates: the API reference, and the bibliography when there is one."""
+    from tabbook.render.apiref import api_reference_markdown
+
+    extra = {"api.md": api_reference_markdown(config, library)}
+    if (config.root / "references.bib").is_file():
+        extra["references.md"] = "# References\n\n```{bibliography}\n:all:\n```\n"
+    return extra
+
+
+def write_sources(
+    config: Config, sections: list[Section], notebooks: dict[tuple[str, str], dict[str, Any]],
+    extra: dict[str, str] | None = None,
+) -> None:
+    """Write Sphinx's source tree: one merged notebook (or MyST page) per section."""
+    from tabbook.render.merge import merge_section
+
+    src = source_dir(config)
+    src.mkdir(parents=True, exist_ok=True)
+    labels = {fw: config.framework(fw).label for fw in config.tabs}
+    wanted: set[Path] = set()
+    for section in sections:
+        stem = section.path[:-3]
+        executed = {fw: notebooks[(section.path, fw)] for fw in config.tabs if (section.path, fw) in notebooks}
+        if section.code_cells:
+            doc = merge_section(section, executed, config.tabs, labels)
+            write_if_changed(src / f"{stem}.ipynb", json.dumps(doc, indent=1, ensure_ascii=False, sort_keys=True))
+            wanted.add(src / f"{stem}.ipynb")
+        else:
+            doc = merge_section(section, {}, config.tabs, labels)
+            text = "\n\n".join(c["source"] for c in doc["cells"])
+            if config.root / section.path == config.index and extra:
+                pages = "\n".join(p[:-3] for p in extra)
+                text += f"\n\n```{{toctree}}\n:caption: {APPENDIX_CAPTION}\n:maxdepth: 1\n\n{pages}\n```"
+            write_if_changed(src / f"{stem}.md", text + "\n")
+            wanted.add(src / f"{stem}.md")
+    for rel, text in (extra or {}).items():
+        write_if_changed(src / rel, text)
+        wanted.add(src / rel)
+    for name in ("img", "static"):
+        link = src / name
+        if (config.root / name).is_dir() and not link.exists():
+            link.symlink_to((config.root / name).resolve(), target_is_directory=True)
+    bib = config.root / "references.bib"
+    if bib.is_file():
+        write_if_changed(src / "references.bib", bib.read_text(encoding="utf-8"))
+    for path in list(src.rglob("*")):
+        if path.suffix in (".md", ".ipynb") and path.is_file() and path not in wanted \
+                and not any(p.is_symlink() for p in path.parents if src in p.parents):
+            path.unlink()
+
+
+def write_if_changed(path: Path, text: str) -> None:
+    """Keep mtimes of unchanged pages so Sphinx re-reads only what changed."""
+    if path.is_file() and path.read_text(encoding="utf-8") == text:
+        return
+    write_atomic(path, text)
