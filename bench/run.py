@@ -17,6 +17,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tabbook.execute.store import FreezeStore, provenance  # noqa: E402
 
 
 def machine() -> None:
@@ -36,8 +39,9 @@ def machine() -> None:
         gpu = ", ".join(out.stdout.split("\n")).strip(", ") or "none"
     print(f"GPU: {gpu}")
     versions = {}
-    for nb in sorted((ROOT / "_freeze").rglob("*.ipynb")):
-        prov = json.loads(nb.read_text())["metadata"]["tabbook"]["provenance"]
+    store = FreezeStore(ROOT / "_freeze")
+    for nb in store.entries():
+        prov = provenance(json.loads(nb.read_text()))
         versions[prov["framework"]] = prov["framework_version"]
     print("frameworks: " + ", ".join(f"{k} {v}" for k, v in versions.items()))
     print()

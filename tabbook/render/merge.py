@@ -13,12 +13,10 @@ import copy
 import json
 from typing import Any
 
+from tabbook.execute.store import provenance as store_provenance
 from tabbook.render.myst import to_myst, toc_to_toctree, wrap_div
+from tabbook.render.names import FW_PREFIX, PROVENANCE_CLASS, RUN_PREFIX
 from tabbook.source.read import Section
-
-FW_PREFIX = "tabbook-fw-"
-RUN_PREFIX = "tabbook-run-"
-PROVENANCE_CLASS = "tabbook-provenance"
 
 
 def _md(source: str) -> dict[str, Any]:
@@ -139,8 +137,7 @@ def merge_section(
                 tags += [FW_PREFIX + fw, f"{RUN_PREFIX}{run}"]
             new["metadata"] = {"tags": tags}
             cells.append(new)
-    provenance = {fw: nb.get("metadata", {}).get("tabbook", {}).get("provenance", {})
-                  for fw, nb in executed.items()}
+    provenance = {fw: store_provenance(nb) for fw, nb in executed.items()}
     if provenance:
         lines = []
         for fw in tabs:

@@ -16,10 +16,8 @@ from typing import Any
 
 from tabbook.config import Config
 from tabbook.execute.store import write_atomic
+from tabbook.render.names import APPENDIX_CAPTION
 from tabbook.source.read import Section
-
-#: The caption of the toctree that lists the generated pages (HTML navigation and LaTeX appendix).
-APPENDIX_CAPTION = "Appendix"
 
 
 def source_dir(config: Config) -> Path:
