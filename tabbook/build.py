@@ -147,6 +147,7 @@ def execute_stage(
                 import_name=config.framework(fw).import_name,
                 cwd=(config.root / section.path).parent, timeout=config.cell_timeout,
                 stderr_filters=config.stderr_filters,
+                gpu_probe=config.framework(fw).gpu_probe,
             )
             todo.append((unit, parts))
     if stale:
