@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -133,8 +134,9 @@ def test_the_configured_gpu_probe_is_what_the_provenance_records(built: Path) ->
 
 def test_the_extra_framework_tab_is_rendered_with_its_label(built: Path) -> None:
     html = (built / "build" / "html" / "plain.html").read_text()
-    assert 'data-sync-id="plain"' in html and 'data-sync-id="alpha"' in html
-    assert "Plain Python" in html
+    labels = dict(re.findall(r'class="sd-tab-label" data-sync-group="tab" data-sync-id="(\w+)"[^>]*>\s*([^<]+)</label>',
+                             html))
+    assert labels == {"alpha": "Alpha", "plain": "Plain Python"}
     assert "plain spread: 2.0" in html and "alpha ran" in html
 
 
