@@ -5,7 +5,8 @@ Runs on a scratch copy of the book (never on the working tree):
 - cold: ``build --force`` (every section × framework executed, Sphinx from scratch)
 - no-op: the same build again, nothing changed
 - prose edit: one sentence appended to a paragraph → expect 0 units executed
-- code edit: a comment added to one framework-specific cell → expect 1 unit executed
+- code edit: a comment added to one framework-specific cell (``%%tab <t>`` for the
+  first tab in config.ini that is not the default one) → expect 1 unit executed
 - fresh clone: a copy with the current freeze store, no build/ and an empty venv folder
   (TABBOOK_VENVS, so no framework environment exists) → expect 0 units executed
 
@@ -27,6 +28,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tabbook.config import load_config  # noqa: E402
+
 COPY_IGNORE = shutil.ignore_patterns("build", ".venv", ".git", "__pycache__", ".pytest_cache", ".ruff_cache",
                                      ".hypothesis")
 
@@ -84,8 +89,14 @@ def prose_edit(book: Path, n: int) -> None:
     md.write_text(text[: m.end()] + f" An edit for the benchmark ({n})." + text[m.end():])
 
 
+def edited_tab(book: Path) -> str:
+    """The framework whose cell the code edit touches: the first tab that is not the default."""
+    config = load_config(book)
+    return next((t for t in config.tabs if t != config.default_tab), config.default_tab)
+
+
 def code_edit(book: Path, n: int) -> None:
-    md, m = first_match(book, r"^%%tab jax\n")
+    md, m = first_match(book, rf"^%%tab {re.escape(edited_tab(book))}\n")
     text = md.read_text()
     md.write_text(text[: m.end()] + f"# benchmark edit {n}\n" + text[m.end():])
 

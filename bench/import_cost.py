@@ -15,6 +15,10 @@ interpreters of that environment (the repository's ``d2l/`` on the path):
 - the packages that ``import d2l.<module>`` loads beyond the framework's own:
   no other framework and no plotting package may be among them.
 
+What "the framework" is comes from config.ini: ``import_stack`` is the baseline
+import (``import jax, flax.linen, optax`` for JAX) and ``heavy_modules`` the
+framework's own packages (another framework's are the ones not allowed).
+
 Usage: ``.venv/bin/python bench/import_cost.py [--repeat N] [--target-ms 50] [frameworks...]``.
 Prints one line per framework with the ratio cost/target (≤ 1 is on target);
 exits 1 if an import pulls in another framework or a plotting package.
@@ -35,15 +39,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tabbook.config import load_config  # noqa: E402
+from tabbook.config import Config, Framework, load_config  # noqa: E402
 from tabbook.errors import BookError  # noqa: E402
 from tabbook.execute.envs import ensure_env  # noqa: E402
 
-FRAMEWORKS = {"torch", "jax", "jaxlib", "flax", "optax", "tensorflow", "keras", "mxnet"}
-# What "the framework" is for each edition: the JAX chapter is written for JAX with Flax
-# (linen) and Optax, and d2l[jax] installs all three, so their import is the baseline.
-STACK = {"jax": "import jax, flax.linen, optax"}
-FAMILY = {"jax": {"jax", "jaxlib", "flax", "optax"}, "tensorflow": {"tensorflow", "keras"}}
 PLOTTING = {"matplotlib", "matplotlib_inline", "IPython"}
 
 TIMED = """\
@@ -76,26 +75,31 @@ def header_imports(text: str) -> str:
     return "; ".join(ast.unparse(n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)))
 
 
-def measure(python: Path, path: Path, framework: str, module: str, header: str, repeat: int) -> dict:
+def unwanted_modules(config: Config, fw: Framework) -> set[str]:
+    """What ``import d2l.<module>`` must not load: other frameworks' modules and plotting."""
+    return (config.heavy_modules - set(fw.heavy_modules)) | PLOTTING
+
+
+def measure(python: Path, path: Path, fw: Framework, unwanted: set[str], header: str, repeat: int) -> dict:
+    module = fw.module
     own, lib, direct, body = [], [], [], []
     own_mods: set[str] = set()
     lib_mods: set[str] = set()
     for _ in range(repeat):  # interleaved, so drift in machine load hits all alike
-        s, own_mods = timed(python, path, STACK.get(framework, f"import {framework}"))
+        s, own_mods = timed(python, path, fw.import_stack)
         own.append(s)
         s, lib_mods = timed(python, path, f"import d2l.{module}")
         lib.append(s)
         direct.append(timed(python, path, f"import d2l.{module}",
-                            setup=STACK.get(framework, f"import {framework}"))[0])
+                            setup=fw.import_stack)[0])
         body.append(timed(python, path, f"import d2l.{module}", setup=header or "pass")[0])
     extra = lib_mods - own_mods - {"d2l"}
-    family = FAMILY.get(framework, {framework})
     return {
         "framework_ms": 1000 * statistics.median(own),
         "library_ms": 1000 * statistics.median(lib),
         "direct_ms": 1000 * statistics.median(direct),
         "body_ms": 1000 * statistics.median(body),
-        "unwanted": sorted(extra & ((FRAMEWORKS - family) | PLOTTING)),
+        "unwanted": sorted(extra & unwanted),
         "extra": sorted(extra),
     }
 
@@ -121,9 +125,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{tab:<11} skipped: environment not installed (make envs)")
                 continue
             text = (config.library_dir / f"{fw.module}.py").read_text()
-            r = measure(python, path, fw.import_name, fw.module, header_imports(text), args.repeat)
+            r = measure(python, path, fw, unwanted_modules(config, fw), header_imports(text), args.repeat)
             cost = r["library_ms"] - r["framework_ms"]
-            base = STACK.get(fw.import_name, f"import {fw.import_name}")
+            base = fw.import_stack
             print(f"{tab:<11} {base}: {r['framework_ms']:.0f} ms; import d2l.{fw.module}: "
                   f"{r['library_ms']:.0f} ms; difference {cost:+.0f} ms; measured after "
                   f"`{base}`: {r['direct_ms']:.1f} ms, ratio to the {args.target_ms:.0f} ms "

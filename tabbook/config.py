@@ -7,7 +7,9 @@ ever sees a :class:`Config`.
 
 from __future__ import annotations
 
+import ast
 import configparser
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +27,15 @@ class Framework:
     requirements: Path | None  # pinned requirements (None: use the builder's own Python)
     constraints: Path | None
     python: str  # "3.11", or "current" for the builder's interpreter (tests)
+    # Python run in the kernel after the section's cells, with ``import <import_name>``
+    # done: statements separated by ";" or newlines, the last an expression giving the
+    # GPU names the provenance records. "" = no probe, outputs are recorded as CPU only.
+    gpu_probe: str = ""
+    # Top-level modules whose import means "this framework was imported" (the
+    # wheel's "import d2l imports no framework" check, the import-cost benchmark).
+    heavy_modules: tuple[str, ...] = ()
+    # What importing the framework means for the import-cost baseline.
+    import_stack: str = ""
 
     @property
     def kernel_name(self) -> str:
@@ -57,6 +68,11 @@ class Config:
     def framework(self, name: str) -> Framework:
         return self.frameworks[name]
 
+    @property
+    def heavy_modules(self) -> frozenset[str]:
+        """Every framework's top-level modules: what ``import d2l`` alone must not load."""
+        return frozenset(m for fw in self.frameworks.values() for m in fw.heavy_modules)
+
     def rel(self, path: Path) -> str:
         """A path as users see it in messages: relative to the book root."""
         try:
@@ -67,6 +83,44 @@ class Config:
 
 def _split_list(value: str) -> tuple[str, ...]:
     return tuple(v.strip() for v in value.split(",") if v.strip())
+
+
+_MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+def _key_line(text: str, section: str, key: str) -> int | None:
+    """The line of ``key`` in ``[section]`` of config.ini's text (configparser keeps none)."""
+    inside = False
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if stripped.startswith("[") and stripped.endswith("]"):
+            inside = stripped[1:-1].strip() == section
+        elif inside and not line[:1].isspace() and re.match(
+                rf"^{re.escape(key)}\s*[=:]", stripped, re.IGNORECASE):
+            return number
+    return None
+
+
+def check_gpu_probe(source: str) -> str | None:
+    """Why ``source`` is not a usable ``gpu_probe`` (None: it is)."""
+    try:
+        tree = ast.parse(source, mode="exec")
+    except SyntaxError as exc:
+        return f"is not valid Python ({exc.msg})"
+    if not tree.body or not isinstance(tree.body[-1], ast.Expr):
+        return "must end with an expression giving the list of GPU names"
+    return None
+
+
+def check_import_stack(source: str) -> str | None:
+    """Why ``source`` is not a usable ``import_stack`` (None: it is)."""
+    try:
+        tree = ast.parse(source, mode="exec")
+    except SyntaxError as exc:
+        return f"is not valid Python ({exc.msg})"
+    if not tree.body or not all(isinstance(n, (ast.Import, ast.ImportFrom)) for n in tree.body):
+        return "must be import statements only, e.g. import jax, flax.linen, optax"
+    return None
 
 
 def load_config(root: Path) -> Config:
@@ -80,6 +134,11 @@ def load_config(root: Path) -> Config:
         parser.read(path, encoding="utf-8")
     except configparser.Error as exc:
         raise BookError(f"cannot parse: {exc}", "config.ini") from exc
+
+    text = path.read_text(encoding="utf-8")
+
+    def bad(section: str, key: str, why: str) -> BookError:
+        return BookError(f"[{section}] {key} {why}", "config.ini", _key_line(text, section, key))
 
     def get(section: str, key: str, default: str | None = None) -> str:
         if parser.has_option(section, key):
@@ -107,14 +166,36 @@ def load_config(root: Path) -> Config:
         for p in (req, con):
             if p and not (root / p).is_file():
                 raise BookError(f"[{section}] file {p} does not exist", "config.ini")
+        import_name = get(section, "import", tab)
+        if not _MODULE.match(import_name):
+            raise bad(section, "import", f"{import_name!r} is not a module name")
+        module = get(section, "module", tab)
+        if not module.isidentifier():
+            raise bad(section, "module", f"{module!r} is not a Python module name (d2l/<module>.py)")
+        gpu_probe = "\n".join(line.strip() for line in get(section, "gpu_probe", "").splitlines()
+                              if line.strip())
+        if gpu_probe and (why := check_gpu_probe(gpu_probe)):
+            raise bad(section, "gpu_probe", why)
+        heavy = _split_list(get(section, "heavy_modules", import_name.split(".")[0]))
+        for name in heavy:
+            if not name.isidentifier():
+                raise bad(section, "heavy_modules", f"{name!r} is not a top-level module name")
+        if not heavy:
+            raise bad(section, "heavy_modules", "is empty (leave it out to mean the import key)")
+        stack = get(section, "import_stack", f"import {import_name}")
+        if why := check_import_stack(stack):
+            raise bad(section, "import_stack", why)
         frameworks[tab] = Framework(
             name=tab,
             label=get(section, "label", tab),
-            module=get(section, "module", tab),
-            import_name=get(section, "import", tab),
+            module=module,
+            import_name=import_name,
             requirements=(root / req) if req else None,
             constraints=(root / con) if con else None,
             python=python,
+            gpu_probe=gpu_probe,
+            heavy_modules=heavy,
+            import_stack=stack,
         )
     try:
         timeout = int(get("build", "cell_timeout", "600"))

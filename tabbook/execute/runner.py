@@ -41,6 +41,7 @@ class Unit:
     cwd: Path
     timeout: int
     stderr_filters: tuple[str, ...] = ()
+    gpu_probe: str = ""  # config.ini's gpu_probe of the framework ("" = no GPUs reported)
 
     @property
     def name(self) -> str:
@@ -126,6 +127,7 @@ class Runner:
                 "notebook": build_notebook(unit),
                 "kernel_name": unit.kernel_name,
                 "import_name": unit.import_name,
+                "gpu_probe": unit.gpu_probe,
                 "cwd": str(unit.cwd),
                 "timeout": unit.timeout,
                 "stderr_filters": list(unit.stderr_filters),

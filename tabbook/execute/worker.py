@@ -17,34 +17,40 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-PROBE = r'''
-import json as _j, importlib as _il, platform as _pl
+# Run in the kernel after the section's cells. The GPU probe is the framework's
+# ``gpu_probe`` from config.ini: run in a namespace of its own with the framework
+# imported; its last statement is an expression giving the GPU names. A probe that
+# fails never fails the build: no GPUs are recorded, and why, in the provenance.
+PROBE = r"""
+import json as _j, importlib as _il, platform as _pl, ast as _ast
 _info = {"python": _pl.python_version()}
 try:
-    _m = _il.import_module(%(mod)r)
+    _m = _il.import_module($mod)
     _info["framework_version"] = getattr(_m, "__version__", "?")
 except Exception as _e:  # the framework may not even import; record why
-    _info["framework_version"] = "unavailable: %%s" %% _e
-_gpus = []
-try:
-    if %(mod)r == "torch":
-        import torch as _t
-        _gpus = [_t.cuda.get_device_name(_i) for _i in range(_t.cuda.device_count())]
-    elif %(mod)r == "jax":
-        import jax as _x
-        _gpus = [_d.device_kind for _d in _x.devices() if _d.platform == "gpu"]
-    elif %(mod)r == "tensorflow":
-        import tensorflow as _tf
-        _gpus = [_tf.config.experimental.get_device_details(_d).get("device_name", _d.name)
-                 for _d in _tf.config.list_physical_devices("GPU")]
-    elif %(mod)r == "mxnet":
-        import mxnet as _mx
-        _gpus = ["GPU %%d" %% _i for _i in range(_mx.context.num_gpus())]
-except Exception as _e:  # a probe must never fail the build
-    _gpus = []
-_info["gpus"] = _gpus
+    _info["framework_version"] = "unavailable: %s" % _e
+_info["gpus"] = []
+if $probe:
+    try:
+        _ns = {}
+        exec("import " + $mod, _ns)
+        _tree = _ast.parse($probe)
+        _last = _ast.Expression(_tree.body.pop().value)
+        exec(compile(_tree, "<gpu_probe>", "exec"), _ns)
+        _info["gpus"] = [str(_g) for _g in eval(compile(_last, "<gpu_probe>", "eval"), _ns)]
+    except Exception as _e:
+        _info["gpu_probe_error"] = "%s: %s" % (type(_e).__name__, _e)
+    finally:
+        _ns = _tree = _last = None
 print("TABBOOK-PROBE " + _j.dumps(_info))
-'''
+"""
+
+
+def probe_source(import_name: str, gpu_probe: str) -> str:
+    """The probe cell's code for a framework (``gpu_probe`` "" = report no GPUs)."""
+    from string import Template
+
+    return Template(PROBE).substitute(mod=repr(import_name), probe=repr(gpu_probe))
 
 
 START_ATTEMPTS = 3
@@ -103,7 +109,7 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
 
     nb = nbformat.from_dict(job["notebook"])
     n_cells = len(nb.cells)
-    nb.cells.append(nbformat.v4.new_code_cell(PROBE % {"mod": job["import_name"]}))
+    nb.cells.append(nbformat.v4.new_code_cell(probe_source(job["import_name"], job.get("gpu_probe", ""))))
     current: dict[str, Any] = {"index": None}
 
     def on_cell_start(cell: Any, cell_index: int) -> None:
@@ -168,6 +174,8 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
         "host_platform": platform.platform(terse=True),
     }
+    if info.get("gpu_probe_error"):
+        provenance["gpu_probe_error"] = info["gpu_probe_error"]
     return {"notebook": dict(nb), "provenance": provenance}
 
 

@@ -12,9 +12,12 @@
 3. checks that a fresh Python 3.12 venv installs the wheel pulling numpy only,
    and that ``import d2l`` works there.
 
-A framework without an installed environment is reported as skipped, not
-failed: environments are created by ``make envs`` (or ``--any-env`` accepts an
-older completed one from the cache, handy while requirements are in flux).
+A framework without ``tests/lib/test_<module>.py`` is reported as skipped with
+that reason (its module is untested: add the file). A framework without an
+installed environment is reported as skipped too, not failed: environments
+are created by ``make envs`` (or ``--any-env`` accepts an older completed one
+from the cache, handy while requirements are in flux). What ``import d2l``
+must not load is every framework's ``heavy_modules`` (config.ini) and matplotlib.
 The last line reads ``libtest: N passed, N failed, N skipped``.
 """
 
@@ -75,12 +78,25 @@ def _has_pytest(python: Path) -> bool:
     return subprocess.run([str(python), "-c", "import pytest"], capture_output=True).returncode == 0
 
 
+def lib_test(config: Config, tab: str) -> Path:
+    """``tests/lib/test_<module>.py``: the tests of one framework's generated module."""
+    return config.root / "tests" / "lib" / f"test_{config.frameworks[tab].module}.py"
+
+
+def missing_test(config: Config, tab: str) -> Outcome | None:
+    """The skip a framework without its tests/lib file gets (None: it has one)."""
+    test = lib_test(config, tab)
+    if test.is_file():
+        return None
+    module = config.frameworks[tab].module
+    return Outcome(tab, "skipped", f"no {config.rel(test)}: d2l.{module} is untested (add that file)")
+
+
 def run_framework(config: Config, tab: str, wheel: Path, python: Path, work: Path, log=print) -> Outcome:
     """Install the wheel for one framework env and run its tests/lib file there."""
-    module = config.frameworks[tab].module
-    test = config.root / "tests" / "lib" / f"test_{module}.py"
-    if not test.is_file():
-        return Outcome(tab, "skipped", f"no {config.rel(test)}")
+    if skipped := missing_test(config, tab):
+        return skipped
+    test = lib_test(config, tab)
     target = work / tab
     subprocess.run([*PIP, "install", "--quiet", "--no-deps", "--target", str(target), str(wheel)], check=True)
     path = [str(target)]
@@ -119,8 +135,9 @@ def check_fresh_venv(config: Config, wheel: Path, work: Path, log=print) -> Outc
     after = {p["name"].lower() for p in json.loads(subprocess.run(
         [*pip, "list", "--format=json"], check=True, capture_output=True, text=True).stdout)}
     added = sorted(after - before)
+    heavy = sorted(config.heavy_modules | {"matplotlib"})  # config.ini's heavy_modules of every framework
     code = (f"import sys, d2l; assert d2l.__version__ == {config.version!r}, d2l.__version__; "
-            "heavy = {'torch', 'jax', 'tensorflow', 'mxnet', 'matplotlib'} & set(sys.modules); "
+            f"heavy = set({heavy!r}) & set(sys.modules); "
             "assert not heavy, heavy; print(d2l.__version__)")
     proc = subprocess.run([py, "-P", "-c", code], cwd=work, capture_output=True, text=True)
     if added != ["d2l", "numpy"] or proc.returncode != 0:
@@ -145,6 +162,11 @@ def libtest(config: Config, frameworks: list[str] | None = None, *, generate: bo
         with tempfile.TemporaryDirectory(prefix="tabbook-libtest-") as tmp:
             work = Path(tmp)
             for tab in frameworks or config.tabs:
+                if tab not in config.frameworks:
+                    raise BookError(f"unknown framework {tab!r}; config.ini has {', '.join(config.tabs)}")
+                if skipped := missing_test(config, tab):
+                    outcomes.append(skipped)
+                    continue
                 python = env_python(config, tab, overrides, any_env)
                 if python is None:
                     outcomes.append(Outcome(tab, "skipped", "environment not installed (make envs)"))
