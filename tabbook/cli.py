@@ -60,8 +60,7 @@ def parser() -> argparse.ArgumentParser:
     pdf.add_argument("--frozen", action="store_true", help="never execute; fail if the store is stale")
     pdf.add_argument("--force", action="store_true", help="re-execute every unit first")
     pdf.add_argument("--jobs", type=int, default=0, help="parallel units / LaTeX runs (default: cores)")
-    sv = sub.add_parser("serve", help="live preview: rebuild on save, reload the page")
-    sv.add_argument("args", nargs=argparse.REMAINDER, help="options of the server (see serve --help)")
+    sub.add_parser("serve", help="live preview: rebuild on save, reload the page (serve --help)", add_help=False)
     lc = sub.add_parser("linkcheck", help="check every internal link and anchor of a built site")
     lc.add_argument("site", nargs="?", type=Path, help="the site (default: build/html)")
     ev = sub.add_parser("envs", help="create the framework environments")
@@ -131,7 +130,10 @@ def _pdf(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    p = parser()
+    args, rest = p.parse_known_args(argv)
+    if rest and args.command != "serve":  # serve's own options are parsed by tabbook.serve
+        p.error(f"unrecognized arguments: {' '.join(rest)}")
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     from tabbook.config import load_config
 
@@ -143,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "serve":
             from tabbook.serve import main as serve_main
 
-            return serve_main(["-C", str(args.root), *args.args])
+            return serve_main(["-C", str(args.root), *rest])
         config = load_config(args.root)
         if args.command == "build":
             return _build(config, args)

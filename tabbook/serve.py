@@ -1,205 +1,209 @@
-"""``make serve``: a live preview. Serves ``build/html`` on localhost and rebuilds on save.
+"""``make serve``: a live preview, served by sphinx-autobuild. Rebuilds on save, reloads the page.
 
-Usage: ``python -m tabbook.serve [-C BOOK] [--port 8000] [--host 127.0.0.1] [--no-build]``.
+Usage: ``python -m tabbook [-C BOOK] serve [--port 8000] [--host 127.0.0.1] [--no-build]``.
 
-It watches the book's Markdown (every page, as ``tabbook check`` finds them), ``config.ini``,
-``img/``, ``static/``, ``references.bib`` and the site's own ``tabbook/static``; after a save it runs
-``python -m tabbook build``, which reuses the freeze store: a prose edit re-renders that page and
-starts no kernel, a code edit executes only that (section, framework). Pages open in a browser
-reload themselves once the build is done (a small script the server adds to each HTML response; the
-files in ``build/html`` are not changed) and show the error when a build fails.
+`sphinx-autobuild <https://github.com/sphinx-doc/sphinx-autobuild>`_ (pinned in
+``envs/builder.txt``) serves ``build/html`` on localhost, watches files and reloads open pages after
+each build. This module only computes its command line (:func:`autobuild_args`) and runs it:
+
+- Sphinx runs on ``build/src`` with the render stage's options (``-c BOOK``, doctrees in
+  ``build/doctrees/html``, ``-q --keep-going``).
+- ``--pre-build`` first runs tabbook's source, execute and merge stages (``python -m tabbook build
+  --builder ''``), which reuse the freeze store: a prose edit re-renders that page and starts no
+  kernel, a code edit executes only that (section, framework).
+- It watches the book's Markdown (as ``tabbook check`` finds it), ``config.ini``, ``conf.py``,
+  ``references.bib``, ``img/``, ``static/`` and the builder's ``tabbook/render/static``, and ignores
+  everything else, so the build writing ``build/``, the freeze store or the library starts no
+  rebuild loop.
+- A failed build is shown, not hidden behind stale pages: the pre- and post-build steps write
+  ``build/html/_preview-status.json``, and the pages Sphinx renders for the preview (config value
+  ``tabbook_preview_status``, :mod:`tabbook.render.ext.preview`) read it after each reload and show
+  the error (``file.md:LINE: ...``) in a banner. Pages built by ``make html`` have no such script;
+  the status file is removed when the server stops.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
-import http.server
+import collections
+import html
 import json
+import os
+import re
+import shlex
+import signal
+import socket
 import subprocess
 import sys
-import threading
-import time
-from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
 
 from tabbook.config import Config, load_config
+from tabbook.render.sources import source_dir
+from tabbook.render.sphinx import sphinx_command
 
-POLL_SECONDS = 0.4
-SETTLE_SECONDS = 0.3  # editors write in several steps: wait for quiet
-STATUS_PATH = "/__tabbook__/status"
-RELOAD_SNIPPET = """<script>/* tabbook serve: live reload (not part of the built site) */
-(() => { let seen = null; const bar = document.createElement("div");
-  bar.style.cssText = "position:fixed;left:0;right:0;bottom:0;z-index:99;padding:.5em 1em;" +
-    "font:13px/1.4 monospace;white-space:pre-wrap;background:#b00020;color:#fff;max-height:40vh;overflow:auto";
-  async function poll() {
-    try {
-      const s = await (await fetch("__STATUS__", {cache: "no-store"})).json();
-      if (seen !== null && s.version !== seen) { location.reload(); return; }
-      seen = s.version;
-      if (s.error) { bar.textContent = "build failed:\\n" + s.error; document.body.append(bar); }
-      else bar.remove();
-    } catch (e) { /* server restarting */ }
-    setTimeout(poll, 700);
-  }
-  poll(); })();
-</script>""".replace("__STATUS__", STATUS_PATH)
+PACKAGE_PARENT = Path(__file__).resolve().parent.parent
+BUILDER_STATIC = Path(__file__).resolve().parent / "render" / "static"
+STATUS_NAME = "_preview-status.json"
+STATUS_URL = "/" + STATUS_NAME  # build/html is served at the server's root
+ROOT_FILES = ("config.ini", "conf.py", "references.bib")
+ROOT_DIRS = ("img", "static")
+SPHINX_UNFINISHED = ("Sphinx is still rendering, or it failed: see the terminal running `make serve`.")
 
 
-def watched_files(config: Config) -> list[Path]:
-    """Every file whose change should rebuild the site."""
-    from tabbook.source.check import book_markdown_files
-
-    files = list(book_markdown_files(config))
-    for name in ("config.ini", "references.bib", "conf.py"):
-        if (config.root / name).is_file():
-            files.append(config.root / name)
-    dirs = [config.root / "img", config.root / "static", Path(__file__).resolve().parent / "render" / "static"]
-    for d in dirs:
-        if d.is_dir():
-            files += [p for p in d.rglob("*") if p.is_file()]
-    return files
+def html_dir(config: Config) -> Path:
+    return config.build_dir / "html"
 
 
-def snapshot(files: Iterable[Path]) -> dict[Path, tuple[int, int]]:
-    out: dict[Path, tuple[int, int]] = {}
-    for f in files:
-        try:
-            st = f.stat()
-        except OSError:
-            continue
-        out[f] = (st.st_mtime_ns, st.st_size)
-    return out
+def status_file(config: Config) -> Path:
+    return html_dir(config) / STATUS_NAME
 
 
-def changes(old: dict[Path, tuple[int, int]], new: dict[Path, tuple[int, int]]) -> list[Path]:
-    """Files added, removed or modified between two snapshots."""
-    return sorted({p for p in old.keys() | new.keys() if old.get(p) != new.get(p)})
+def _posix(path: Path) -> str:
+    return path.resolve().as_posix()
 
 
-def inject(html: bytes, snippet: str = RELOAD_SNIPPET) -> bytes:
-    """``html`` with the live-reload script before ``</body>`` (appended when there is none)."""
-    tag = b"</body>"
-    at = html.rfind(tag)
-    code = snippet.encode()
-    return html[:at] + code + html[at:] if at >= 0 else html + code
+def watch_rules(config: Config, builder_static: Path = BUILDER_STATIC) -> tuple[list[Path], list[str], list[str]]:
+    """What sphinx-autobuild watches: ``(--watch folders, --ignore globs, --re-ignore regexes)``.
+
+    Its watcher is recursive, so the book root is watched whole and everything that is not a
+    source is ignored: the folders ``tabbook check`` skips (``build/``, the freeze store, the
+    library, ``tests/``, ...), hidden files and folders, the repository's own documents, and (one
+    regular expression) any path that is not a page, a root file, ``img/``, ``static/`` or the
+    builder's static files. Paths are matched resolved, as sphinx-autobuild matches them.
+    """
+    from tabbook.book import IGNORED_DIRS, REPO_DOCS
+
+    root = _posix(config.root)
+    watch = [config.root]
+    if not _posix(builder_static).startswith(root + "/"):
+        watch.append(builder_static)
+    skipped = [config.root / name for name in sorted(IGNORED_DIRS)]
+    skipped += [config.build_dir, config.freeze_dir, config.library_dir]
+    ignore = list(dict.fromkeys(_posix(p) for p in skipped))
+    r = re.escape(root)
+    hidden = rf"^{r}/(?:[^/]+/)*[.#~]"  # .git/, .other.md.swp, .#other.md (editor locks)
+    repo_docs = rf"^{r}/(?i:{'|'.join(map(re.escape, sorted(REPO_DOCS)))})$"  # README.md, ...
+    sources = "|".join([
+        re.escape(_posix(builder_static)) + "/",
+        rf"{r}/(?:[^/]+/)*[^/]+\.md$",
+        rf"{r}/(?:{'|'.join(map(re.escape, ROOT_FILES))})$",
+        rf"{r}/(?:{'|'.join(map(re.escape, ROOT_DIRS))})/",
+    ])
+    return watch, ignore, [hidden, repo_docs, rf"^(?!(?:{sources}))"]
 
 
-class Status:
-    """The build counter and last error, shared between the builder loop and the HTTP handler."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.version = 0
-        self.error = ""
-
-    def set(self, ok: bool, error: str = "") -> None:
-        with self.lock:
-            if ok:
-                self.version += 1
-            self.error = error
-
-    def as_json(self) -> bytes:
-        with self.lock:
-            return json.dumps({"version": self.version, "error": self.error}).encode()
-
-
-class PreviewHandler(http.server.SimpleHTTPRequestHandler):
-    status: Status
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-        pass
-
-    def end_headers(self) -> None:
-        self.send_header("Cache-Control", "no-store")
-        super().end_headers()
-
-    def do_GET(self) -> None:  # noqa: N802
-        if self.path.split("?")[0] == STATUS_PATH:
-            self._send(200, "application/json", self.status.as_json())
-            return
-        path = Path(self.translate_path(self.path))
-        if path.is_dir():
-            path = path / "index.html"
-        if path.suffix == ".html" and path.is_file():
-            self._send(200, "text/html; charset=utf-8", inject(path.read_bytes()))
-            return
-        super().do_GET()
-
-    def _send(self, code: int, ctype: str, body: bytes) -> None:
-        self.send_response(code)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+def autobuild_args(config: Config, host: str = "127.0.0.1", port: int = 8000, initial_build: bool = True,
+                   python: str = sys.executable) -> list[str]:
+    """The arguments of ``sphinx-autobuild`` (after the program name) that serve ``config``'s book."""
+    root = config.root
+    # The render stage's own Sphinx options (less its "python -m sphinx"), plus the status URL.
+    sphinx = sphinx_command(config, "html", html_dir(config), {"tabbook_preview_status": STATUS_URL})[3:]
+    step = [python, "-m", "tabbook", "-C", str(root), "serve"]
+    watch, ignore, re_ignore = watch_rules(config)
+    args = [*sphinx, "--host", host, "--port", str(port),
+            "--pre-build", shlex.join([*step, "--pre-build"]),
+            "--post-build", shlex.join([*step, "--post-build"])]
+    for path in watch:
+        args += ["--watch", str(path)]
+    for pattern in ignore:
+        args += ["--ignore", pattern]
+    for pattern in re_ignore:
+        args += ["--re-ignore", pattern]
+    if not initial_build:
+        args.append("--no-initial")
+    return args
 
 
-def run_build(root: Path, log: Callable[[str], None] = print) -> tuple[bool, str]:
-    """One ``tabbook build`` in a child process (a fresh interpreter sees edited config)."""
-    t0 = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "tabbook", "-C", str(root), "build"],
-                          capture_output=True, text=True)
-    out = (proc.stdout + proc.stderr).strip()
-    for line in out.splitlines()[-12:]:
-        log(f"  {line}")
-    log(f"[serve] build {'ok' if proc.returncode == 0 else 'FAILED'} in {time.monotonic() - t0:.1f}s")
-    return proc.returncode == 0, "" if proc.returncode == 0 else out[-4000:]
+def write_status(config: Config, error: str = "") -> None:
+    path = status_file(config)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps({"ok": not error, "error": error}) + "\n")
+    tmp.replace(path)
 
 
-def serve_forever(root: Path, host: str, port: int, build_first: bool = True,
-                  build: Callable[[Path], tuple[bool, str]] = run_build,
-                  stop: threading.Event | None = None, ready: Callable[[str], None] | None = None) -> None:
-    config = load_config(root)
-    html = config.build_dir / "html"
-    status = Status()
-    if build_first or not (html / "index.html").is_file():
-        ok, err = build(root)
-        status.set(ok, err)
-    html.mkdir(parents=True, exist_ok=True)
-    handler = type("Handler", (PreviewHandler,), {"status": status})
-    httpd = http.server.ThreadingHTTPServer((host, port), functools.partial(handler, directory=str(html)))
-    url = f"http://{host}:{httpd.server_port}/"
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    print(f"[serve] {url}  (watching {config.rel(config.root) or '.'}; Ctrl-C stops)", flush=True)
-    if ready:
-        ready(url)
-    stop = stop or threading.Event()
-    seen = snapshot(watched_files(config))
+def error_page(config: Config, error: str) -> None:
+    """Before the first good build there is no page to show a banner on: write a bare index.html.
+
+    Its modification time is set to 1970 so that Sphinx, seeing it older than index.md, replaces it
+    on the next successful build.
+    """
+    index = html_dir(config) / "index.html"
+    if index.exists():
+        return
+    index.parent.mkdir(parents=True, exist_ok=True)
+    index.write_text(f"<!doctype html><html><head><meta charset='utf-8'><title>build failed</title></head>"
+                     f"<body><h1>build failed</h1><pre role='alert'>{html.escape(error)}</pre></body></html>\n")
+    os.utime(index, (0, 0))
+
+
+def pre_build(config: Config) -> int:
+    """``--pre-build``: tabbook's stages up to ``build/src`` (no Sphinx); record how it went."""
+    cmd = [sys.executable, "-m", "tabbook", "-C", str(config.root), "build", "--builder", ""]
+    tail: collections.deque[str] = collections.deque(maxlen=60)
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            sys.stdout.write(line)
+            sys.stdout.flush()
+            tail.append(line)
+    if proc.returncode == 0:
+        write_status(config, SPHINX_UNFINISHED)  # cleared by --post-build once Sphinx succeeds
+        return 0
+    error = "".join(tail).strip()[-4000:] or f"tabbook build exited with {proc.returncode}"
+    write_status(config, error)
+    error_page(config, error)
+    return proc.returncode
+
+
+def free_port(host: str) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def serve(config: Config, host: str, port: int, build_first: bool = True) -> int:
+    from sphinx_autobuild.__main__ import main as autobuild
+
+    port = port or free_port(host)
+    initial = build_first or not (html_dir(config) / "index.html").is_file()
+    args = autobuild_args(config, host, port, initial_build=initial)
+    source_dir(config).mkdir(parents=True, exist_ok=True)  # sphinx-autobuild needs it to exist
+    write_status(config)
+    # The pre-build step, Sphinx and the book's conf.py import tabbook from this checkout.
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(PACKAGE_PARENT), os.environ.get("PYTHONPATH")) if p)
+    os.chdir(config.root)  # sphinx-autobuild resolves its default ignores (.git, .venv, ...) here
+    print(f"[serve] http://{host}:{port}/  (sphinx-autobuild; Ctrl-C stops)", flush=True)
+    print(f"[serve] sphinx-autobuild {shlex.join(args)}", flush=True)
+    signal.signal(signal.SIGTERM, _stop)  # uvicorn re-raises it after shutting down: clean up as for Ctrl-C
     try:
-        while not stop.wait(POLL_SECONDS):
-            now = snapshot(watched_files(config))
-            if not changes(seen, now):
-                continue
-            while True:  # let a burst of saves finish
-                time.sleep(SETTLE_SECONDS)
-                later = snapshot(watched_files(config))
-                if not changes(now, later):
-                    break
-                now = later
-            changed = changes(seen, now)
-            seen = now
-            print(f"[serve] changed: {', '.join(config.rel(p) for p in changed[:5])}"
-                  + (f" and {len(changed) - 5} more" if len(changed) > 5 else ""), flush=True)
-            ok, err = build(root)
-            status.set(ok, err)
-            seen = snapshot(watched_files(config))  # the build may have written watched files
-    except KeyboardInterrupt:
-        print("\n[serve] stopped", flush=True)
+        autobuild(args)
     finally:
-        httpd.shutdown()
-        httpd.server_close()
+        status_file(config).unlink(missing_ok=True)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m tabbook.serve", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m tabbook serve", description=__doc__.split("\n\n")[0])
     p.add_argument("-C", "--root", type=Path, default=Path.cwd(), help="book root (holds config.ini)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: localhost only)")
     p.add_argument("--port", type=int, default=8000, help="0 picks a free port")
     p.add_argument("--no-build", action="store_true", help="serve the existing build/html first")
+    step = p.add_mutually_exclusive_group()
+    step.add_argument("--pre-build", action="store_true", help=argparse.SUPPRESS)  # sphinx-autobuild's steps
+    step.add_argument("--post-build", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    serve_forever(args.root.resolve(), args.host, args.port, build_first=not args.no_build)
-    return 0
+    config = load_config(args.root.resolve())
+    if args.pre_build:
+        return pre_build(config)
+    if args.post_build:
+        write_status(config)
+        return 0
+    return serve(config, args.host, args.port, build_first=not args.no_build)
 
 
 if __name__ == "__main__":

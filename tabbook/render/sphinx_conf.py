@@ -20,7 +20,8 @@ STATIC = Path(__file__).resolve().parent / "static"
 def sphinx_settings(root: Path) -> dict[str, Any]:
     book = load_config(root)
     bib = root / "references.bib"
-    extensions = ["myst_nb", "sphinx_design", "tabbook.render.ext.tabs", "tabbook.render.ext.html"]
+    extensions = ["myst_nb", "sphinx_design", "tabbook.render.ext.tabs", "tabbook.render.ext.html",
+                  "tabbook.render.ext.preview"]
     if bib.is_file():
         extensions.insert(2, "sphinxcontrib.bibtex")
     site = load_site_options(book)
