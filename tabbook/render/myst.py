@@ -10,21 +10,16 @@ from __future__ import annotations
 
 import re
 
-from tabbook.source.read import strip_slide_marks
-
-IMAGE_LINE = re.compile(r"^\s*!\[(?P<cap>.*)\]\((?P<src>[^)\s]+)(?:\s+\"[^\"]*\")?\)\s*$")
-LABEL = re.compile(r"^\s*:label:`([^`]+)`\s*$")
-EQLABEL = re.compile(r"^\s*:eqlabel:`([^`]+)`\s*$")
-WIDTH = re.compile(r"^\s*:width:`([^`]+)`\s*$")
-ROLE_MAP = {
-    "numref": "numref",
-    "ref": "ref",
-    "eqref": "eq",
-    "cite": "cite:p",
-    "citet": "cite:t",
-    "citep": "cite:p",
-}
-ROLE = re.compile(r":(numref|ref|eqref|cite|citet|citep):`([^`]+)`")
+from tabbook.source.dialect import (
+    EQLABEL,
+    IMAGE_LINE,
+    LABEL,
+    ROLE,
+    ROLE_MAP,
+    WIDTH,
+    is_toc_opener,
+    strip_slide_marks,
+)
 
 
 def convert_roles(line: str) -> str:
@@ -69,7 +64,7 @@ def to_myst(text: str) -> str:
             continue
         if not in_math and re.match(r"^(`{3,}|~{3,})", stripped):
             fence = re.match(r"^(`{3,}|~{3,})", stripped).group(1)  # type: ignore[union-attr]
-            if stripped == "```toc":
+            if is_toc_opener(stripped):
                 end = i + 1
                 while end < len(lines) and lines[end].strip() != "```":
                     end += 1

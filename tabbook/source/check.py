@@ -9,16 +9,15 @@ returned together so one run lists everything to fix.
 from __future__ import annotations
 
 import ast
-import re
 from pathlib import Path
 
 from tabbook.config import Config
 from tabbook.errors import BookError, BookErrors
 from tabbook.library.pysource import mask_magics
+from tabbook.source.dialect import IMAGE, SAVE_MARK
 from tabbook.source.read import Section, read_section
 from tabbook.source.split import resolve_tabs
 
-IMAGE = re.compile(r"!\[[^\]]*\]\(([^)\s]+)")
 REPO_DOCS = {"README.MD", "CONTRIBUTING.MD", "BENCHMARKS.MD", "CHANGELOG.MD", "LICENSE.MD", "AGENTS.MD"}
 IGNORED_DIRS = {"build", "_freeze", ".venv", "tests", "d2l", "envs", "node_modules", "bench"}
 
@@ -66,7 +65,7 @@ def _check_save(section: Section, problems: list[BookError], tabs: tuple[str, ..
                 problems.append(BookError(f"[{fw}] syntax error in a #@save cell: {exc.msg}", cell.path, line))
                 break
         for i, raw in enumerate(cell.source.split("\n")):
-            if re.search(r"#\s*@save\s*$", raw) and raw[:1] in (" ", "\t") and raw.strip() != "#@save":
+            if SAVE_MARK.search(raw) and raw[:1] in (" ", "\t") and raw.strip() != "#@save":
                 problems.append(BookError("#@save marks a statement that is not top-level", cell.path,
                                           cell.line + 1 + i))
 

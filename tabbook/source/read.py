@@ -9,25 +9,32 @@ source it came from, so every later error can say ``file.md:LINE``.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Literal
 
 from markdown_it import MarkdownIt
 
 from tabbook.errors import BookError, BookErrors
+from tabbook.source.dialect import (
+    BEGIN_TAB,
+    END_TAB,
+    FLAG_LINE,
+    LABEL_LINE,
+    LEGACY_TAB,
+    RAISES_LINE,
+    REF_ROLE,
+    SAVE_MARK,
+    SETUP_LINES,
+    TAB_MAGIC,
+    TAB_NAME_SEP,
+    is_code_info,
+    is_toc_opener,
+    strip_slide_marks,
+)
 
 CellKind = Literal["code", "markdown"]
 
-TAB_MAGIC = re.compile(r"^\s*%%tab\b(.*)$")
-LEGACY_TAB = re.compile(r"^\s*#\s*@tab\b(.*)$")
-FLAG_LINE = re.compile(r"^\s*#\s*@(hide_code|hide_output|hide|save)\s*$")
-RAISES_LINE = re.compile(r"^\s*#\s*@raises\b\s*([A-Za-z_][\w.]*)?\s*$")
-BEGIN_TAB = re.compile(r"^\s*:begin_tab:`([^`]*)`\s*$")
-END_TAB = re.compile(r"^\s*:end_tab:\s*$")
-LABEL_LINE = re.compile(r"^\s*:(label|eqlabel):`([^`]+)`\s*$")
-REF_ROLE = re.compile(r":(numref|ref|eqref):`([^`]+)`")
-SETUP_LINES = re.compile(r"^\s*(%load_ext\s+d2lbook\.tab|tab\.interact_select\(.*\))\s*$")
+
 
 
 @dataclass(frozen=True)
@@ -78,7 +85,7 @@ class Section:
 
 def parse_tab_names(text: str, tabs: tuple[str, ...], where: tuple[str, int]) -> tuple[str, ...]:
     """``"jax, tensorflow"`` → ``("jax", "tensorflow")``; ``all`` → every tab; unknown → error."""
-    names = [n.strip() for n in re.split(r"[,\s]+", text.strip()) if n.strip()]
+    names = [n.strip() for n in TAB_NAME_SEP.split(text.strip()) if n.strip()]
     if not names:
         raise BookError("tab line names no framework", *where)
     if "all" in names:
@@ -123,7 +130,7 @@ def _parse(text: str) -> tuple[list[_Fence], str]:
 
 def _is_toc(fence: _Fence, lines: list[str]) -> bool:
     """Exactly ```` ```toc ```` (what render turns into a toctree); other spellings stay literal."""
-    return fence.info == "toc" and lines[fence.start].strip() == "```toc"
+    return fence.info == "toc" and is_toc_opener(lines[fence.start])
 
 
 def _swallowed_cell(fence: _Fence) -> int | None:
@@ -140,11 +147,6 @@ def _swallowed_cell(fence: _Fence) -> int | None:
         if run >= len(fence.markup) and is_code_info(s[run:].strip()):
             return fence.start + 1 + i
     return None
-
-
-def is_code_info(info: str) -> bool:
-    """True for the dialect's executable fence: ```` ```{.python .input} ````."""
-    return bool(re.match(r"^\{\s*\.python\s+\.input\b", info))
 
 
 def _code_cell(content: str, path: str, line: int, tabs: tuple[str, ...], default: str) -> Cell | None:
@@ -174,7 +176,7 @@ def _code_cell(content: str, path: str, line: int, tabs: tuple[str, ...], defaul
             continue
         if f:
             flags.add("save")
-        elif re.search(r"#\s*@save\s*$", raw):
+        elif SAVE_MARK.search(raw):
             flags.add("save")
         r = RAISES_LINE.match(raw)
         if r:
@@ -351,12 +353,3 @@ def read_section(text: str, path: str, tabs: tuple[str, ...], default_tab: str) 
         raise errors[0] if len(errors) == 1 else BookErrors(errors)
     return Section(path, strip_slide_marks(title), tuple(cells), tuple(tocs), labels, tuple(refs))
 
-
-_SLIDE_ONLY = re.compile(r"\((~~)(.+?)\1\)|\[(~~)(.+?)\3\](?!\()", re.S)
-_SLIDE_KEEP = re.compile(r"\(\*\*(.+?)\*\*\)|\[\*\*(.+?)\*\*\](?!\()", re.S)
-
-
-def strip_slide_marks(text: str) -> str:
-    """Drop slide-only text ``(~~…~~)``/``[~~…~~]``; unwrap ``(**…**)``/``[**…**]``."""
-    text = _SLIDE_ONLY.sub("", text)
-    return _SLIDE_KEEP.sub(lambda m: m.group(1) if m.group(1) is not None else m.group(2), text)
