@@ -114,3 +114,143 @@ def strip_slide_marks(text: str) -> str:
     """Drop slide-only text ``(~~…~~)``/``[~~…~~]``; unwrap ``(**…**)``/``[**…**]``."""
     text = _SLIDE_ONLY.sub("", text)
     return _SLIDE_KEEP.sub(lambda m: m.group(1) if m.group(1) is not None else m.group(2), text)
+
+
+# --- the markdown-it plugin -------------------------------------------------------------------
+#
+# The dialect's block constructs become tokens of markdown-it's one parse, so every stage sees
+# the same structure: an attribute or prose-tab line ends the paragraph, table or quote above
+# it (as a heading would), and nothing inside a fence or an indented code block is one.
+#
+#   dialect_attr       ``:label:``/``:eqlabel:``/``:width:`` line; ``info`` the kind, ``content`` the value
+#   dialect_begin_tab  ``:begin_tab:`NAMES``` line; ``info`` the names
+#   dialect_end_tab    ``:end_tab:`` line
+#   dialect_math       display math, ``$$…$$`` on one line or ``$$`` … ``$$`` over several
+#   fence              as markdown-it makes it, with ``meta["dialect"]`` ``code`` (an executable
+#                      cell), ``toc`` (a table of contents) or ``literal``
+
+from markdown_it import MarkdownIt  # noqa: E402
+from markdown_it.rules_block import StateBlock  # noqa: E402
+from markdown_it.rules_core import StateCore  # noqa: E402
+
+_FENCE_RUN = re.compile(r"^(`{3,}|~{3,})")
+_TERMINATES = ["paragraph", "reference", "blockquote"]  # "blockquote" also ends a table's rows
+
+
+def _line(state: StateBlock, line: int) -> str:
+    """The text of ``line`` inside the current container (after its quote marks and indent)."""
+    return state.src[state.bMarks[line] + state.tShift[line]:state.eMarks[line]]
+
+
+def _single_line_rule(pattern: re.Pattern[str], make):
+    """A block rule for a construct that is one whole line matching ``pattern``."""
+
+    def rule(state: StateBlock, start: int, end: int, silent: bool) -> bool:
+        if state.is_code_block(start):
+            return False
+        m = pattern.match(_line(state, start))
+        if m is None:
+            return False
+        if not silent:
+            token = make(state, m)
+            token.map = [start, start + 1]
+            token.markup = _line(state, start)
+            state.line = start + 1
+        return True
+
+    return rule
+
+
+def _attr_token(state: StateBlock, m: re.Match[str]):
+    token = state.push("dialect_attr", "", 0)
+    token.info, token.content = m.group(1), m.group(2).strip()
+    return token
+
+
+def _begin_tab_token(state: StateBlock, m: re.Match[str]):
+    token = state.push("dialect_begin_tab", "", 0)
+    token.info = m.group(1)
+    return token
+
+
+def _end_tab_token(state: StateBlock, m: re.Match[str]):
+    return state.push("dialect_end_tab", "", 0)
+
+
+def _math_end(state: StateBlock, start: int, end: int) -> int | None:
+    """Exclusive end row of display math opened at ``start``, or None when it is not closed.
+
+    ``$$…$$`` on the opening line closes it there; otherwise the first later line
+    that is a lone ``$$`` (possibly with text after) or ends with ``$$`` closes it.
+    A fence or another dialect line before the close means the ``$$`` was text.
+    """
+    first = _line(state, start).strip()
+    if first.count("$$") >= 2:
+        return start + 1
+    for row in range(start + 1, end):
+        if state.sCount[row] < state.blkIndent and not state.isEmpty(row):
+            return None  # the container ended first
+        s = _line(state, row).strip()
+        if s.startswith("$$"):
+            if s.count("$$") == 1:
+                return row + 1
+            continue
+        if s.endswith("$$"):
+            return row + 1
+        if _FENCE_RUN.match(s) or ATTR_LINE.match(s) or BEGIN_TAB.match(s) or END_TAB.match(s):
+            return None
+    return None
+
+
+def _math_rule(state: StateBlock, start: int, end: int, silent: bool) -> bool:
+    if state.is_code_block(start) or not _line(state, start).startswith("$$"):
+        return False
+    stop = _math_end(state, start, end)
+    if stop is None:
+        return False
+    if not silent:
+        token = state.push("dialect_math", "math", 0)
+        token.block = True
+        token.map = [start, stop]
+        token.content = state.getLines(start, stop, state.blkIndent, False)
+        state.line = stop
+    return True
+
+
+def _classify_fences(state: StateCore) -> None:
+    """Mark every fence ``code``, ``toc`` or ``literal`` in ``meta["dialect"]``."""
+    rows: list[str] | None = None
+    for token in state.tokens:
+        if token.type != "fence":
+            continue
+        info = token.info.strip()
+        kind = "literal"
+        if is_code_info(info):
+            kind = "code"
+        elif info == "toc" and token.map:
+            rows = rows if rows is not None else state.src.split("\n")
+            if is_toc_opener(rows[token.map[0]]):
+                kind = "toc"
+        token.meta["dialect"] = kind
+
+
+def dialect_plugin(md: MarkdownIt) -> None:
+    """Teach ``md`` the dialect's block constructs (see the token list above)."""
+    md.block.ruler.before("paragraph", "dialect_attr", _single_line_rule(ATTR_LINE, _attr_token),
+                          {"alt": _TERMINATES})
+    md.block.ruler.before("paragraph", "dialect_begin_tab", _single_line_rule(BEGIN_TAB, _begin_tab_token),
+                          {"alt": _TERMINATES})
+    md.block.ruler.before("paragraph", "dialect_end_tab", _single_line_rule(END_TAB, _end_tab_token),
+                          {"alt": _TERMINATES})
+    md.block.ruler.before("paragraph", "dialect_math", _math_rule, {"alt": _TERMINATES})
+    md.core.ruler.push("dialect_fences", _classify_fences)
+
+
+def dialect_parser() -> MarkdownIt:
+    """CommonMark with pipe tables and the dialect's constructs: the one parser of the book's prose.
+
+    Block structure only (inline parsing is not needed by any stage and is skipped).
+    """
+    md = MarkdownIt("commonmark").enable("table").use(dialect_plugin)
+    md.disable("inline")
+    return md
