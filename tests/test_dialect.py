@@ -41,3 +41,33 @@ def test_attribute_lines(line: str, kind: str, value: str) -> None:
 def test_toc_opener_is_exact() -> None:
     assert dialect.is_toc_opener("```toc") and dialect.is_toc_opener("```toc  ")
     assert not dialect.is_toc_opener("```{toc}") and not dialect.is_toc_opener("````toc")
+
+
+def _tokens(text: str) -> list[tuple[str, list[int] | None, str]]:
+    md = dialect.dialect_parser()
+    return [(t.type, t.map, t.info) for t in md.parse(text) if t.type.startswith("dialect_") or t.type == "fence"]
+
+
+def test_plugin_attribute_and_marker_lines_end_the_block_above() -> None:
+    text = "# T\n:label:`sec`\n\nPara\nline\n:label:`p`\n:begin_tab:`jax`\nJAX.\n:end_tab:\n"
+    assert _tokens(text) == [
+        ("dialect_attr", [1, 2], "label"), ("dialect_attr", [5, 6], "label"),
+        ("dialect_begin_tab", [6, 7], "jax"), ("dialect_end_tab", [8, 9], ""),
+    ]
+
+
+def test_plugin_nothing_in_a_fence_or_indented_code_is_dialect() -> None:
+    text = "````md\n:label:`no`\n:begin_tab:`jax`\n````\n\n    :label:`no`\n"
+    assert _tokens(text) == [("fence", [0, 4], "md")]
+
+
+def test_plugin_display_math() -> None:
+    md = dialect.dialect_parser()
+    math = [t.map for t in md.parse("$$x$$\n:eqlabel:`a`\n\nText\n$$\ny\n$$\n\n$$ not closed\n") if t.type == "dialect_math"]
+    assert math == [[0, 1], [4, 7]]
+
+
+def test_plugin_classifies_fences() -> None:
+    text = "```{.python .input}\nx\n```\n```toc\na\n```\n```{toc}\na\n```\n```python\nx\n```\n"
+    md = dialect.dialect_parser()
+    assert [t.meta["dialect"] for t in md.parse(text) if t.type == "fence"] == ["code", "toc", "literal", "literal"]
