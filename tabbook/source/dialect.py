@@ -29,6 +29,10 @@ from __future__ import annotations
 
 import re
 
+from markdown_it import MarkdownIt
+from markdown_it.rules_block import StateBlock
+from markdown_it.rules_core import StateCore
+
 # --- code cells -------------------------------------------------------------------------------
 
 #: The executable fence's info string: ```` ```{.python .input} ```` (extra classes allowed).
@@ -128,10 +132,6 @@ def strip_slide_marks(text: str) -> str:
 #   dialect_math       display math, ``$$…$$`` on one line or ``$$`` … ``$$`` over several
 #   fence              as markdown-it makes it, with ``meta["dialect"]`` ``code`` (an executable
 #                      cell), ``toc`` (a table of contents) or ``literal``
-
-from markdown_it import MarkdownIt  # noqa: E402
-from markdown_it.rules_block import StateBlock  # noqa: E402
-from markdown_it.rules_core import StateCore  # noqa: E402
 
 _FENCE_RUN = re.compile(r"^(`{3,}|~{3,})")
 _TERMINATES = ["paragraph", "reference", "blockquote"]  # "blockquote" also ends a table's rows
