@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from tabbook.errors import BookError, BookErrors
 from tabbook.render.merge import merge_section
-from tabbook.render.myst import to_myst
+from tabbook.render.myst import cell_to_myst, to_myst
 from tabbook.source.read import LABEL_LINE, Section, read_section
 from tabbook.source.split import resolve_tabs, split_section
 
@@ -192,10 +192,14 @@ def check_section(section: Section, text: str, path: str) -> None:
         assert 1 <= line <= n
     for toc in section.toc:
         assert lines[toc.line - 1].strip() == "```toc"
-    # render's input never crashes either
+    # render's input never crashes either, and MyST from the blocks reading recorded is MyST
+    # from parsing the prose again
     for cell in section.cells:
         if cell.kind == "markdown":
             assert isinstance(to_myst(cell.source), str)
+            rows = cell.source.count("\n") + 1
+            assert all(0 <= b.start < b.end <= rows for b in cell.blocks), cell.blocks
+            assert cell_to_myst(cell) == to_myst(cell.source), cell.source
     merge_section(section, {}, TABS, {})
     for fw in TABS:
         try:

@@ -150,3 +150,39 @@ def test_labelled_table_becomes_numbered_table_with_caption() -> None:
         "Intro.\n\n```{table} Peak figures.\n:name: tab_x\n\n| a | b |\n| - | - |\n| 1 | 2 |\n```\n\n"
         "See {numref}`tab_x`."
     )
+
+
+def test_cells_render_from_the_blocks_reading_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Merge's path parses nothing again: the prose cells carry their blocks, and MyST from them
+    is MyST from parsing the prose on its own."""
+    from tabbook.render import myst
+
+    text = (FIXTURES / "full.md").read_text(encoding="utf-8")
+    section = read_section(text, "full.md", TABS, "pytorch")
+    prose = [c for c in section.cells if c.kind == "markdown"]
+    expected = [to_myst(c.source) for c in prose if c.source == myst.strip_slide_marks(c.source)]
+
+    def no_parse(text: str) -> None:
+        raise AssertionError("parsed again")
+
+    monkeypatch.setattr(myst, "parse_blocks", no_parse)
+    assert all(c.blocks for c in prose)
+    assert [myst.cell_to_myst(c) for c in prose if c.source == myst.strip_slide_marks(c.source)] == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # slide marks inside lines keep the structure: the recorded blocks are used
+        ("# T (**x**)\n:label:`s`\n\nSee [**:ref:`s`**].", "(s)=\n# T x\n\nSee {ref}`s`."),
+        # a dropped slide-only line would change the blocks: the stripped text is parsed again
+        ("Para\n[~~slide only~~]\n:label:`p`", "(p)=\nPara"),
+        ("(~~a\nb~~)Text\n:label:`q`", "(q)=\nText"),
+    ],
+)
+def test_cell_to_myst_with_slide_marks(text: str, expected: str) -> None:
+    from tabbook.render.myst import cell_to_myst
+
+    cell = next(c for c in read_section(text, "s.md", TABS, "pytorch").cells)
+    assert cell.blocks
+    assert cell_to_myst(cell) == to_myst(text) == expected.strip("\n")

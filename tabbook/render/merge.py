@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from tabbook.execute.store import provenance as store_provenance
-from tabbook.render.myst import to_myst, toc_to_toctree, wrap_div
+from tabbook.render.myst import cell_to_myst, toc_to_toctree, wrap_div
 from tabbook.render.names import FW_PREFIX, PROVENANCE_CLASS, RUN_PREFIX
 from tabbook.source.read import Section
 
@@ -111,7 +111,7 @@ def merge_section(
             if cell.source.lstrip().startswith("```toc"):
                 cells.append(_md(toc_to_toctree(cell.source.strip())))
             else:
-                cells.append(_md(to_myst(cell.source)))
+                cells.append(_md(cell_to_myst(cell)))
             continue
         kind = "code" if cell.kind == "code" else "prose"
         if kind != last_kind:
@@ -121,7 +121,7 @@ def merge_section(
             if fw not in cell.tabs:
                 continue
             if kind == "prose":
-                body = to_myst(cell.source)
+                body = cell_to_myst(cell)
                 if multi:
                     body = wrap_div(body, ["tabbook-tab", FW_PREFIX + fw, f"{RUN_PREFIX}{run}"])
                 cells.append(_md(body))

@@ -4,27 +4,19 @@
 followed by ``:label:``/``:width:`` becomes a ``{figure}``; ``$$…$$`` followed
 by ``:eqlabel:`` becomes labelled dollar math; inline roles map to Sphinx
 roles; a ```` ```toc ```` block becomes a ``{toctree}``. Slide marks are removed.
-"""
+
+Nothing here finds fences, math or tables in the text: the structure is the
+blocks of the dialect's one markdown-it parse (:class:`~tabbook.source.read.Block`),
+recorded on each prose cell by the reader (:func:`cell_to_myst`), or parsed
+from a text given on its own (:func:`to_myst`)."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
-from tabbook.source.read import strip_slide_marks
-
-IMAGE_LINE = re.compile(r"^\s*!\[(?P<cap>.*)\]\((?P<src>[^)\s]+)(?:\s+\"[^\"]*\")?\)\s*$")
-LABEL = re.compile(r"^\s*:label:`([^`]+)`\s*$")
-EQLABEL = re.compile(r"^\s*:eqlabel:`([^`]+)`\s*$")
-WIDTH = re.compile(r"^\s*:width:`([^`]+)`\s*$")
-ROLE_MAP = {
-    "numref": "numref",
-    "ref": "ref",
-    "eqref": "eq",
-    "cite": "cite:p",
-    "citet": "cite:t",
-    "citep": "cite:p",
-}
-ROLE = re.compile(r":(numref|ref|eqref|cite|citet|citep):`([^`]+)`")
+from tabbook.source.dialect import ATTR_LINE, IMAGE_LINE, ROLE, ROLE_MAP, strip_slide_marks
+from tabbook.source.read import Block, Cell, parse_blocks
 
 
 def convert_roles(line: str) -> str:
@@ -48,119 +40,172 @@ def toc_to_toctree(block: str) -> str:
     return "\n".join(["```{toctree}", *body, "```"])
 
 
-def to_myst(text: str) -> str:
-    """Convert one prose cell of the dialect to MyST Markdown."""
-    text = strip_slide_marks(text)
-    lines = text.split("\n")
+def _targets(blocks: Sequence[Block]) -> dict[int, Block | None]:
+    """Row of each attribute line → the block it describes: the block before it in its container."""
+    out: dict[int, Block | None] = {}
+    for k, block in enumerate(blocks):
+        if block.kind != "attr":
+            continue
+        target = None
+        for prev in reversed(blocks[:k]):
+            if prev.level < block.level:
+                break  # the container's start: nothing before the line in it
+            if prev.level == block.level and prev.kind != "attr":
+                target = prev
+                break
+        out[block.start] = target
+    return out
+
+
+def emit_myst(lines: list[str], blocks: Sequence[Block]) -> str:
+    """MyST for prose ``lines`` whose structure the dialect parse gave as ``blocks``.
+
+    Rows in literal fences and display math are copied; a toc fence becomes a
+    ``{toctree}``; an attribute line is applied to the block before it; roles in
+    every other row are converted. Output rows are tagged with the row that owns
+    them, so a label lands above its block even after earlier rewrites of it.
+    """
+    copied: set[int] = set()
+    math: set[int] = set()
+    tocs: dict[int, int] = {}
+    attrs: dict[int, Block] = {}
+    for b in blocks:
+        if b.kind in ("literal", "code"):
+            copied.update(range(b.start, b.end))
+        elif b.kind == "math":
+            math.update(range(b.start, b.end))
+        elif b.kind == "toc":
+            tocs[b.start] = b.end
+        elif b.kind == "attr":
+            attrs[b.start] = b
+    targets = _targets(blocks)
     out: list[str] = []
-    block_start = 0  # index in ``out`` where the current/previous block begins
-    in_math = False
-    in_fence: str | None = None
-    prev_blank = True
+    owner: list[int] = []  # the source row each output row belongs to (-1: the cell's top)
+    figured: set[int] = set()  # image rows already turned into figures
+
+    def anchor(row: int) -> int:
+        """Output index of the first row owned by source row ``row`` (0 when there is none)."""
+        return next((k for k, o in enumerate(owner) if o == row), 0)
+
     i = 0
-    while i < len(lines):
+    n = len(lines)
+    while i < n:
         raw = lines[i]
-        stripped = raw.strip()
-        if in_fence is not None:
+        if i in tocs:
+            end = min(max(tocs[i], i + 2), n)
+            out.append(toc_to_toctree("\n".join(lines[i:end])))
+            owner.append(i)
+            i = end
+            continue
+        if i in copied or i in math:
             out.append(raw)
-            if stripped.startswith(in_fence) and set(stripped) == {in_fence[0]}:
-                in_fence = None
+            owner.append(i)
             i += 1
             continue
-        if not in_math and re.match(r"^(`{3,}|~{3,})", stripped):
-            fence = re.match(r"^(`{3,}|~{3,})", stripped).group(1)  # type: ignore[union-attr]
-            if stripped == "```toc":
-                end = i + 1
-                while end < len(lines) and lines[end].strip() != "```":
-                    end += 1
-                out.append(toc_to_toctree("\n".join(lines[i:end + 1])))
-                i = end + 1
-                continue
-            block_start = len(out)
-            in_fence = fence
-            out.append(raw)
+        attr = attrs.get(i)
+        if attr is None:
+            out.append(convert_roles(raw))
+            owner.append(i)
             i += 1
             continue
-        m_label = LABEL.match(raw)
-        m_eq = EQLABEL.match(raw)
-        prev = out[block_start] if block_start < len(out) else ""
-        img = IMAGE_LINE.match(prev) if block_start == len(out) - 1 else None
-        if img and (m_label or WIDTH.match(raw)):
+        target = targets.get(i)
+        t_row = target.start if target is not None else -1
+        kind = attr.attr
+        value = _attr_value(raw)
+        if (target is not None and target.kind == "image" and t_row not in figured and kind != "eqlabel"
+                and all(r in attrs for r in range(target.end, i)) and owner and owner[-1] == t_row):
             # A lone image line followed by :label: and/or :width: (either order) → figure.
             name = width = None
-            while i < len(lines) and (LABEL.match(lines[i]) or WIDTH.match(lines[i])):
-                if (m := LABEL.match(lines[i])) and name is None:
-                    name = m.group(1).strip()
-                elif (m := WIDTH.match(lines[i])) and width is None:
-                    width = m.group(1).strip()
+            while i < n and i in attrs and attrs[i].attr in ("label", "width"):
+                v = _attr_value(lines[i])
+                if attrs[i].attr == "label" and name is None:
+                    name = v
+                elif attrs[i].attr == "width" and width is None:
+                    width = v
                 else:
                     break
                 i += 1
-            caption = convert_roles(img.group("cap"))
-            fig = ["```{figure} " + img.group("src")]
+            img = IMAGE_LINE.match(out[-1])
+            caption = convert_roles(img.group("cap")) if img else ""
+            fig = ["```{figure} " + (img.group("src") if img else "")]
             if name:
                 fig.append(f":name: {name}")
             if width:
                 fig.append(f":width: {width}")
             fig += ["", caption, "```"] if caption else ["```"]
-            out[block_start:] = fig
+            out[-1:] = fig
+            owner[-1:] = [t_row] * len(fig)
+            figured.add(t_row)
             continue
-        if m_label and prev.lstrip().startswith("|") and all(
-                x.lstrip().startswith("|") for x in out[block_start:] if x.strip()):
+        i += 1
+        if value is None or kind == "width":
+            continue  # a width without an image to size
+        if kind == "eqlabel":
+            for k in range(len(out) - 1, -1, -1):
+                if owner[k] in math and out[k].rstrip().endswith("$$"):
+                    out[k] = out[k].rstrip() + f" ({value})"
+                    break
+            continue
+        at = anchor(t_row) if target is not None else 0
+        if target is not None and target.kind == "table":
             # A pipe table followed by :label: → a numbered {table}; its caption is a
             # ": caption" line just above the table (pandoc's spelling).
-            name = m_label.group(1).strip()
             caption = ""
-            j = block_start - 1
+            j = at - 1
             while j >= 0 and not out[j].strip():
                 j -= 1
-            if j >= 0 and out[j].startswith(": "):
+            if j >= 0 and out[j].startswith(": ") and owner[j] not in copied and owner[j] not in math:
                 caption = out[j][2:].strip()
-                del out[j:block_start]
-                block_start = j
-            body = [x for x in out[block_start:] if x.strip()]
-            out[block_start:] = ["```{table} " + caption, f":name: {name}", "", *body, "```"]
-            i += 1
+                del out[j:at], owner[j:at]
+                at = j
+            body = [x for x in out[at:] if x.strip()]
+            table = ["```{table} " + caption, f":name: {value}", "", *body, "```"]
+            out[at:] = table
+            owner[at:] = [t_row] * len(table)
             continue
-        if m_label:
-            name = m_label.group(1).strip()
-            out.insert(block_start, f"({name})=")
-            if block_start > 0 and out[block_start - 1].strip():
-                out.insert(block_start, "")
-            i += 1
-            continue
-        if m_eq:
-            name = m_eq.group(1).strip()
-            for j in range(len(out) - 1, -1, -1):
-                if out[j].rstrip().endswith("$$"):
-                    out[j] = out[j].rstrip() + f" ({name})"
-                    break
-            i += 1
-            continue
-        if WIDTH.match(raw):
-            i += 1
-            continue
-        if not stripped:
-            prev_blank = True
-            out.append(raw)
-            i += 1
-            continue
-        if prev_blank or stripped.startswith("#") or IMAGE_LINE.match(raw):
-            block_start = len(out)
-        prev_blank = False
-        if stripped.startswith("$$"):
-            count = stripped.count("$$")
-            if count == 1:
-                in_math = not in_math
-            elif not in_math:
-                out.append(raw)  # one-line display math: no roles inside
-                i += 1
-                continue
-        elif in_math and stripped.endswith("$$"):
-            in_math = False
-        out.append(raw if in_math else convert_roles(raw))
-        i += 1
+        out.insert(at, f"({value})=")
+        owner.insert(at, t_row)
+        if at > 0 and out[at - 1].strip():
+            out.insert(at, "")
+            owner.insert(at, t_row)
     return "\n".join(out).strip("\n")
+
+
+def _attr_value(line: str) -> str | None:
+    m = ATTR_LINE.match(line)
+    return m.group(2).strip() if m else None
+
+
+def to_myst(text: str) -> str:
+    """Convert one prose cell of the dialect to MyST Markdown (parsing it with the dialect's parser)."""
+    text = strip_slide_marks(text).replace("\r\n", "\n").replace("\r", "\n")
+    _, blocks = parse_blocks(text)
+    return emit_myst(text.split("\n"), blocks)
+
+
+def _shape(line: str) -> tuple:
+    s = line.strip()
+    return (line[:len(line) - len(line.lstrip())], s[:1], s[-1:], s.count("|"), s.count("$$"), s.count("`"),
+            bool(IMAGE_LINE.match(line)))
+
+
+def cell_to_myst(cell: Cell) -> str:
+    """MyST for a prose cell, from the blocks reading found in it (no second parse).
+
+    Slide marks are stripped first (as :func:`to_myst` does); where that could
+    change the block structure (a line's start, end, table pipes, math or
+    emptiness changed) the stripped text is parsed again instead.
+    """
+    if not cell.blocks:
+        return to_myst(cell.source)
+    text = strip_slide_marks(cell.source)
+    lines = text.split("\n")
+    if text != cell.source:
+        before = cell.source.split("\n")
+        if len(before) != len(lines) or any(
+                a != b and _shape(a) != _shape(b) for a, b in zip(before, lines, strict=True)):
+            return to_myst(cell.source)
+    return emit_myst(lines, cell.blocks)
 
 
 def wrap_div(text: str, classes: list[str]) -> str:

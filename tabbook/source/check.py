@@ -10,20 +10,19 @@ one run lists everything to fix.
 from __future__ import annotations
 
 import ast
-import re
 from pathlib import Path
 
 from tabbook.book import Book, book_markdown_files, read_book
 from tabbook.config import Config
 from tabbook.errors import BookError, BookErrors
 from tabbook.library.pysource import mask_magics
+from tabbook.source.dialect import IMAGE, SAVE_MARK
 from tabbook.source.read import Section
 from tabbook.source.split import resolve_tabs
 from tabbook.source.toc import page_entries
 
 __all__ = ["book_markdown_files", "check_book"]
 
-IMAGE = re.compile(r"!\[[^\]]*\]\(([^)\s]+)")
 
 
 def _errors(exc: BookError) -> list[BookError]:
@@ -53,7 +52,7 @@ def _check_save(section: Section, problems: list[BookError], tabs: tuple[str, ..
                 problems.append(BookError(f"[{fw}] syntax error in a #@save cell: {exc.msg}", cell.path, line))
                 break
         for i, raw in enumerate(cell.source.split("\n")):
-            if re.search(r"#\s*@save\s*$", raw) and raw[:1] in (" ", "\t") and raw.strip() != "#@save":
+            if SAVE_MARK.search(raw) and raw[:1] in (" ", "\t") and raw.strip() != "#@save":
                 problems.append(BookError("#@save marks a statement that is not top-level", cell.path,
                                           cell.line + 1 + i))
 

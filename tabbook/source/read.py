@@ -1,33 +1,65 @@
 """Stage 1, read: d2lbook-dialect Markdown text → :class:`Section`.
 
-A pure function of the text (no I/O): code fences are found with markdown-it
-(MyST's parser) so fences inside lists or quotes, and other fence languages,
-are handled as Markdown does; everything between them is prose, split further
-at ``:begin_tab:``/``:end_tab:``. Every cell keeps the 1-based line of the
-source it came from, so every later error can say ``file.md:LINE``.
-"""
+A pure function of the text (no I/O). The text is parsed once, with
+markdown-it (MyST's parser) taught the dialect's block constructs
+(:func:`tabbook.source.dialect.dialect_plugin`): code fences inside lists or
+quotes, and other fence languages, are handled as Markdown does; everything
+between code cells is prose, split further at the ``:begin_tab:``/``:end_tab:``
+lines the parse found. Every cell keeps the 1-based line of the source it came
+from, so every later error can say ``file.md:LINE``, and every prose cell keeps
+the blocks the parse found in it (:class:`Block`), from which render emits MyST
+without parsing again."""
 
 from __future__ import annotations
 
-import re
+import bisect
 from dataclasses import dataclass, field
 from typing import Literal
 
-from markdown_it import MarkdownIt
+from markdown_it.token import Token
 
 from tabbook.errors import BookError, BookErrors
+from tabbook.source.dialect import (
+    BEGIN_TAB,
+    END_TAB,
+    FLAG_LINE,
+    IMAGE_LINE,
+    LABEL_LINE,
+    LEGACY_TAB,
+    RAISES_LINE,
+    REF_ROLE,
+    SAVE_MARK,
+    SETUP_LINES,
+    TAB_MAGIC,
+    TAB_NAME_SEP,
+    dialect_parser,
+    is_code_info,
+    strip_slide_marks,
+)
 
 CellKind = Literal["code", "markdown"]
 
-TAB_MAGIC = re.compile(r"^\s*%%tab\b(.*)$")
-LEGACY_TAB = re.compile(r"^\s*#\s*@tab\b(.*)$")
-FLAG_LINE = re.compile(r"^\s*#\s*@(hide_code|hide_output|hide|save)\s*$")
-RAISES_LINE = re.compile(r"^\s*#\s*@raises\b\s*([A-Za-z_][\w.]*)?\s*$")
-BEGIN_TAB = re.compile(r"^\s*:begin_tab:`([^`]*)`\s*$")
-END_TAB = re.compile(r"^\s*:end_tab:\s*$")
-LABEL_LINE = re.compile(r"^\s*:(label|eqlabel):`([^`]+)`\s*$")
-REF_ROLE = re.compile(r":(numref|ref|eqref):`([^`]+)`")
-SETUP_LINES = re.compile(r"^\s*(%load_ext\s+d2lbook\.tab|tab\.interact_select\(.*\))\s*$")
+
+
+
+@dataclass(frozen=True)
+class Block:
+    """One block of prose as the dialect's markdown-it parse found it.
+
+    ``kind``: ``text`` (paragraph, heading, list, quote, HTML…), ``image`` (a
+    paragraph that is one image line), ``table``, ``math`` (display math),
+    ``attr`` (``:label:``/``:eqlabel:``/``:width:``, named in ``attr``),
+    ``literal``/``code``/``toc`` (fences), ``marker`` (a prose-tab line).
+    Rows ``start`` … ``end - 1`` are 0-based; ``level`` is markdown-it's
+    nesting level (blocks of one container share it). Containers (lists,
+    quotes) come before the blocks inside them.
+    """
+
+    kind: str
+    start: int
+    end: int
+    level: int = 0
+    attr: str = ""
 
 
 @dataclass(frozen=True)
@@ -48,6 +80,9 @@ class Cell:
     raises: str | None = None  # expected exception class name ("" = any)
     # File line (1-based) of each line of ``source``; empty when not recorded.
     source_lines: tuple[int, ...] = ()
+    # Prose: the blocks markdown-it found in ``source`` (rows 0-based in ``source``), which
+    # render emits MyST from without parsing again; empty when not recorded.
+    blocks: tuple[Block, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def where(self) -> str:
@@ -78,7 +113,7 @@ class Section:
 
 def parse_tab_names(text: str, tabs: tuple[str, ...], where: tuple[str, int]) -> tuple[str, ...]:
     """``"jax, tensorflow"`` → ``("jax", "tensorflow")``; ``all`` → every tab; unknown → error."""
-    names = [n.strip() for n in re.split(r"[,\s]+", text.strip()) if n.strip()]
+    names = [n.strip() for n in TAB_NAME_SEP.split(text.strip()) if n.strip()]
     if not names:
         raise BookError("tab line names no framework", *where)
     if "all" in names:
@@ -99,6 +134,7 @@ class _Fence:
     info: str
     content: str
     markup: str  # the opening run, e.g. "```"
+    kind: str  # dialect_plugin's classification: "code", "toc" or "literal"
 
     @property
     def closed(self) -> bool:
@@ -107,23 +143,59 @@ class _Fence:
         return self.end - self.start == self.content.count("\n") + 2
 
 
-def _parse(text: str) -> tuple[list[_Fence], str]:
-    """Every fence (document order) and the first level-1 heading's text."""
-    md = MarkdownIt("commonmark")
-    fences: list[_Fence] = []
-    title: str | None = None
-    tokens = md.parse(text)
+_PARSER = dialect_parser()
+_TABLE_PARTS = ("thead_", "tbody_", "tr_", "th_", "td_")
+
+
+def parse_blocks(text: str) -> tuple[list[Token], tuple[Block, ...]]:
+    """Parse ``text`` once with the dialect's markdown-it parser: its tokens and its blocks.
+
+    ``text`` must already have ``\n`` line ends. Blocks are in document order,
+    their rows 0-based lines of ``text``.
+    """
+    tokens = _PARSER.parse(text)
+    return tokens, _blocks(tokens, text)
+
+
+def _blocks(tokens: list[Token], text: str) -> tuple[Block, ...]:
+    blocks: list[Block] = []
+    rows: list[str] | None = None
+    for tok in tokens:
+        if tok.nesting == -1 or tok.map is None or tok.type == "inline" or tok.type.startswith(_TABLE_PARTS):
+            continue
+        start, end = tok.map
+        kind, attr = "text", ""
+        if tok.type == "fence":
+            kind = tok.meta.get("dialect", "literal")
+        elif tok.type == "dialect_math":
+            kind = "math"
+        elif tok.type == "dialect_attr":
+            kind, attr = "attr", tok.info
+        elif tok.type in ("dialect_begin_tab", "dialect_end_tab"):
+            kind = "marker"
+        elif tok.type == "table_open":
+            kind = "table"
+        elif tok.type == "paragraph_open" and end - start == 1:
+            rows = rows if rows is not None else text.split("\n")
+            if IMAGE_LINE.match(rows[start]):
+                kind = "image"
+        blocks.append(Block(kind, start, end, tok.level, attr))
+    return tuple(blocks)
+
+
+def cell_blocks(blocks: tuple[Block, ...], first: int, stop: int) -> tuple[Block, ...]:
+    """The blocks that start in rows ``first`` … ``stop - 1``, rows made relative to ``first``."""
+    lo = bisect.bisect_left(blocks, first, key=lambda b: b.start)
+    hi = bisect.bisect_left(blocks, stop, lo, key=lambda b: b.start)
+    return tuple(Block(b.kind, b.start - first, min(b.end, stop) - first, b.level, b.attr) for b in blocks[lo:hi])
+
+
+def _title(tokens: list[Token]) -> str:
+    """The first level-1 heading's text."""
     for i, tok in enumerate(tokens):
-        if tok.type == "fence" and tok.map:
-            fences.append(_Fence(tok.map[0], tok.map[1], tok.info.strip(), tok.content, tok.markup))
-        elif title is None and tok.type == "heading_open" and tok.tag == "h1" and i + 1 < len(tokens):
-            title = tokens[i + 1].content.strip()
-    return fences, title or ""
-
-
-def _is_toc(fence: _Fence, lines: list[str]) -> bool:
-    """Exactly ```` ```toc ```` (what render turns into a toctree); other spellings stay literal."""
-    return fence.info == "toc" and lines[fence.start].strip() == "```toc"
+        if tok.type == "heading_open" and tok.tag == "h1" and i + 1 < len(tokens):
+            return tokens[i + 1].content.strip()
+    return ""
 
 
 def _swallowed_cell(fence: _Fence) -> int | None:
@@ -140,11 +212,6 @@ def _swallowed_cell(fence: _Fence) -> int | None:
         if run >= len(fence.markup) and is_code_info(s[run:].strip()):
             return fence.start + 1 + i
     return None
-
-
-def is_code_info(info: str) -> bool:
-    """True for the dialect's executable fence: ```` ```{.python .input} ````."""
-    return bool(re.match(r"^\{\s*\.python\s+\.input\b", info))
 
 
 def _code_cell(content: str, path: str, line: int, tabs: tuple[str, ...], default: str) -> Cell | None:
@@ -174,7 +241,7 @@ def _code_cell(content: str, path: str, line: int, tabs: tuple[str, ...], defaul
             continue
         if f:
             flags.add("save")
-        elif re.search(r"#\s*@save\s*$", raw):
+        elif SAVE_MARK.search(raw):
             flags.add("save")
         r = RAISES_LINE.match(raw)
         if r:
@@ -197,12 +264,12 @@ def _code_cell(content: str, path: str, line: int, tabs: tuple[str, ...], defaul
 
 def _prose_cells(
     lines: list[str], start: int, path: str, tabs: tuple[str, ...], state: dict,
-    literal: frozenset[int] = frozenset(),
+    markers: dict[int, Token], blocks: tuple[Block, ...],
 ) -> list[Cell]:
-    """Split prose lines (0-based ``start``) at prose-tab markers.
+    """Split prose lines (0-based ``start``) at the prose-tab markers the parse found.
 
-    ``literal`` holds the 0-based lines inside literal fences: a marker there
-    is quoted text, not a marker.
+    ``markers`` maps 0-based lines to their ``dialect_begin_tab``/``dialect_end_tab``
+    tokens (never inside a fence: a marker there is quoted text).
     """
     cells: list[Cell] = []
     buf: list[str] = []
@@ -214,26 +281,27 @@ def _prose_cells(
             lead += 1
         text = "\n".join(buf).strip("\n")
         if text.strip():
-            cells.append(Cell("markdown", text, path, buf_start + 1 + lead, state["tab"] or ()))
+            first = buf_start + lead
+            cells.append(Cell("markdown", text, path, first + 1, state["tab"] or (),
+                              blocks=cell_blocks(blocks, first, first + text.count("\n") + 1)))
 
     for i, raw in enumerate(lines):
-        lineno = start + i + 1
-        quoted = (lineno - 1) in literal
-        b = None if quoted else BEGIN_TAB.match(raw)
-        e = None if quoted else END_TAB.match(raw)
-        if b or e:
+        row = start + i
+        lineno = row + 1
+        marker = markers.get(row)
+        if marker is not None:
             flush()
             buf = []
-            buf_start = start + i + 1
-        if b:
+            buf_start = row + 1
+        if marker is not None and marker.type == "dialect_begin_tab":
             if state["tab"] is not None:
                 raise BookError(
                     f":begin_tab: inside the tab opened at line {state['tab_line']} (tabs cannot nest)",
                     path, lineno,
                 )
-            state["tab"] = parse_tab_names(b.group(1), tabs, (path, lineno))
+            state["tab"] = parse_tab_names(marker.info, tabs, (path, lineno))
             state["tab_line"] = lineno
-        elif e:
+        elif marker is not None:
             if state["tab"] is None:
                 raise BookError(":end_tab: without a matching :begin_tab:", path, lineno)
             state["tab"] = None
@@ -265,32 +333,26 @@ def _toc(content: str, line: int, path: str) -> TocBlock:
     return TocBlock(line, tuple(entries), maxdepth, numbered)
 
 
-def _scan_refs(cells: list[Cell]) -> tuple[dict[str, int], list[tuple[str, str, int]], list[BookError]]:
+def _scan_refs(
+    tokens: list[Token], lines: list[str], quoted: set[int], path: str,
+) -> tuple[dict[str, int], list[tuple[str, str, int]], list[BookError]]:
+    """Labels (the parse's ``:label:``/``:eqlabel:`` lines) and references (roles outside fences)."""
     labels: dict[str, int] = {}
     refs: list[tuple[str, str, int]] = []
     errors: list[BookError] = []
-    for cell in cells:
-        if cell.kind != "markdown":
-            continue
-        in_fence = False
-        for i, raw in enumerate(cell.source.split("\n")):
-            lineno = cell.line + i
-            if raw.lstrip().startswith(("```", "~~~")):
-                in_fence = not in_fence
-            if in_fence:
-                continue
-            m = LABEL_LINE.match(raw)
-            if m:
-                name = m.group(2).strip()
-                if name in labels:
-                    errors.append(BookError(
-                        f"duplicate label {name!r} (first defined at line {labels[name]})",
-                        cell.path, lineno,
-                    ))
-                else:
-                    labels[name] = lineno
+    for tok in tokens:
+        if tok.type != "dialect_attr" or tok.info == "width" or not LABEL_LINE.match(lines[tok.map[0]]):
+            continue  # (behind a quote's ``>`` the line is not a label line)
+        lineno = tok.map[0] + 1
+        name = tok.content
+        if name in labels:
+            errors.append(BookError(f"duplicate label {name!r} (first defined at line {labels[name]})", path, lineno))
+        else:
+            labels[name] = lineno
+    for row, raw in enumerate(lines):
+        if row not in quoted and ":" in raw:
             for r in REF_ROLE.finditer(raw):
-                refs.append((r.group(1), r.group(2).strip(), lineno))
+                refs.append((r.group(1), r.group(2).strip(), row + 1))
     return labels, refs, errors
 
 
@@ -310,30 +372,38 @@ def read_section(text: str, path: str, tabs: tuple[str, ...], default_tab: str) 
     cells: list[Cell] = []
     tocs: list[TocBlock] = []
     state: dict = {"tab": None, "tab_line": 0}
-    fences, title = _parse(text)
-    literal: set[int] = set()
+    tokens, blocks = parse_blocks(text)
+    fences = [
+        _Fence(t.map[0], t.map[1], t.info.strip(), t.content, t.markup, t.meta.get("dialect", "literal"))
+        for t in tokens if t.type == "fence" and t.map
+    ]
+    markers = {
+        t.map[0]: t for t in tokens
+        if t.type in ("dialect_begin_tab", "dialect_end_tab") and t.map
+        and (BEGIN_TAB if t.type == "dialect_begin_tab" else END_TAB).match(lines[t.map[0]])
+    }
+    quoted: set[int] = set()  # rows of every fence: no reference there is one
     for fence in fences:
         if not fence.closed:
             raise BookError("code fence is never closed", path, fence.start + 1)
-        if not (is_code_info(fence.info) or _is_toc(fence, lines)):
+        if fence.kind == "literal":
             swallowed = _swallowed_cell(fence)
             if swallowed is not None:
                 raise BookError(
                     f"the fence opened here is not closed before the code cell at line {swallowed + 1}",
                     path, fence.start + 1,
                 )
-            literal.update(range(fence.start, fence.end))
-    literal_lines = frozenset(literal)
+        quoted.update(range(fence.start, fence.end))
     pos = 0
     for fence in fences:
         start, end = fence.start, fence.end
-        toc = _is_toc(fence, lines)
-        if start < pos or not (is_code_info(fence.info) or toc):
+        if start < pos or fence.kind == "literal":
             continue
-        cells.extend(_prose_cells(lines[pos:start], pos, path, tabs, state, literal_lines))
-        if toc:
+        cells.extend(_prose_cells(lines[pos:start], pos, path, tabs, state, markers, blocks))
+        if fence.kind == "toc":
             tocs.append(_toc(fence.content, start + 1, path))
-            cells.append(Cell("markdown", "\n".join(lines[start:end]), path, start + 1))
+            cells.append(Cell("markdown", "\n".join(lines[start:end]), path, start + 1,
+                              blocks=cell_blocks(blocks, start, end)))
         else:
             if state["tab"] is not None:
                 raise BookError(
@@ -343,20 +413,12 @@ def read_section(text: str, path: str, tabs: tuple[str, ...], default_tab: str) 
             if cell is not None:
                 cells.append(cell)
         pos = end
-    cells.extend(_prose_cells(lines[pos:], pos, path, tabs, state, literal_lines))
+    cells.extend(_prose_cells(lines[pos:], pos, path, tabs, state, markers, blocks))
     if state["tab"] is not None:
         raise BookError(":begin_tab: is never closed by :end_tab:", path, state["tab_line"])
-    labels, refs, errors = _scan_refs(cells)
+    labels, refs, errors = _scan_refs(tokens, lines, quoted, path)
     if errors:
         raise errors[0] if len(errors) == 1 else BookErrors(errors)
+    title = _title(tokens)
     return Section(path, strip_slide_marks(title), tuple(cells), tuple(tocs), labels, tuple(refs))
 
-
-_SLIDE_ONLY = re.compile(r"\((~~)(.+?)\1\)|\[(~~)(.+?)\3\](?!\()", re.S)
-_SLIDE_KEEP = re.compile(r"\(\*\*(.+?)\*\*\)|\[\*\*(.+?)\*\*\](?!\()", re.S)
-
-
-def strip_slide_marks(text: str) -> str:
-    """Drop slide-only text ``(~~…~~)``/``[~~…~~]``; unwrap ``(**…**)``/``[**…**]``."""
-    text = _SLIDE_ONLY.sub("", text)
-    return _SLIDE_KEEP.sub(lambda m: m.group(1) if m.group(1) is not None else m.group(2), text)

@@ -8,13 +8,11 @@ statement, dedented to its level, comments kept. Pure functions of text.
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass
 
 from tabbook.errors import BookError
+from tabbook.source.dialect import MAGIC_LINE
 from tabbook.source.read import Cell, Section
-
-_MAGIC = re.compile(r"^([ \t]*)((?:%|!(?!=)).*)$")
 
 
 @dataclass(frozen=True)
@@ -51,7 +49,7 @@ def _mask_magics(source: str) -> str:
     Lines keep their number; only the masked line's text changes.
     """
     return "\n".join(
-        (m.group(1) + "pass") if (m := _MAGIC.match(line)) else line
+        (m.group(1) + "pass") if (m := MAGIC_LINE.match(line)) else line
         for line in source.split("\n")
     )
 

@@ -1,0 +1,256 @@
+"""The d2lbook Markdown dialect, defined once: every marker, role, label and magic.
+
+Every stage that needs to recognise a piece of the dialect imports it from
+here (read, check, split, render's MyST emission, the library's Python
+surgery) instead of spelling its own regex. The constructs:
+
+Code cells
+    A fence whose info string is ``{.python .input}`` (:data:`CODE_INFO`) is
+    executable; its first line may be ``%%tab NAMES`` (:data:`TAB_MAGIC`, or
+    d2lbook's older ``#@tab NAMES``, :data:`LEGACY_TAB`). Marker comments on
+    their own line: ``#@hide``, ``#@hide_code``, ``#@hide_output``, ``#@save``
+    (:data:`FLAG_LINE`) and ``#@raises [Exception]`` (:data:`RAISES_LINE`);
+    ``#@save`` may also end a statement's line (:data:`SAVE_MARK`).
+    IPython magics and shell escapes are :data:`MAGIC_LINE`.
+
+Prose
+    ``:begin_tab:`NAMES``` / ``:end_tab:`` lines delimit framework-specific
+    prose (:data:`BEGIN_TAB`, :data:`END_TAB`). Attribute lines follow the
+    block they describe: ``:label:`name``` (a heading, paragraph, image or
+    table), ``:eqlabel:`name``` (display math), ``:width:`400px``` (an image):
+    :data:`ATTR_LINE`. Inline roles ``:numref:``, ``:ref:``, ``:eqref:``,
+    ``:cite:``, ``:citet:``, ``:citep:`` (:data:`ROLE`). Slide marks keep
+    ``(**…**)``/``[**…**]`` text and drop ``(~~…~~)``/``[~~…~~]`` text
+    (:func:`strip_slide_marks`). A fence opened by exactly ```` ```toc ````
+    is a table of contents (:func:`is_toc_opener`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from markdown_it import MarkdownIt
+from markdown_it.rules_block import StateBlock
+from markdown_it.rules_core import StateCore
+
+# --- code cells -------------------------------------------------------------------------------
+
+#: The executable fence's info string: ```` ```{.python .input} ```` (extra classes allowed).
+CODE_INFO = re.compile(r"^\{\s*\.python\s+\.input\b")
+#: ``%%tab jax, mxnet`` (or ``%%tab all``): the frameworks a code cell belongs to; group 1: the names.
+TAB_MAGIC = re.compile(r"^\s*%%tab\b(.*)$")
+#: d2lbook's older spelling of :data:`TAB_MAGIC`, ``#@tab NAMES``; only as a cell's first code line.
+LEGACY_TAB = re.compile(r"^\s*#\s*@tab\b(.*)$")
+#: A marker comment alone on its line; group 1: ``hide``, ``hide_code``, ``hide_output`` or ``save``.
+FLAG_LINE = re.compile(r"^\s*#\s*@(hide_code|hide_output|hide|save)\s*$")
+#: ``#@save`` at the end of a line (alone, or after a statement): search, do not match.
+SAVE_MARK = re.compile(r"#\s*@save\s*$")
+#: A whole comment token that is a ``#@save`` marker (as ``tokenize`` reports comments).
+SAVE_COMMENT = re.compile(r"^#\s*@save\s*$")
+#: ``#@raises`` or ``#@raises ValueError``: the cell must raise; group 1: the class name, if any.
+RAISES_LINE = re.compile(r"^\s*#\s*@raises\b\s*([A-Za-z_][\w.]*)?\s*$")
+#: Lines of d2lbook's tab-selection cell, meaningless outside Jupyter: such a cell is dropped.
+SETUP_LINES = re.compile(r"^\s*(%load_ext\s+d2lbook\.tab|tab\.interact_select\(.*\))\s*$")
+#: An IPython magic (``%time``, ``%%writefile``) or shell escape (``!nvidia-smi``) line.
+#: ``!=`` is not a shell escape: at a line's start it can only continue an expression.
+#: Group 1: the indentation; group 2: the magic, from its ``%``/``!``.
+MAGIC_LINE = re.compile(r"^([ \t]*)((?:%|!(?!=)).*)$")
+#: What separates framework names in ``%%tab``/``:begin_tab:`` lines.
+TAB_NAME_SEP = re.compile(r"[,\s]+")
+
+
+def is_code_info(info: str) -> bool:
+    """True for the dialect's executable fence: ```` ```{.python .input} ````."""
+    return bool(CODE_INFO.match(info))
+
+
+def is_magic(line: str) -> bool:
+    """True when ``line`` is an IPython magic or shell escape (:data:`MAGIC_LINE`)."""
+    return MAGIC_LINE.match(line) is not None
+
+
+# --- prose ------------------------------------------------------------------------------------
+
+#: ``:begin_tab:`jax, mxnet```: framework-specific prose starts; group 1: the names.
+BEGIN_TAB = re.compile(r"^\s*:begin_tab:`([^`]*)`\s*$")
+#: ``:end_tab:``: the prose tab ends.
+END_TAB = re.compile(r"^\s*:end_tab:\s*$")
+#: Any attribute line: group 1 ``label``/``eqlabel``/``width``, group 2 its value.
+ATTR_LINE = re.compile(r"^\s*:(label|eqlabel|width):`([^`]+)`\s*$")
+#: A line that defines a cross-reference target: group 1 ``label``/``eqlabel``, group 2 the name.
+LABEL_LINE = re.compile(r"^\s*:(label|eqlabel):`([^`]+)`\s*$")
+#: ``:label:`name``` alone: a heading, paragraph, figure or table target.
+LABEL = re.compile(r"^\s*:label:`([^`]+)`\s*$")
+#: ``:eqlabel:`name``` alone: labels the display math above it.
+EQLABEL = re.compile(r"^\s*:eqlabel:`([^`]+)`\s*$")
+#: ``:width:`400px``` alone: the width of the image above it.
+WIDTH = re.compile(r"^\s*:width:`([^`]+)`\s*$")
+#: The inline roles that refer to labels; group 1 the role, group 2 the target.
+REF_ROLE = re.compile(r":(numref|ref|eqref):`([^`]+)`")
+#: Every inline role of the dialect (references and citations); group 1 the role, group 2 its text.
+ROLE = re.compile(r":(numref|ref|eqref|cite|citet|citep):`([^`]+)`")
+#: Dialect role → the MyST/Sphinx role it becomes.
+ROLE_MAP = {
+    "numref": "numref",
+    "ref": "ref",
+    "eqref": "eq",
+    "cite": "cite:p",
+    "citet": "cite:t",
+    "citep": "cite:p",
+}
+#: An image anywhere in a line; group 1 its source.
+IMAGE = re.compile(r"!\[[^\]]*\]\(([^)\s]+)")
+#: A line that is only an image (optionally with a title): a figure when an attribute line follows.
+IMAGE_LINE = re.compile(r"^\s*!\[(?P<cap>.*)\]\((?P<src>[^)\s]+)(?:\s+\"[^\"]*\")?\)\s*$")
+#: The table of contents fence's opening line, exactly (other spellings stay literal).
+TOC_OPENER = "```toc"
+
+_SLIDE_ONLY = re.compile(r"\((~~)(.+?)\1\)|\[(~~)(.+?)\3\](?!\()", re.S)
+_SLIDE_KEEP = re.compile(r"\(\*\*(.+?)\*\*\)|\[\*\*(.+?)\*\*\](?!\()", re.S)
+
+
+def is_toc_opener(line: str) -> bool:
+    """True for the opening line of a table of contents block, ```` ```toc ```` exactly."""
+    return line.strip() == TOC_OPENER
+
+
+def strip_slide_marks(text: str) -> str:
+    """Drop slide-only text ``(~~…~~)``/``[~~…~~]``; unwrap ``(**…**)``/``[**…**]``."""
+    text = _SLIDE_ONLY.sub("", text)
+    return _SLIDE_KEEP.sub(lambda m: m.group(1) if m.group(1) is not None else m.group(2), text)
+
+
+# --- the markdown-it plugin -------------------------------------------------------------------
+#
+# The dialect's block constructs become tokens of markdown-it's one parse, so every stage sees
+# the same structure: an attribute or prose-tab line ends the paragraph, table or quote above
+# it (as a heading would), and nothing inside a fence or an indented code block is one.
+#
+#   dialect_attr       ``:label:``/``:eqlabel:``/``:width:`` line; ``info`` the kind, ``content`` the value
+#   dialect_begin_tab  ``:begin_tab:`NAMES``` line; ``info`` the names
+#   dialect_end_tab    ``:end_tab:`` line
+#   dialect_math       display math, ``$$…$$`` on one line or ``$$`` … ``$$`` over several
+#   fence              as markdown-it makes it, with ``meta["dialect"]`` ``code`` (an executable
+#                      cell), ``toc`` (a table of contents) or ``literal``
+
+_FENCE_RUN = re.compile(r"^(`{3,}|~{3,})")
+_TERMINATES = ["paragraph", "reference", "blockquote"]  # "blockquote" also ends a table's rows
+
+
+def _line(state: StateBlock, line: int) -> str:
+    """The text of ``line`` inside the current container (after its quote marks and indent)."""
+    return state.src[state.bMarks[line] + state.tShift[line]:state.eMarks[line]]
+
+
+def _single_line_rule(pattern: re.Pattern[str], make):
+    """A block rule for a construct that is one whole line matching ``pattern``."""
+
+    def rule(state: StateBlock, start: int, end: int, silent: bool) -> bool:
+        if state.is_code_block(start):
+            return False
+        m = pattern.match(_line(state, start))
+        if m is None:
+            return False
+        if not silent:
+            token = make(state, m)
+            token.map = [start, start + 1]
+            token.markup = _line(state, start)
+            state.line = start + 1
+        return True
+
+    return rule
+
+
+def _attr_token(state: StateBlock, m: re.Match[str]):
+    token = state.push("dialect_attr", "", 0)
+    token.info, token.content = m.group(1), m.group(2).strip()
+    return token
+
+
+def _begin_tab_token(state: StateBlock, m: re.Match[str]):
+    token = state.push("dialect_begin_tab", "", 0)
+    token.info = m.group(1)
+    return token
+
+
+def _end_tab_token(state: StateBlock, m: re.Match[str]):
+    return state.push("dialect_end_tab", "", 0)
+
+
+def _math_end(state: StateBlock, start: int, end: int) -> int | None:
+    """Exclusive end row of display math opened at ``start``, or None when it is not closed.
+
+    ``$$…$$`` on the opening line closes it there; otherwise the first later line
+    that is a lone ``$$`` (possibly with text after) or ends with ``$$`` closes it.
+    A fence or another dialect line before the close means the ``$$`` was text.
+    """
+    first = _line(state, start).strip()
+    if first.count("$$") >= 2:
+        return start + 1
+    for row in range(start + 1, end):
+        if state.sCount[row] < state.blkIndent and not state.isEmpty(row):
+            return None  # the container ended first
+        s = _line(state, row).strip()
+        if s.startswith("$$"):
+            if s.count("$$") == 1:
+                return row + 1
+            continue
+        if s.endswith("$$"):
+            return row + 1
+        if _FENCE_RUN.match(s) or ATTR_LINE.match(s) or BEGIN_TAB.match(s) or END_TAB.match(s):
+            return None
+    return None
+
+
+def _math_rule(state: StateBlock, start: int, end: int, silent: bool) -> bool:
+    if state.is_code_block(start) or not _line(state, start).startswith("$$"):
+        return False
+    stop = _math_end(state, start, end)
+    if stop is None:
+        return False
+    if not silent:
+        token = state.push("dialect_math", "math", 0)
+        token.block = True
+        token.map = [start, stop]
+        token.content = state.getLines(start, stop, state.blkIndent, False)
+        state.line = stop
+    return True
+
+
+def _classify_fences(state: StateCore) -> None:
+    """Mark every fence ``code``, ``toc`` or ``literal`` in ``meta["dialect"]``."""
+    rows: list[str] | None = None
+    for token in state.tokens:
+        if token.type != "fence":
+            continue
+        info = token.info.strip()
+        kind = "literal"
+        if is_code_info(info):
+            kind = "code"
+        elif info == "toc" and token.map:
+            rows = rows if rows is not None else state.src.split("\n")
+            if is_toc_opener(rows[token.map[0]]):
+                kind = "toc"
+        token.meta["dialect"] = kind
+
+
+def dialect_plugin(md: MarkdownIt) -> None:
+    """Teach ``md`` the dialect's block constructs (see the token list above)."""
+    md.block.ruler.before("paragraph", "dialect_attr", _single_line_rule(ATTR_LINE, _attr_token),
+                          {"alt": _TERMINATES})
+    md.block.ruler.before("paragraph", "dialect_begin_tab", _single_line_rule(BEGIN_TAB, _begin_tab_token),
+                          {"alt": _TERMINATES})
+    md.block.ruler.before("paragraph", "dialect_end_tab", _single_line_rule(END_TAB, _end_tab_token),
+                          {"alt": _TERMINATES})
+    md.block.ruler.before("paragraph", "dialect_math", _math_rule, {"alt": _TERMINATES})
+    md.core.ruler.push("dialect_fences", _classify_fences)
+
+
+def dialect_parser() -> MarkdownIt:
+    """CommonMark with pipe tables and the dialect's constructs: the one parser of the book's prose.
+
+    Block structure only (inline parsing is not needed by any stage and is skipped).
+    """
+    md = MarkdownIt("commonmark").enable("table").use(dialect_plugin)
+    md.disable("inline")
+    return md
