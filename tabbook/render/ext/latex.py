@@ -7,7 +7,9 @@ this module never has to skip, code that exists for print:
   drops the sections of the other frameworks' library modules (:class:`OneFramework`);
 - outputs LaTeX cannot show are converted or replaced by a note before myst-nb picks a mime
   type (:class:`PrintableOutputs`), long tracebacks are shortened;
-- SVG images become vector PDFs through ``rsvg-convert`` (:class:`RsvgConverter`);
+- SVG images become vector PDFs through ``rsvg-convert``: sphinxcontrib-svg2pdfconverter's
+  ``sphinxcontrib.rsvgconverter`` (set up here), whose output lands in the doctree cache's
+  ``images/``, so the per-framework builds sharing that cache each convert into the same place;
 - the chapters of an "Appendix" toctree are lettered (:class:`LatexAppendix`);
 - the title page names the edition (``\\tabbookedition``).
 
@@ -18,18 +20,13 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from html.parser import HTMLParser
-from os import PathLike
-from pathlib import Path
 from typing import Any
 
 from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.config import Config
-from sphinx.errors import ExtensionError
 from sphinx.transforms.post_transforms import SphinxPostTransform
-from sphinx.transforms.post_transforms.images import ImageConverter
 
 PROVENANCE_CLASS = "tabbook-provenance"
 UNSUPPORTED_CLASS = "tabbook-unsupported"
@@ -157,8 +154,8 @@ class PrintableOutputs(SphinxPostTransform):
 
     myst-nb's ``SelectMimeType`` (priority 4) drops a bundle with no printable
     mime type, with a warning. Here (priority 3) an HTML-only output becomes its
-    text plus a note, an SVG-only one is left to the rsvg converter (or noted when
-    rsvg-convert is missing) and anything else (widgets, JavaScript) becomes a note.
+    text plus a note, an SVG-only one is left to the rsvg converter (sphinxcontrib.rsvgconverter;
+    noted when rsvg-convert is missing) and anything else (widgets, JavaScript) becomes a note.
     A bare ``<… object>`` repr beside a richer type does not count as printable.
     Long tracebacks are shortened to the book's own frame and the error.
     """
@@ -170,7 +167,7 @@ class PrintableOutputs(SphinxPostTransform):
         from myst_nb.core.render import get_mime_priority
 
         priority = get_mime_priority("latex", self.config.nb_mime_priority_overrides)
-        have_rsvg = shutil.which("rsvg-convert") is not None
+        have_rsvg = shutil.which(self.config.rsvg_converter_bin) is not None
         _shorten_tracebacks(self.document)
         for bundle in list(self.document.findall(nodes.container)):
             if bundle.get("nb_element") != "mime_bundle":
@@ -236,28 +233,6 @@ def shorten_traceback(text: str) -> str:
     return "\n".join([*head, "", note, "", *lines[end:]]).rstrip("\n")
 
 
-class RsvgConverter(ImageConverter):
-    """SVG figures and plots → PDF with ``rsvg-convert``: vector art in the PDF."""
-
-    conversion_rules = [("image/svg+xml", "application/pdf")]
-
-    def is_available(self) -> bool:
-        return shutil.which("rsvg-convert") is not None
-
-    def convert(self, _from: str | PathLike[str], _to: str | PathLike[str]) -> bool:
-        src, dst = Path(_from), Path(_to)
-        if dst.is_file() and dst.stat().st_mtime >= src.stat().st_mtime:
-            return True  # converted by an earlier framework's build
-        tmp = dst.with_name(dst.name + ".tmp")
-        proc = subprocess.run(["rsvg-convert", "--format=pdf", f"--output={tmp}", str(src)],
-                              capture_output=True, text=True)
-        if proc.returncode != 0:
-            tmp.unlink(missing_ok=True)
-            raise ExtensionError(f"rsvg-convert could not convert {src}: {proc.stderr.strip()}")
-        tmp.replace(dst)
-        return True
-
-
 def _latex_edition(app: Sphinx, config: Config) -> None:
     """Name the PDF's framework on its title page (``\\tabbookedition``, see tabbook.sty)."""
     from sphinx.util.texescape import escape
@@ -274,10 +249,10 @@ def _latex_edition(app: Sphinx, config: Config) -> None:
 def setup_latex(app: Sphinx) -> None:
     """Register the LaTeX-only transforms, the SVG converter and the edition title."""
     app.setup_extension("tabbook.render.ext.tabs")  # tabbook_framework, tabbook_labels
+    app.setup_extension("sphinxcontrib.rsvgconverter")  # SVG -> vector PDF (rsvg_converter_bin)
     app.add_config_value("tabbook_modules", {}, "", types=frozenset({dict}))
     app.add_post_transform(OneFramework)
     app.add_post_transform(PrintableOutputs)
-    app.add_post_transform(RsvgConverter)
     app.add_post_transform(LatexAppendix)
     app.connect("config-inited", _latex_edition)
 
