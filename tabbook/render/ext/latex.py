@@ -41,7 +41,7 @@ class OneFramework(SphinxPostTransform):
     default_priority = 150
 
     def run(self, **kwargs: Any) -> None:
-        config = self.app.config
+        config = self.config
         only = config.tabbook_framework if self.app.builder.format != "html" else None
         if not only:
             return

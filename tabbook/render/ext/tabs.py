@@ -89,7 +89,7 @@ class GroupFrameworkTabs(SphinxPostTransform):
     default_priority = 150
 
     def run(self, **kwargs: Any) -> None:
-        config = self.app.config
+        config = self.config
         order = list(config.tabbook_tabs)
         labels = dict(config.tabbook_labels)
         only = config.tabbook_framework if self.app.builder.format != "html" else None
@@ -118,7 +118,7 @@ class SelectDefaultTab(SphinxPostTransform):
     def run(self, **kwargs: Any) -> None:
         from sphinx_design.shared import is_component
 
-        default = self.app.config.tabbook_framework
+        default = self.config.tabbook_framework
         if not default:
             return
         for tab_set in self.document.findall(lambda n: is_component(n, "tab-set")):
