@@ -104,3 +104,28 @@ def test_parallel_html_is_the_same(sites: dict[int, Path]) -> None:
         html = one[f"{name}.html"].decode()
         assert 'class="katex"' in html and "tabbook-math-source" not in html
         assert "_static/katex/katex-" in html  # the page's cut stylesheet
+
+
+def test_incremental_parallel_build_keeps_the_glyphs_of_pages_it_does_not_reread(
+        sites: dict[int, Path], tmp_path: Path) -> None:
+    """Edit one page and rebuild with -j 2 over a copy of the -j 2 build: the fonts gain the new
+    glyph and keep those of pages Sphinx neither re-read nor re-wrote (kept in the pickled env).
+    Runs last: it edits the shared ``build/src`` in place (a moved source dir is a full rebuild)."""
+    from fontTools.ttLib import TTFont
+
+    book = sites[2].parents[1]
+    site, doctrees = tmp_path / "site", tmp_path / "doctrees"
+    shutil.copytree(sites[2], site)
+    shutil.copytree(book / "out" / "doctrees-j2", doctrees)
+    src = book / "build" / "src"
+    page = src / "alg.md"
+    text = page.read_text(encoding="utf-8")
+    assert "Inline $x^2" in text
+    page.write_text(text.replace("Inline $x^2", "Inline $\\omega + x^2"), encoding="utf-8")
+    proc = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-b", "html", "-j", "2", "-c", str(book), str(src), str(site),
+         "-d", str(doctrees)], cwd=book, env=_env(), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "0 added, 1 changed, 0 removed" in proc.stdout, proc.stdout[-2000:]  # only alg re-read
+    cmap = {chr(c) for c in TTFont(site / "_static" / "katex" / "fonts" / "KaTeX_Math-Italic.woff2").getBestCmap()}
+    assert "ω" in cmap and set("xyzαβγλθ") <= cmap
