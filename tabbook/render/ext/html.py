@@ -24,12 +24,10 @@ from typing import Any
 from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.transforms.post_transforms import SphinxPostTransform
-from sphinx.util import logging
 from sphinx.util.osutil import relative_uri
 
 from tabbook.render.site import Link, SiteOptions, compact_css, compact_js, links_for, publish_downloads
 
-logger = logging.getLogger(__name__)
 OTHER_SD_COMPONENT = re.compile(r'class="[^"]*\bsd-(?!tab-)[a-z]')
 
 
