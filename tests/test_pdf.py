@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tabbook.config import load_config
-from tabbook.render.ext.tabs import html_to_text, shorten_traceback
+from tabbook.render.ext.latex import html_to_text, shorten_traceback
 from tabbook.render.pdf import latex_failure, log_errors, pdf_paths, section_of, tex_available
 
 ROOT = Path(__file__).resolve().parent.parent

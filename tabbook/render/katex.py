@@ -79,7 +79,6 @@ class Katex:
         self._proc: subprocess.Popen[str] | None = None
         self._pid = 0
         self._cache: dict[tuple[str, bool], str] = {}
-        self.glyphs: set[str] = set()  # every character typeset so far: the fonts keep only these
         self.version = ""
 
     def _start(self) -> subprocess.Popen[str]:
@@ -117,7 +116,6 @@ class Katex:
         if "error" in reply:
             raise TexError(reply["error"])
         self._cache[key] = reply["html"]
-        self.glyphs |= glyphs_of(reply["html"])
         return reply["html"]
 
     def close(self) -> None:
@@ -214,9 +212,10 @@ def publish_fonts(package: Path, static_dir: Path, glyphs: set[str], state: Path
     """Write KaTeX's woff2 fonts (the stylesheets' @font-face rules name only those; every browser
     that renders this site reads woff2) and its licence to ``static_dir/katex``.
 
-    Each font is cut down to the characters the site typesets: ``glyphs`` of this run plus those
-    recorded in ``state`` by earlier, incremental runs (pages Sphinx did not rewrite), so a math
-    page loads a few kB of fonts rather than ~100 kB. Without fontTools, whole fonts."""
+    Each font is cut down to ``glyphs``, the characters the whole site typesets (the build
+    environment keeps them per document, so pages an incremental build does not rewrite count
+    too), so a math page loads a few kB of fonts rather than ~100 kB. ``state`` records what the
+    fonts on disk hold: they are cut again only when that changes. Without fontTools, whole fonts."""
     dist = package / "dist"
     out = static_dir / "katex"
     (out / "fonts").mkdir(parents=True, exist_ok=True)
@@ -226,11 +225,10 @@ def publish_fonts(package: Path, static_dir: Path, glyphs: set[str], state: Path
         known = json.loads(state.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         known = {}
-    old = set(known.get("glyphs", ""))
-    union = old | glyphs
+    union = set(glyphs)
     fonts = sorted((dist / "fonts").glob("*.woff2"))
-    fresh = known.get("katex") == str(package) and union == old and \
-        all((out / "fonts" / f.name).is_file() for f in fonts)
+    fresh = known.get("katex") == str(package) and set(known.get("glyphs", "")) == union and \
+        bool(union) and all((out / "fonts" / f.name).is_file() for f in fonts)
     if fresh:
         return out
     text = "".join(sorted(union))

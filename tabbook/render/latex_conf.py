@@ -5,7 +5,7 @@ configuration. Every value here is rebuild-free for Sphinx (``latex_*`` keys
 and ``nb_mime_priority_overrides`` only matter at write time), so one doctree
 cache serves HTML and all four LaTeX builds. The framework a build keeps is
 not set here: ``python -m tabbook pdf`` passes ``-D tabbook_framework=<name>``
-and the extension (:mod:`tabbook.render.ext.tabs`) names the edition on the title page.
+and the extension (:mod:`tabbook.render.ext.latex`) names the edition on the title page.
 
 Typesetting choices: xelatex with TeX Gyre Pagella (text and math), TeX Gyre
 Heros for headings and Inconsolata for code (all from Debian's font packages),

@@ -20,8 +20,7 @@ STATIC = Path(__file__).resolve().parent / "static"
 def sphinx_settings(root: Path) -> dict[str, Any]:
     book = load_config(root)
     bib = root / "references.bib"
-    extensions = ["myst_nb", "sphinx_design", "tabbook.render.ext.tabs", "tabbook.render.ext.html",
-                  "tabbook.render.ext.preview"]
+    extensions = ["myst_nb", "sphinx_design", "tabbook.render.ext"]
     if bib.is_file():
         extensions.insert(2, "sphinxcontrib.bibtex")
     site = load_site_options(book)
@@ -52,7 +51,7 @@ def sphinx_settings(root: Path) -> dict[str, Any]:
         "html_theme_options": theme_options,
         "html_title": book.title,
         "html_favicon": str(STATIC / "favicon.svg"),
-        # Nothing from other origins: math is typeset at build time (tabbook.render.ext.html), and
+        # Nothing from other origins: math is typeset at build time (tabbook.render.ext.math), and
         # myst-nb must not pull widget scripts from a CDN.
         "html_math_renderer": "tabbook_katex",
         "nb_ipywidgets_js": {},

@@ -1,1 +1,23 @@
-"""."""
+"""Stage 6, render: the tabbook Sphinx extensions, one module per concern.
+
+``extensions = [..., "tabbook.render.ext"]`` sets up all of them: :mod:`.tabs` (framework cells
+as tab sets, every format), :mod:`.latex` (the per-framework PDFs), :mod:`.html` (the reader's
+site), :mod:`.math` (KaTeX at build time, fonts cut to the book's glyphs) and :mod:`.preview`
+(the live preview's error banner, only under ``make serve``). Each module is also
+an extension on its own, so a test or a book can load just the parts it needs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sphinx.application import Sphinx
+
+PARTS = ("tabbook.render.ext.tabs", "tabbook.render.ext.latex", "tabbook.render.ext.html",
+         "tabbook.render.ext.math", "tabbook.render.ext.preview")
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    for name in PARTS:
+        app.setup_extension(name)
+    return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,9 +1,8 @@
-"""Sphinx extension for the reader's site (HTML only; LaTeX builds are untouched).
+"""Stage 6, render: the reader's site (HTML only; LaTeX builds are untouched).
 
-- Math is rendered at build time by KaTeX (:mod:`tabbook.render.katex`), registered as the HTML math
-  renderer ``tabbook_katex``: no MathJax, no CDN; a page with math links a KaTeX stylesheet cut
-  to the constructs it uses, and fonts cut to the glyphs the book uses.
-- Each tab set opens on the book's default framework (also without JavaScript).
+What makes the HTML a site rather than Sphinx's defaults, and nothing about tabs (:mod:`.tabs`)
+or math (:mod:`.math`, which has its own state and parallel-build story):
+
 - Pages with executed notebooks get a downloads line under their title: the notebook per framework,
   the PDFs, and "Open in Colab" where the book names a repository (:mod:`tabbook.render.site`).
 - Images load lazily, so hidden framework tabs cost nothing until shown.
@@ -12,6 +11,8 @@
   (tabbook.js does the syncing, accessibly) and myst-nb's stylesheet (tabbook.css styles cells).
 - Code is highlighted with fewer spans: tokens drawn like plain text in both the light and the
   dark style lose their wrapper (same pixels, a third less HTML on code-heavy pages).
+- Toctree captions get the ``aria-level`` their ``role="heading"`` requires.
+- ``tabbook.js`` and ``tabbook.css`` are served compact.
 """
 
 from __future__ import annotations
@@ -22,99 +23,12 @@ from typing import Any
 
 from docutils import nodes
 from sphinx.application import Sphinx
-from sphinx.locale import _
 from sphinx.transforms.post_transforms import SphinxPostTransform
-from sphinx.util import logging
-from sphinx.util.math import get_node_equation_number
 from sphinx.util.osutil import relative_uri
 
-from tabbook.render import katex as mathrender
 from tabbook.render.site import Link, SiteOptions, compact_css, compact_js, links_for, publish_downloads
 
-logger = logging.getLogger(__name__)
-RENDERER = "tabbook_katex"
 OTHER_SD_COMPONENT = re.compile(r'class="[^"]*\bsd-(?!tab-)[a-z]')
-
-
-# ---- math ------------------------------------------------------------------------------------
-
-class _MathState:
-    """Per Sphinx process: the KaTeX renderer, or why there is none."""
-
-    def __init__(self) -> None:
-        self.katex: mathrender.Katex | None = None
-        self.unavailable: str | None = None
-        self.page_classes: dict[str, set[str]] = {}  # docname -> KaTeX classes its math uses
-
-
-def _math_state(app: Sphinx) -> _MathState:
-    state = getattr(app, "_tabbook_math", None)
-    if state is None:
-        state = _MathState()
-        app._tabbook_math = state  # type: ignore[attr-defined]
-    return state
-
-
-def _prepare_math(app: Sphinx) -> None:
-    if app.builder.format != "html":
-        return
-    state = _math_state(app)
-    try:
-        package = mathrender.ensure_katex(log=logger.info)
-        state.katex = mathrender.Katex(package, dict(app.config.tabbook_math_macros))
-    except (mathrender.MathUnavailable, OSError) as exc:
-        state.unavailable = str(exc)
-        logger.warning("math will show as TeX source: %s", exc, type="tabbook", subtype="math")
-
-
-def _render(self: Any, node: nodes.Element, tex: str, display: bool) -> str:
-    state = _math_state(self.builder.app)
-    if state.katex is not None:
-        try:
-            rendered = state.katex.render(tex, display)
-            docname = self.builder.current_docname
-            state.page_classes.setdefault(docname, set()).update(mathrender.classes_of(rendered))
-            return rendered
-        except mathrender.TexError as exc:
-            logger.warning("%s", exc, location=node, type="tabbook", subtype="math")
-        except mathrender.MathUnavailable as exc:
-            state.katex, state.unavailable = None, str(exc)
-            logger.warning("math will show as TeX source: %s", exc, type="tabbook", subtype="math")
-    code = self.encode(tex)
-    return f'<code class="tabbook-math-source">{code}</code>'
-
-
-def visit_math(self: Any, node: nodes.math) -> None:
-    self.body.append(self.starttag(node, "span", "", CLASS="math notranslate"))
-    self.body.append(_render(self, node, node.astext(), display=False))
-    self.body.append("</span>")
-    raise nodes.SkipNode
-
-
-def _display_tex(node: nodes.math_block) -> str:
-    """Sphinx's convention (as in its MathJax renderer): blank-line-separated parts are aligned
-    equations, a part with ``\\\\`` is a split equation; ``nowrap`` blocks are taken as they are."""
-    text = node.astext()
-    if node.get("no-wrap", node.get("nowrap", False)):
-        return text
-    parts = [p for p in text.split("\n\n") if p.strip()]
-    wrapped = [rf"\begin{{aligned}}{p}\end{{aligned}}" if r"\\" in p and r"\begin" not in p else p
-               for p in parts]
-    if len(wrapped) > 1:
-        return r"\begin{aligned}" + r"\\".join(wrapped) + r"\end{aligned}"
-    return wrapped[0] if wrapped else ""
-
-
-def visit_displaymath(self: Any, node: nodes.math_block) -> None:
-    self.body.append(self.starttag(node, "div", CLASS="math notranslate"))
-    if node.get("number"):
-        number = get_node_equation_number(self, node)
-        self.body.append(f'<span class="eqno">({number})')
-        self.add_permalink_ref(node, _("Link to this equation"))
-        self.body.append("</span>")
-    self.body.append(_render(self, node, _display_tex(node), display=True))
-    self.body.append("</div>\n")
-    raise nodes.SkipNode
 
 
 # ---- lean code markup --------------------------------------------------------------------------
@@ -164,32 +78,6 @@ def _lean_highlighting(app: Sphinx) -> None:
             return "" if ttype in plain else super()._get_css_classes(ttype)
 
     highlighter.formatter = LeanFormatter
-
-
-# ---- default tab -----------------------------------------------------------------------------
-
-class SelectDefaultTab(SphinxPostTransform):
-    """Mark the default framework's tab selected, before sphinx-design's HTML transform (200)
-    picks the first selected item (else the first item)."""
-
-    default_priority = 199
-    formats = ("html",)
-
-    def run(self, **kwargs: Any) -> None:
-        from sphinx_design.shared import is_component
-
-        default = self.app.config.tabbook_framework
-        if not default:
-            return
-        for tab_set in self.document.findall(lambda n: is_component(n, "tab-set")):
-            items = [c for c in tab_set.children if is_component(c, "tab-item")]
-            if any(item.get("selected") for item in items):
-                continue
-            for item in items:
-                label = item.children[0] if item.children else None
-                if isinstance(label, nodes.Element) and label.get("sync_id") == default:
-                    item["selected"] = True
-                    break
 
 
 class LazyImages(SphinxPostTransform):
@@ -263,11 +151,6 @@ def _publish(app: Sphinx, exception: BaseException | None) -> None:
     if exception is not None or app.builder.format != "html":
         return
     outdir = Path(app.outdir)
-    state = _math_state(app)
-    if state.katex is not None:
-        mathrender.publish_fonts(state.katex.package, outdir / "_static", state.katex.glyphs,
-                                 Path(app.doctreedir) / "tabbook-katex-glyphs.json")
-        state.katex.close()
     opts = _options(app)
     if opts is not None:
         publish_downloads(opts, sorted(app.env.found_docs), outdir)
@@ -298,11 +181,6 @@ def _page_assets(app: Sphinx, pagename: str, templatename: str, context: dict[st
         css[:] = [c for c in css if _basename(c).split(".")[0] not in drop]
     if isinstance(js, list):
         js[:] = [s for s in js if _basename(s) != "design-tabs.js"]
-    state = _math_state(app)
-    classes = state.page_classes.get(pagename)
-    if context.get("has_maths_elements") and state.katex is not None and classes:
-        name = mathrender.page_stylesheet(state.katex.package, classes, Path(app.outdir) / "_static")
-        app.builder.add_css_file(name, priority=400)  # type: ignore[attr-defined]
 
 
 HEADING_WITHOUT_LEVEL = re.compile(r'role="heading"(?![^>]*aria-level)')
@@ -318,17 +196,18 @@ def _heading_levels(app: Sphinx, pagename: str, templatename: str, context: dict
             context[key] = HEADING_WITHOUT_LEVEL.sub('role="heading" aria-level="2"', value)
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
+def setup_html(app: Sphinx) -> None:
+    """Register the reader's site parts: downloads, lazy images, lean markup, per-page assets."""
     app.add_config_value("tabbook_site", {}, "html", types=(dict,))
-    app.add_config_value("tabbook_math_macros", {}, "html", types=(dict,))
-    app.add_html_math_renderer(RENDERER, (visit_math, None), (visit_displaymath, None))
-    app.add_post_transform(SelectDefaultTab)
     app.add_post_transform(LazyImages)
-    app.connect("builder-inited", _prepare_math)
     app.connect("builder-inited", _lean_highlighting)
     app.connect("env-get-outdated", _links_changed)
     app.connect("doctree-resolved", _downloads_bar)
     app.connect("html-page-context", _page_assets)
     app.connect("html-page-context", _heading_levels, priority=900)
     app.connect("build-finished", _publish)
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    setup_html(app)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

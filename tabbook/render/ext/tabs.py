@@ -1,44 +1,30 @@
-"""Stage 6, render: a Sphinx extension grouping framework cells into tab sets.
+"""Stage 6, render: framework cells become tab sets (the one part every output format needs).
 
-A post-transform (priority 150: after myst-nb's mime selection and reference
-resolution, before sphinx-design's HTML tab transform at 200) finds runs of
-sibling nodes marked ``tabbook-run-<n>`` and ``tabbook-fw-<name>`` and
-replaces each run with the format-neutral tab-set nodes sphinx-design's own
-directives build. sphinx-design then makes HTML radio tabs, synced by
-framework name (group ``tab``, so ``?tab=jax`` and localStorage work). For
-LaTeX (one PDF per framework) the same transform keeps only the contents of
-``tabbook_framework`` and drops the tab structure altogether.
+The merge stage leaves, for each piece of code written once per framework, a run of sibling
+cells marked ``tabbook-run-<n>`` and ``tabbook-fw-<name>``. A post-transform (priority 150:
+after myst-nb's mime selection and reference resolution, before sphinx-design's HTML tab
+transform at 200) replaces each run with the format-neutral tab-set nodes sphinx-design's own
+directives build, so sphinx-design makes the HTML radio tabs, synced by framework name (group
+``tab``: ``?tab=jax`` and localStorage work). For any other format (one PDF per framework)
+the same transform keeps only the cells of ``tabbook_framework`` and no tab structure.
 
-LaTeX only (the rest of this module): outputs LaTeX cannot show are converted
-or replaced by a note before myst-nb picks a mime type, SVG images become
-vector PDFs through ``rsvg-convert``, the provenance note keeps only the
-PDF's framework, and the title page names the edition. ``tabbook_framework``
-is read at write time only, so one doctree cache serves every PDF.
+Also here, because it is about tabs and nothing else: each HTML tab set opens on the book's
+default framework (also without JavaScript), and the tab script and stylesheet are shipped.
+
+The config values shared by every tabbook extension module are registered here; the other
+modules (:mod:`.latex`, :mod:`.html`, :mod:`.math`) set this one up first.
 """
 
 from __future__ import annotations
 
-import re
-import shutil
-import subprocess
-from html.parser import HTMLParser
-from os import PathLike
 from pathlib import Path
 from typing import Any
 
 from docutils import nodes
 from sphinx.application import Sphinx
-from sphinx.config import Config
-from sphinx.errors import ExtensionError
 from sphinx.transforms.post_transforms import SphinxPostTransform
-from sphinx.transforms.post_transforms.images import ImageConverter
 
-FW_PREFIX = "tabbook-fw-"
-RUN_PREFIX = "tabbook-run-"
-SYNC_GROUP = "tab"
-PROVENANCE_CLASS = "tabbook-provenance"
-UNSUPPORTED_CLASS = "tabbook-unsupported"
-OBJECT_REPR = re.compile(r"^<[\w.]+ object(?: at 0x[0-9a-fA-F]+)?>$")
+from tabbook.render.names import FW_PREFIX, RUN_PREFIX, SYNC_GROUP
 
 
 def _marks(node: nodes.Node) -> tuple[str, str] | None:
@@ -96,17 +82,15 @@ def _tab_set(run: list[nodes.Element], order: list[str], labels: dict[str, str])
 
 
 class GroupFrameworkTabs(SphinxPostTransform):
+    """HTML: each run of framework cells becomes one tab set; other formats keep one framework."""
+
     default_priority = 150
 
     def run(self, **kwargs: Any) -> None:
-        config = self.app.config
+        config = self.config
         order = list(config.tabbook_tabs)
         labels = dict(config.tabbook_labels)
         only = config.tabbook_framework if self.app.builder.format != "html" else None
-        if only:
-            _keep_provenance_of(self.document, labels.get(only, only))
-            modules = dict(config.tabbook_modules)
-            _drop_module_sections(self.document, {m for fw, m in modules.items() if fw != only})
         parents = {id(n.parent): n.parent for n in self.document.findall(nodes.Element)
                    if _marks(n) is not None and n.parent is not None}
         for parent in parents.values():
@@ -122,221 +106,28 @@ class GroupFrameworkTabs(SphinxPostTransform):
                 parent.insert(at, _tab_set(run, order, labels))
 
 
-def _keep_provenance_of(document: nodes.document, label: str) -> None:
-    """In a one-framework document, the provenance note names that framework only."""
-    for note in list(document.findall(nodes.container)):
-        if PROVENANCE_CLASS not in note.get("classes", []):
-            continue
-        for item in list(note.findall(nodes.list_item)):
-            if not item.astext().startswith(f"{label} "):
-                item.parent.remove(item)
-        for lst in list(note.findall(nodes.bullet_list)):
-            if len(lst.children) == 1:  # one line left: a sentence, not a list
-                lst.replace_self(lst.children[0].children)
-            elif not lst.children:
-                lst.parent.remove(lst)
+class SelectDefaultTab(SphinxPostTransform):
+    """Mark the default framework's tab selected, before sphinx-design's HTML transform (200)
+    picks the first selected item (else the first item)."""
 
-
-def _drop_module_sections(document: nodes.document, modules: set[str]) -> None:
-    """Drop the sections documenting another framework's library module (API reference)."""
-    ids = {f"module-{m}" for m in modules}
-    for section in list(document.findall(nodes.section)):
-        targets = [section, *(c for c in section.children if isinstance(c, nodes.target))]
-        if section.parent is not None and any(ids & set(t.get("ids", [])) for t in targets):
-            section.parent.remove(section)
-
-
-class LatexAppendix(SphinxPostTransform):
-    """LaTeX: the documents of a root toctree captioned "Appendix" start LaTeX's ``\\appendix``.
-
-    Sphinx's LaTeX builder inlines every toctree and drops their captions; its
-    own ``latex_appendices`` would print such pages twice. A raw ``\\appendix``
-    before the first of them letters those chapters (A, B, ...) instead.
-    A bibliography page whose entries Sphinx moves to the end is dropped
-    (its heading would stand alone), the entries form the "Bibliography".
-    """
-
-    default_priority = 800  # after Sphinx gathers the citations (BibliographyTransform, 750)
-    builders = ("latex",)
+    default_priority = 199
+    formats = ("html",)
 
     def run(self, **kwargs: Any) -> None:
-        from sphinx import addnodes
+        from sphinx_design.shared import is_component
 
-        root = self.config.root_doc
-        if self.document.get("docname") != root:
+        default = self.config.tabbook_framework
+        if not default:
             return
-        appendix: list[str] = []
-        for toctree in self.env.get_doctree(root).findall(addnodes.toctree):
-            if str(toctree.get("caption") or "").lower().startswith("appendi"):
-                appendix += [doc for _title, doc in toctree.get("entries", [])]
-        starts = [n for n in self.document.findall(addnodes.start_of_file) if n.get("docname") in appendix]
-        for start in starts:
-            sections = [c for c in start.children if isinstance(c, nodes.section)]
-            title = sections[0].next_node(nodes.title) if len(sections) == 1 else None
-            if title is not None and sections[0].astext().strip() == title.astext().strip():
-                start.parent.remove(start)  # nothing left but the title (a moved bibliography)
-        starts = [n for n in starts if n.parent is not None]
-        if starts:
-            starts[0].parent.insert(starts[0].parent.index(starts[0]),
-                                    nodes.raw("", "\\appendix\n", format="latex"))
-
-
-class _HTMLText(HTMLParser):
-    """The text of an HTML fragment, one line per block element, scripts dropped."""
-
-    BLOCKS = {"p", "div", "tr", "br", "li", "h1", "h2", "h3", "h4", "table", "pre"}
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.parts: list[str] = []
-        self.skip = 0
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag in ("script", "style"):
-            self.skip += 1
-        elif tag in self.BLOCKS:
-            self.parts.append("\n")
-        elif tag in ("td", "th"):
-            self.parts.append("\t")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in ("script", "style"):
-            self.skip = max(0, self.skip - 1)
-
-    def handle_data(self, data: str) -> None:
-        if not self.skip:
-            self.parts.append(data)
-
-
-def html_to_text(html: str) -> str:
-    parser = _HTMLText()
-    parser.feed(html)
-    lines = ["  ".join(" ".join(cell.split()) for cell in line.split("\t")).strip()
-             for line in "".join(parser.parts).splitlines()]
-    return "\n".join(line for line in lines if line)
-
-
-def _note(text: str) -> nodes.container:
-    return nodes.container("", nodes.paragraph(text, text), classes=[UNSUPPORTED_CLASS])
-
-
-class PrintableOutputs(SphinxPostTransform):
-    """LaTeX: replace notebook outputs that print cannot show, before myst-nb chooses.
-
-    myst-nb's ``SelectMimeType`` (priority 4) drops a bundle with no printable
-    mime type, with a warning. Here (priority 3) an HTML-only output becomes its
-    text plus a note, an SVG-only one is left to the rsvg converter (or noted when
-    rsvg-convert is missing) and anything else (widgets, JavaScript) becomes a note.
-    A bare ``<… object>`` repr beside a richer type does not count as printable.
-    Long tracebacks are shortened to the book's own frame and the error.
-    """
-
-    default_priority = 3
-    builders = ("latex",)
-
-    def run(self, **kwargs: Any) -> None:
-        from myst_nb.core.render import get_mime_priority
-
-        priority = get_mime_priority("latex", self.config.nb_mime_priority_overrides)
-        have_rsvg = shutil.which("rsvg-convert") is not None
-        _shorten_tracebacks(self.document)
-        for bundle in list(self.document.findall(nodes.container)):
-            if bundle.get("nb_element") != "mime_bundle":
+        for tab_set in self.document.findall(lambda n: is_component(n, "tab-set")):
+            items = [c for c in tab_set.children if is_component(c, "tab-item")]
+            if any(item.get("selected") for item in items):
                 continue
-            by_type = {c.get("mime_type"): c for c in bundle.children if isinstance(c, nodes.Element)}
-            plain = by_type.get("text/plain")
-            if plain is not None and len(by_type) > 1 and OBJECT_REPR.match(plain.astext().strip()):
-                bundle.remove(plain)  # "<IPython.core.display.HTML object>" says nothing in print
-                del by_type["text/plain"]
-            chosen = next((m for m in priority if m in by_type), None)
-            if chosen == "image/svg+xml" and not have_rsvg:
-                bundle.replace_self(_note("[A vector figure is shown here in the online version: "
-                                          "rsvg-convert was not installed when this PDF was built.]"))
-            elif chosen is None and "text/html" in by_type:
-                text = html_to_text(by_type["text/html"].astext())
-                out: list[nodes.Element] = [_note("[HTML output, shown as text; the online version shows it "
-                                                  "as it was rendered.]")]
-                if text:
-                    out.append(nodes.literal_block(text, text, classes=["output", "text_plain"], language="none"))
-                bundle.replace_self(out)
-            elif chosen is None and by_type:
-                kinds = ", ".join(sorted(str(m) for m in by_type))
-                bundle.replace_self(_note(f"[Interactive output ({kinds}): see the online version of the book.]"))
-
-
-FRAME = re.compile(r"^(Cell In\[|File |Input In \[)")
-
-
-def _shorten_tracebacks(document: nodes.document) -> None:
-    for block in list(document.findall(nodes.literal_block)):
-        if "traceback" not in block.get("classes", []):
-            continue
-        text = block.astext()
-        short = shorten_traceback(text)
-        if short != text:
-            new = nodes.literal_block(short, short, classes=list(block["classes"]))
-            if block.get("language"):
-                new["language"] = block["language"]
-            new.source, new.line = block.source, block.line
-            block.replace_self(new)
-
-
-def shorten_traceback(text: str) -> str:
-    """Keep a traceback's header, the book's own frame and the error; count the library frames.
-
-    Framework tracebacks run to a hundred lines of library internals: fine behind
-    a scroll bar, pages of noise on paper. The online version keeps them whole.
-    """
-    lines = text.rstrip().split("\n")
-    starts = [i for i, line in enumerate(lines) if FRAME.match(line)]
-    if len(starts) < 3:
-        return text
-    end = len(lines)
-    while end > starts[-1] and lines[end - 1].strip():
-        end -= 1  # the error message: the last paragraph
-    if end <= starts[-1]:
-        return text
-    head = lines[:starts[1]]
-    while head and not head[-1].strip():
-        head.pop()
-    hidden = len(starts) - 1
-    note = f"[... {hidden} frame{'s' if hidden > 1 else ''} inside the library omitted in print ...]"
-    return "\n".join([*head, "", note, "", *lines[end:]]).rstrip("\n")
-
-
-class RsvgConverter(ImageConverter):
-    """SVG figures and plots → PDF with ``rsvg-convert``: vector art in the PDF."""
-
-    conversion_rules = [("image/svg+xml", "application/pdf")]
-
-    def is_available(self) -> bool:
-        return shutil.which("rsvg-convert") is not None
-
-    def convert(self, _from: str | PathLike[str], _to: str | PathLike[str]) -> bool:
-        src, dst = Path(_from), Path(_to)
-        if dst.is_file() and dst.stat().st_mtime >= src.stat().st_mtime:
-            return True  # converted by an earlier framework's build
-        tmp = dst.with_name(dst.name + ".tmp")
-        proc = subprocess.run(["rsvg-convert", "--format=pdf", f"--output={tmp}", str(src)],
-                              capture_output=True, text=True)
-        if proc.returncode != 0:
-            tmp.unlink(missing_ok=True)
-            raise ExtensionError(f"rsvg-convert could not convert {src}: {proc.stderr.strip()}")
-        tmp.replace(dst)
-        return True
-
-
-def _latex_edition(app: Sphinx, config: Config) -> None:
-    """Name the PDF's framework on its title page (``\\tabbookedition``, see tabbook.sty)."""
-    from sphinx.util.texescape import escape
-
-    fw = config.tabbook_framework
-    if not fw or not isinstance(config.latex_elements, dict):
-        return
-    label = escape(dict(config.tabbook_labels).get(fw, fw), latex_engine="xelatex")
-    elements = dict(config.latex_elements)
-    elements["preamble"] = elements.get("preamble", "") + f"\\def\\tabbookedition{{{label}}}\n"
-    config.latex_elements = elements
+            for item in items:
+                label = item.children[0] if item.children else None
+                if isinstance(label, nodes.Element) and label.get("sync_id") == default:
+                    item["selected"] = True
+                    break
 
 
 def _add_static(app: Sphinx) -> None:
@@ -346,18 +137,19 @@ def _add_static(app: Sphinx) -> None:
         app.config.html_static_path.append(static)
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
+def setup_tabs(app: Sphinx) -> None:
+    """Register the shared config values, the tab transforms and the tab script/stylesheet."""
     app.add_config_value("tabbook_tabs", [], "env")
     app.add_config_value("tabbook_labels", {}, "env")
     # Read at write time only: changing it (one PDF per framework) keeps the doctrees.
     app.add_config_value("tabbook_framework", "", "", types=frozenset({str}))
-    app.add_config_value("tabbook_modules", {}, "", types=frozenset({dict}))
     app.add_post_transform(GroupFrameworkTabs)
-    app.add_post_transform(PrintableOutputs)
-    app.add_post_transform(RsvgConverter)
-    app.add_post_transform(LatexAppendix)
-    app.connect("config-inited", _latex_edition)
+    app.add_post_transform(SelectDefaultTab)
     app.connect("builder-inited", _add_static)
     app.add_css_file("tabbook.css")
     app.add_js_file("tabbook.js")
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    setup_tabs(app)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}
