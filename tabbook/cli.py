@@ -1,7 +1,7 @@
 """Command line: ``python -m tabbook [-C ROOT] COMMAND``, one entry for everything the builder does.
 
 Commands: ``build``, ``check``, ``lib``, ``libtest``, ``pdf``, ``serve``, ``linkcheck``,
-``envs``, ``clean`` (``python -m tabbook COMMAND --help`` for each). Library code
+``envs``, ``katex``, ``clean`` (``python -m tabbook COMMAND --help`` for each). Library code
 raises :class:`BookError`; only this edge turns errors into ``file.md:LINE: message``
 lines on stderr and a non-zero exit status.
 """
@@ -65,6 +65,7 @@ def parser() -> argparse.ArgumentParser:
     lc.add_argument("site", nargs="?", type=Path, help="the site (default: build/html)")
     ev = sub.add_parser("envs", help="create the framework environments")
     ev.add_argument("frameworks", nargs="*", help="tabs (default: all)")
+    sub.add_parser("katex", help="install KaTeX now (builds do it on demand) and print where")
     sub.add_parser("clean", help="remove build/")
     return p
 
@@ -142,6 +143,14 @@ def main(argv: list[str] | None = None) -> int:
             from tabbook.render.linkcheck import report_broken_links
 
             return report_broken_links(args.site or args.root / "build" / "html")
+        if args.command == "katex":
+            from tabbook.render.katex import MathUnavailable, ensure_katex
+
+            try:
+                print(ensure_katex())
+            except MathUnavailable as exc:
+                raise BookError(f"math: {exc}") from exc
+            return 0
         if args.command == "serve":
             from tabbook.serve import main as serve_main
 

@@ -206,5 +206,3 @@ def main(argv: list[str] | None = None) -> int:
     return serve(config, args.host, args.port, build_first=not args.no_build)
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())

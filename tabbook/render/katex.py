@@ -241,19 +241,3 @@ def publish_fonts(package: Path, static_dir: Path, glyphs: set[str], state: Path
     state.parent.mkdir(parents=True, exist_ok=True)
     state.write_text(json.dumps({"katex": str(package), "glyphs": text if subsetted else ""}), encoding="utf-8")
     return out
-
-
-def main() -> int:
-    """``python -m tabbook.render.katex``: install KaTeX now (builds do it on demand) and say where."""
-    import sys
-
-    try:
-        print(ensure_katex())
-    except (MathUnavailable, OSError) as exc:
-        print(f"math: {exc}", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

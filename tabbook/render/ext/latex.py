@@ -28,6 +28,7 @@ from sphinx.application import Sphinx
 from sphinx.config import Config
 from sphinx.transforms.post_transforms import SphinxPostTransform
 
+from tabbook.render.ext.tabs import builder_format
 from tabbook.render.names import APPENDIX_CAPTION, PROVENANCE_CLASS, UNSUPPORTED_CLASS
 
 OBJECT_REPR = re.compile(r"^<[\w.]+ object(?: at 0x[0-9a-fA-F]+)?>$")
@@ -42,7 +43,7 @@ class OneFramework(SphinxPostTransform):
 
     def run(self, **kwargs: Any) -> None:
         config = self.config
-        only = config.tabbook_framework if self.app.builder.format != "html" else None
+        only = config.tabbook_framework if builder_format(self) != "html" else None
         if not only:
             return
         labels = dict(config.tabbook_labels)

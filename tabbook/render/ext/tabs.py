@@ -81,6 +81,15 @@ def _tab_set(run: list[nodes.Element], order: list[str], labels: dict[str, str])
     return tab_set
 
 
+
+def builder_format(transform: SphinxPostTransform) -> str:
+    """The output format of the running builder ("html", "latex", ...).
+
+    ``transform.app`` is deprecated in Sphinx 9 and the environment has no public way to name its
+    builder; this is what Sphinx's own ``SphinxPostTransform.is_supported`` reads (pinned Sphinx).
+    """
+    return transform.env._builder_cls.format
+
 class GroupFrameworkTabs(SphinxPostTransform):
     """HTML: each run of framework cells becomes one tab set; other formats keep one framework."""
 
@@ -90,7 +99,7 @@ class GroupFrameworkTabs(SphinxPostTransform):
         config = self.config
         order = list(config.tabbook_tabs)
         labels = dict(config.tabbook_labels)
-        only = config.tabbook_framework if self.app.builder.format != "html" else None
+        only = config.tabbook_framework if builder_format(self) != "html" else None
         parents = {id(n.parent): n.parent for n in self.document.findall(nodes.Element)
                    if _marks(n) is not None and n.parent is not None}
         for parent in parents.values():

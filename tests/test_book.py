@@ -1,0 +1,76 @@
+"""The Book is read once: every stage of a build shares its pages, toc, labels and library."""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+import tabbook.book
+import tabbook.library.generate
+from tabbook.book import read_book
+from tabbook.build import Options, build
+from tabbook.config import load_config
+from tabbook.execute.plan import Selection
+from tabbook.source.check import check_book
+
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "book"
+
+
+@pytest.fixture
+def book(tmp_path: Path) -> Path:
+    root = tmp_path / "book"
+    shutil.copytree(FIXTURE, root)
+    return root
+
+
+def test_a_build_reads_each_page_once_and_generates_the_library_once(
+        book: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    reads: Counter[str] = Counter()
+    generated: list[int] = []
+    real_read, real_generate = tabbook.book.read_section, tabbook.library.generate.generate_library
+
+    def counting_read(text: str, path: str, *args: object, **kwargs: object):  # noqa: ANN202
+        reads[path] += 1
+        return real_read(text, path, *args, **kwargs)
+
+    def counting_generate(*args: object, **kwargs: object) -> dict[str, str]:
+        generated.append(1)
+        return real_generate(*args, **kwargs)
+
+    monkeypatch.setattr(tabbook.book, "read_section", counting_read)
+    monkeypatch.setattr(tabbook.library.generate, "generate_library", counting_generate)
+    # Select no framework: every unit is skipped, so the build reads, checks, generates the
+    # library and writes Sphinx's sources without starting a kernel.
+    result = build(load_config(book), Options(Selection(frameworks=()), builder=""), log=lambda _: None)
+    assert reads == {"index.md": 1, "sec.md": 1}
+    assert generated == [1]
+    assert {u.status for u in result.units} == {"skipped"}
+    assert (book / "build" / "src" / "sec.ipynb").is_file() and (book / "d2l" / "alpha.py").is_file()
+
+
+def test_the_book_collects_every_reading_problem(book: Path) -> None:
+    (book / "index.md").write_text((book / "index.md").read_text().replace("sec\n", "sec\nmissing\nsec\n"))
+    (book / "bad.md").write_text("# Bad\n\n```{.python .input}\n%%tab gamma\nx = 1\n```\n")
+    result = read_book(load_config(book))
+    msgs = [p.location_message() for p in result.problems]
+    assert any(m.startswith("bad.md:4: unknown framework 'gamma'") for m in msgs)
+    assert any(m.startswith("index.md:") and "missing.md does not exist" in m for m in msgs)
+    assert any(m.startswith("index.md:") and "sec.md is listed twice" in m for m in msgs)
+    assert result.toc == ["index.md", "sec.md"]  # the walk goes on past each problem
+    with pytest.raises(Exception, match="unknown framework 'gamma'"):
+        result.sections  # noqa: B018 - a build never starts on a book with problems
+
+
+def test_check_and_toc_agree_on_external_toc_entries(book: Path) -> None:
+    """An external link in a toc block is navigation, not a page: neither check nor the walk wants a file."""
+    index = book / "index.md"
+    index.write_text(index.read_text().replace("sec\n", "sec\nhttps://example.org/more\n"))
+    config = load_config(book)
+    assert check_book(config) == []
+    assert read_book(config).toc == ["index.md", "sec.md"]
+    index.write_text(index.read_text().replace("https://example.org/more\n", "nowhere\n"))
+    msgs = [p.location_message() for p in check_book(load_config(book))]
+    assert len(msgs) == 1 and "toc entry 'nowhere': nowhere.md does not exist" in msgs[0]  # reported once
