@@ -101,12 +101,19 @@ def _key_line(text: str, section: str, key: str) -> int | None:
     return None
 
 
-def check_gpu_probe(source: str) -> str | None:
-    """Why ``source`` is not a usable ``gpu_probe`` (None: it is)."""
+def _parsed(source: str) -> ast.Module | str:
+    """The statements of a Python-valued key, or why they are not valid Python."""
     try:
-        tree = ast.parse(source, mode="exec")
+        return ast.parse(source, mode="exec")
     except SyntaxError as exc:
         return f"is not valid Python ({exc.msg})"
+
+
+def check_gpu_probe(source: str) -> str | None:
+    """Why ``source`` is not a usable ``gpu_probe`` (None: it is)."""
+    tree = _parsed(source)
+    if isinstance(tree, str):
+        return tree
     if not tree.body or not isinstance(tree.body[-1], ast.Expr):
         return "must end with an expression giving the list of GPU names"
     return None
@@ -114,10 +121,9 @@ def check_gpu_probe(source: str) -> str | None:
 
 def check_import_stack(source: str) -> str | None:
     """Why ``source`` is not a usable ``import_stack`` (None: it is)."""
-    try:
-        tree = ast.parse(source, mode="exec")
-    except SyntaxError as exc:
-        return f"is not valid Python ({exc.msg})"
+    tree = _parsed(source)
+    if isinstance(tree, str):
+        return tree
     if not tree.body or not all(isinstance(n, (ast.Import, ast.ImportFrom)) for n in tree.body):
         return "must be import statements only, e.g. import jax, flax.linen, optax"
     return None
