@@ -1,1 +1,6 @@
-"""."""
+"""Stage 4, render: executed notebooks → the site and the PDFs.
+
+``sources`` writes Sphinx's sources (``merge`` and ``myst`` make each page), ``sphinx`` runs it
+with the settings of ``sphinx_conf``/``latex_conf`` and the extensions in ``ext``; ``pdf``,
+``site``, ``apiref``, ``katex`` and ``linkcheck`` serve the reader's outputs.
+"""
