@@ -28,6 +28,7 @@ from pathlib import Path
 from tabbook.config import Config
 from tabbook.errors import BookError, BookErrors
 from tabbook.render.latex_conf import TEX_NAME
+from tabbook.render.sphinx import sphinx_command, sphinx_env
 
 TOOLS = ("xelatex", "latexmk", "rsvg-convert")
 INSTALL_HINT = "run scripts/install-tex.sh (Debian packages, once)"
@@ -149,16 +150,8 @@ def _indent(text: str, by: str = "    ") -> str:
 
 # ---- the stages ------------------------------------------------------------
 
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
-    return env
-
-
 def write_latex(config: Config, framework: str, log=print) -> Path:
     """Sphinx LaTeX builder → ``build/latex/<fw>/book.tex``, from the shared doctree cache."""
-    from tabbook.render.sphinx import sphinx_command, sphinx_env
-
     out = tex_dir(config, framework)
     cmd = sphinx_command(config, "latex", out, {"tabbook_framework": framework})
     proc = subprocess.run(cmd, env=sphinx_env(), capture_output=True, text=True)
@@ -175,7 +168,7 @@ def typeset(config: Config, framework: str, tex_path: Path, log=print) -> Path:
     cmd = ["latexmk", "-xelatex", "-interaction=nonstopmode", "-halt-on-error", "-file-line-error",
            tex_path.name]
     proc = subprocess.run(cmd, cwd=tex_path.parent, capture_output=True, text=True,
-                          env={**_env(), "max_print_line": "200"})
+                          env={**sphinx_env(), "max_print_line": "200"})
     log_path = tex_path.with_suffix(".log")
     log_text = log_path.read_text(encoding="utf-8", errors="replace") if log_path.is_file() else ""
     built = tex_path.with_suffix(".pdf")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tabbook.book import Book, book_markdown_files, read_book
+from tabbook.book import Book, read_book
 from tabbook.config import Config
 from tabbook.errors import BookError, BookErrors
 from tabbook.library.pysource import mask_magics
@@ -20,9 +20,6 @@ from tabbook.source.dialect import IMAGE, SAVE_MARK
 from tabbook.source.read import Section
 from tabbook.source.split import resolve_tabs
 from tabbook.source.toc import page_entries
-
-__all__ = ["book_markdown_files", "check_book"]
-
 
 
 def _errors(exc: BookError) -> list[BookError]:
