@@ -40,6 +40,8 @@ def book_markdown_files(config: Config) -> list[Path]:
             continue
         if len(rel.parts) == 1 and rel.name.upper() in REPO_DOCS:
             continue
+        if config.excluded(rel.as_posix()):
+            continue
         out.append(path)
     return out
 

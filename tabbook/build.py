@@ -32,6 +32,10 @@ class Options:
     freeze_dir: Path | None = None  # another store (tests execute into a temp store)
     jobs: int = 0  # parallel units; 0 = core count
     builder: str = "html"  # "" = write Sphinx's sources only (the PDF driver renders per framework)
+    execute: bool | None = None  # None: the book's setting (d2lbook's [build] eval_notebook)
+    # A build of part of a book: references to pages that are not in it are warnings, shown as
+    # text (d2lbook's behaviour), and Markdown outside the toc is not read. Full builds stay strict.
+    partial: bool = False
 
 
 @dataclass
@@ -58,9 +62,13 @@ def build(config: Config, opts: Options, log: Callable[[str], Any] = print) -> B
 
     t0 = time.monotonic()
     result = BuildResult()
+    execute = config.execute if opts.execute is None else opts.execute
     try:
-        book = read_book(config)
-        problems = check_book(book)
+        book = read_book(config, extra_files=not opts.partial)
+        warnings: list[BookError] = []
+        problems = check_book(book, partial=opts.partial, warnings=warnings)
+        for warning in warnings:
+            log(f"warning: {warning.location_message()}")
         if problems:
             raise problems[0] if len(problems) == 1 else BookErrors(problems)
         missing = [p for p in opts.selection.only or () if p not in book.toc]
@@ -73,16 +81,25 @@ def build(config: Config, opts: Options, log: Callable[[str], Any] = print) -> B
         store = FreezeStore(opts.freeze_dir or config.freeze_dir)
         the_plan = plan.plan(config, book.sections, book.library, store, opts.selection)
         result.units = the_plan.statuses
+        failures: list[BookError] = []
         try:
-            notebooks = plan.run(config, the_plan, store, opts.jobs, log=log)
+            if execute:
+                notebooks, failures = plan.run(config, the_plan, store, opts.jobs, log=log)
+            else:
+                notebooks = plan.skip_execution(the_plan)
         finally:
             result.execute_seconds = time.monotonic() - t_exec
         if opts.render:
-            sources.write_sources(config, book.sections, notebooks, sources.extra_pages(config, book.library))
+            # Every page renders even when units failed (they show their code without
+            # outputs); the build then fails listing every failure.
+            sources.write_sources(config, book.sections, notebooks,
+                                  sources.extra_pages(config, book.library, book.sections))
             if opts.builder:
                 t1 = time.monotonic()
-                sphinx.render(config, opts.builder)
+                sphinx.render(config, opts.builder, partial=opts.partial)
                 result.sphinx_seconds = time.monotonic() - t1
+        if failures:
+            raise failures[0] if len(failures) == 1 else BookErrors(failures)
     finally:
         result.seconds = time.monotonic() - t0
         write_atomic(config.build_dir / "report.json", json.dumps(result.as_report(), indent=1) + "\n")

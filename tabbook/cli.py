@@ -34,6 +34,8 @@ def _names(text: str | None) -> tuple[str, ...] | None:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tabbook", description=__doc__.split("\n\n")[0])
     p.add_argument("-C", "--root", type=Path, default=Path.cwd(), help="book root (holds config.ini)")
+    p.add_argument("--overlay", type=Path, metavar="INI",
+                   help="settings read after config.ini (default: tabbook.ini at the root, if any)")
     sub = p.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="execute what is stale and render the site")
     b.add_argument("--force", action="store_true", help="re-execute every selected unit")
@@ -45,7 +47,15 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--shard", type=_shard, help="i/N: execute every N-th stale unit from i")
     b.add_argument("--frozen", action="store_true", help="never execute; fail if the store is stale")
     b.add_argument("--builder", default="html", help="Sphinx builder; '' writes build/src only")
-    sub.add_parser("check", help="lint the sources without starting a kernel")
+    ex = b.add_mutually_exclusive_group()
+    ex.add_argument("--no-execute", dest="execute", action="store_false", default=None,
+                    help="run nothing: show code without outputs where the store has none")
+    ex.add_argument("--execute", dest="execute", action="store_true",
+                    help="execute even if config.ini says eval_notebook = False")
+    b.add_argument("--partial", action="store_true",
+                   help="part of a book: references to other pages are warnings, shown as text")
+    ch = sub.add_parser("check", help="lint the sources without starting a kernel")
+    ch.add_argument("--partial", action="store_true", help="undefined references are warnings")
     lib = sub.add_parser("lib", help="generate the d2l package from the book's #@save code")
     lib.add_argument("--check", action="store_true", help="exit 1 if the committed d2l/ is stale")
     lt = sub.add_parser("libtest", help="build the d2l wheel and test it in every framework env")
@@ -83,7 +93,7 @@ def _build(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
         only=tuple(os.path.normpath(p) for p in args.only) if args.only else None,
     )
     opts = Options(selection, render=not args.no_render, freeze_dir=args.freeze_dir, jobs=args.jobs,
-                   builder=args.builder)
+                   builder=args.builder, execute=args.execute, partial=args.partial)
     result = build(config, opts)
     counts: dict[str, int] = {}
     for u in result.units:
@@ -93,10 +103,13 @@ def _build(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
     return 0
 
 
-def _check(config) -> int:  # noqa: ANN001 - Config
+def _check(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
     from tabbook.source.check import check_book
 
-    problems = check_book(config)
+    warnings: list[BookError] = []
+    problems = check_book(config, partial=args.partial, warnings=warnings)
+    for w in warnings:
+        print(f"warning: {w.location_message()}", file=sys.stderr)
     for p in problems:
         print(p.location_message(), file=sys.stderr)
     if problems:
@@ -136,7 +149,10 @@ def main(argv: list[str] | None = None) -> int:
     if rest and args.command != "serve":  # serve's own options are parsed by tabbook.serve
         p.error(f"unrecognized arguments: {' '.join(rest)}")
     signal.signal(signal.SIGTERM, signal.default_int_handler)
-    from tabbook.config import load_config
+    from tabbook.config import OVERLAY_ENV, load_config
+
+    if args.overlay:  # the environment carries it to Sphinx and the workers
+        os.environ[OVERLAY_ENV] = str(args.overlay.resolve())
 
     try:
         if args.command == "linkcheck":  # works on any built site, with or without a book
@@ -159,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "build":
             return _build(config, args)
         if args.command == "check":
-            return _check(config)
+            return _check(config, args)
         if args.command == "lib":
             return _lib(config, args)
         if args.command == "libtest":

@@ -3,17 +3,48 @@
 d2lbook passed raw INI strings around and mutated them per tab; here every
 value is parsed and validated in one place, and the rest of the builder only
 ever sees a :class:`Config`.
+
+A book written for d2lbook builds with its ``config.ini`` as it is: d2lbook's
+keys are read with d2lbook's meaning (``[project] release``, ``[build]
+eval_notebook``, ``exclusions`` and ``resources``, ``[pdf] bibfile``, the
+``[library-<tab>]`` sections), and a tab without a ``[framework:<tab>]``
+section gets the defaults of :data:`KNOWN_FRAMEWORKS`. What only tabbook needs
+(the environments code runs in) goes into an **overlay**: ``tabbook.ini`` next
+to ``config.ini``, or the file named by ``$TABBOOK_OVERLAY`` (``--overlay``),
+read after ``config.ini`` so its keys win; its relative paths are relative to
+the overlay's own folder, so an overlay kept outside the book works.
 """
 
 from __future__ import annotations
 
 import ast
 import configparser
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tabbook.errors import BookError
+
+#: The overlay file read after config.ini, when present at the book root.
+OVERLAY_NAME = "tabbook.ini"
+#: Environment variable naming another overlay (what ``--overlay`` sets, so Sphinx sees it too).
+OVERLAY_ENV = "TABBOOK_OVERLAY"
+
+#: Defaults for the tab names books written for d2lbook use, when a tab has no
+#: ``[framework:<tab>]`` section: (label, library module, import name).
+KNOWN_FRAMEWORKS: dict[str, tuple[str, str, str]] = {
+    "pytorch": ("PyTorch", "torch", "torch"),
+    "mxnet": ("MXNet", "mxnet", "mxnet"),
+    "jax": ("JAX", "jax", "jax"),
+    "tensorflow": ("TensorFlow", "tensorflow", "tensorflow"),
+    "numpy": ("NumPy", "numpy", "numpy"),
+}
+
+
+def _glob(pattern: str) -> re.Pattern[str]:
+    """A d2lbook file pattern as a regex: ``*`` and ``?`` never cross a ``/`` (glob's meaning)."""
+    return re.compile("".join("[^/]*" if c == "*" else "[^/]" if c == "?" else re.escape(c) for c in pattern))
 
 
 @dataclass(frozen=True)
@@ -41,6 +72,11 @@ class Framework:
     def kernel_name(self) -> str:
         return f"tabbook-{self.name}"
 
+    @property
+    def has_env(self) -> bool:
+        """Whether code of this tab can run: a lock file to install, or the builder's Python."""
+        return self.requirements is not None or self.python == "current"
+
 
 @dataclass(frozen=True)
 class Config:
@@ -60,6 +96,19 @@ class Config:
     # Regexes of stderr lines that are framework start-up noise, not output
     # (e.g. TensorFlow's C++ logging that ignores TF_CPP_MIN_LOG_LEVEL).
     stderr_filters: tuple[str, ...] = ()
+    # d2lbook's ``[build] eval_notebook``: False renders every tab's code without outputs.
+    execute: bool = True
+    # The bibliography (d2lbook's ``[pdf] bibfile``); None when the book has none.
+    bibfile: Path | None = None
+    # d2lbook's ``[build] exclusions``: root-relative globs of Markdown that is not a book page.
+    exclusions: tuple[str, ...] = ()
+    # d2lbook's ``[build] notebooks``: root-relative globs of the book's pages (``*`` stays within
+    # one folder, as in d2lbook, so ``*.md */*.md`` means two levels); empty: every Markdown file.
+    notebooks: tuple[str, ...] = ()
+    # d2lbook's ``[build] resources``: root-relative files and folders pages refer to
+    # (images, data), made visible to Sphinx beside the pages.
+    resources: tuple[str, ...] = ("img", "static")
+    overlay: Path | None = None  # the overlay file that was read, if any
 
     @property
     def build_dir(self) -> Path:
@@ -67,6 +116,13 @@ class Config:
 
     def framework(self, name: str) -> Framework:
         return self.frameworks[name]
+
+    def excluded(self, rel: str) -> bool:
+        """Whether a root-relative Markdown path is not a page: outside ``notebooks``, or excluded."""
+        if self.notebooks and not any(_glob(pattern).fullmatch(rel) for pattern in self.notebooks):
+            return True
+        return any(_glob(pattern).fullmatch(rel) for pattern in self.exclusions)
+
 
     @property
     def heavy_modules(self) -> frozenset[str]:
@@ -83,6 +139,22 @@ class Config:
 
 def _split_list(value: str) -> tuple[str, ...]:
     return tuple(v.strip() for v in value.split(",") if v.strip())
+
+
+def _truth(value: str) -> bool | None:
+    """configparser's booleans (True/yes/on/1 …), None when the value is none of them."""
+    return {"1": True, "yes": True, "true": True, "on": True,
+            "0": False, "no": False, "false": False, "off": False}.get(value.strip().lower())
+
+
+def overlay_path(root: Path) -> Path | None:
+    """The overlay to read: ``$TABBOOK_OVERLAY``, else ``tabbook.ini`` at the root, else none."""
+    named = os.environ.get(OVERLAY_ENV)
+    if named:
+        path = Path(named).expanduser()
+        return path if path.is_absolute() else (Path.cwd() / path)
+    local = root / OVERLAY_NAME
+    return local if local.is_file() else None
 
 
 _MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
@@ -130,7 +202,7 @@ def check_import_stack(source: str) -> str | None:
 
 
 def load_config(root: Path) -> Config:
-    """Read ``root/config.ini``; every problem is a :class:`BookError` naming the file."""
+    """Read ``root/config.ini`` and the overlay; every problem is a :class:`BookError` naming the file."""
     root = root.resolve()
     path = root / "config.ini"
     if not path.is_file():
@@ -140,11 +212,30 @@ def load_config(root: Path) -> Config:
         parser.read(path, encoding="utf-8")
     except configparser.Error as exc:
         raise BookError(f"cannot parse: {exc}", "config.ini") from exc
-
     text = path.read_text(encoding="utf-8")
+    overlay = overlay_path(root)
+    overlay_parser = configparser.ConfigParser(interpolation=None)
+    overlay_text = ""
+    if overlay is not None:
+        overlay = overlay.resolve()
+        if not overlay.is_file():
+            raise BookError(f"the overlay {overlay} does not exist (${OVERLAY_ENV} / --overlay)")
+        try:
+            overlay_parser.read(overlay, encoding="utf-8")
+            parser.read(overlay, encoding="utf-8")
+        except configparser.Error as exc:
+            raise BookError(f"cannot parse: {exc}", str(overlay)) from exc
+        overlay_text = overlay.read_text(encoding="utf-8")
+
+    def source(section: str, key: str) -> tuple[str, str, Path]:
+        """Which file a key's value came from: (name for messages, its text, its folder)."""
+        if overlay is not None and overlay_parser.has_option(section, key):
+            return str(overlay), overlay_text, overlay.parent
+        return "config.ini", text, root
 
     def bad(section: str, key: str, why: str) -> BookError:
-        return BookError(f"[{section}] {key} {why}", "config.ini", _key_line(text, section, key))
+        name, body, _ = source(section, key)
+        return BookError(f"[{section}] {key} {why}", name, _key_line(body, section, key))
 
     def get(section: str, key: str, default: str | None = None) -> str:
         if parser.has_option(section, key):
@@ -152,6 +243,15 @@ def load_config(root: Path) -> Config:
         if default is None:
             raise BookError(f"missing [{section}] {key}", "config.ini")
         return default
+
+    def file_key(section: str, key: str) -> Path | None:
+        value = get(section, key, "")
+        if not value:
+            return None
+        target = (source(section, key)[2] / value).resolve()
+        if not target.is_file():
+            raise bad(section, key, f"names {value}, which does not exist")
+        return target
 
     tabs = _split_list(get("build", "tabs"))
     if not tabs:
@@ -162,20 +262,17 @@ def load_config(root: Path) -> Config:
     frameworks: dict[str, Framework] = {}
     for tab in tabs:
         section = f"framework:{tab}"
-        if not parser.has_section(section):
-            raise BookError(f"tab {tab!r} has no [{section}] section", "config.ini")
-        req = get(section, "requirements", "")
-        con = get(section, "constraints", "")
+        known_label, known_module, known_import = KNOWN_FRAMEWORKS.get(tab, (tab, tab, tab))
+        lib_file = get(f"library-{tab}", "lib_file", "")  # d2lbook's d2l/<module>.py
+        if lib_file and Path(lib_file).suffix == ".py":
+            known_module = Path(lib_file).stem
         python = get(section, "python", "3.11")
-        if not req and python != "current":
-            raise BookError(f"[{section}] needs requirements (or python = current)", "config.ini")
-        for p in (req, con):
-            if p and not (root / p).is_file():
-                raise BookError(f"[{section}] file {p} does not exist", "config.ini")
-        import_name = get(section, "import", tab)
+        req = file_key(section, "requirements")
+        con = file_key(section, "constraints")
+        import_name = get(section, "import", known_import)
         if not _MODULE.match(import_name):
             raise bad(section, "import", f"{import_name!r} is not a module name")
-        module = get(section, "module", tab)
+        module = get(section, "module", known_module)
         if not module.isidentifier():
             raise bad(section, "module", f"{module!r} is not a Python module name (d2l/<module>.py)")
         gpu_probe = "\n".join(line.strip() for line in get(section, "gpu_probe", "").splitlines()
@@ -193,16 +290,22 @@ def load_config(root: Path) -> Config:
             raise bad(section, "import_stack", why)
         frameworks[tab] = Framework(
             name=tab,
-            label=get(section, "label", tab),
+            label=get(section, "label", known_label),
             module=module,
             import_name=import_name,
-            requirements=(root / req) if req else None,
-            constraints=(root / con) if con else None,
+            requirements=req,
+            constraints=con,
             python=python,
             gpu_probe=gpu_probe,
             heavy_modules=heavy,
             import_stack=stack,
         )
+    execute = _truth(get("build", "eval_notebook", "true"))
+    if execute is None:
+        raise bad("build", "eval_notebook", "must be True or False")
+    bib_name = get("pdf", "bibfile", get("build", "bibfile", "references.bib"))
+    bibfile = (root / bib_name) if (root / bib_name).is_file() else None
+    resources = tuple(r.rstrip("/") for r in get("build", "resources", "img/ static/").split() if r.strip("/"))
     try:
         timeout = int(get("build", "cell_timeout", "600"))
     except ValueError as exc:
@@ -212,7 +315,7 @@ def load_config(root: Path) -> Config:
         name=get("project", "name"),
         title=get("project", "title"),
         author=get("project", "author", ""),
-        version=get("project", "version", "0.0.0"),
+        version=get("project", "version", get("project", "release", "0.0.0")),
         repository=get("project", "repository", ""),
         index=root / get("build", "index", "index.md"),
         tabs=tabs,
@@ -224,4 +327,10 @@ def load_config(root: Path) -> Config:
         stderr_filters=tuple(
             line.strip() for line in get("build", "stderr_filters", "").splitlines() if line.strip()
         ),
+        execute=execute,
+        bibfile=bibfile,
+        exclusions=tuple(get("build", "exclusions", "").split()),
+        notebooks=tuple(get("build", "notebooks", "").split()),
+        resources=resources,
+        overlay=overlay,
     )

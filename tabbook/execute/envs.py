@@ -81,6 +81,12 @@ def ensure_env(config: Config, fw: Framework, create: bool = True, log=print) ->
     """Return the framework's env, creating and installing it when missing."""
     if fw.python == "current":
         return Env(fw.name, Path(sys.executable), lock_hash(fw))
+    if fw.requirements is None:
+        where = config.overlay.name if config.overlay else "config.ini"
+        raise BookError(
+            f"tab {fw.name!r} has no environment to run its code: give [framework:{fw.name}] a "
+            f"requirements lock file in config.ini or an overlay ({where}), or build with "
+            "--no-execute", "config.ini")
     target = venv_dir(fw)
     python = target / "bin" / "python"
     if not (target / MARKER).is_file():

@@ -7,6 +7,10 @@ build turns every unit to run into a located error instead. :func:`run` starts
 only the kernels the plan needs, runs the units in parallel (:mod:`.runner`)
 and writes each successful result into the store (:class:`.store.FreezeStore`).
 A failed unit is reported and never stored; the others are kept.
+
+A unit that does not run (execution off, d2lbook's ``eval_notebook = False``; or
+it failed) still has a notebook for the page: its code without outputs
+(:func:`code_only_notebook`), so every tab shows its code whatever happened.
 """
 
 from __future__ import annotations
@@ -19,8 +23,8 @@ from typing import Any
 
 from tabbook.config import Config
 from tabbook.errors import BookError, BookErrors
-from tabbook.execute.runner import Runner, Unit
-from tabbook.execute.store import FreezeStore, KeyParts, cells_hash, text_hash
+from tabbook.execute.runner import Runner, Unit, build_notebook
+from tabbook.execute.store import META, FreezeStore, KeyParts, cells_hash, text_hash
 from tabbook.source.read import Section
 from tabbook.source.split import FrameworkCell, split_section
 
@@ -46,7 +50,7 @@ class Selection:
 class UnitStatus:
     section: str
     framework: str
-    status: str  # executed | reused | failed | skipped
+    status: str  # executed | reused | failed | skipped | not-executed
     seconds: float = 0.0
     error: str | None = None
 
@@ -132,12 +136,32 @@ def prepare_kernels(config: Config, frameworks: set[str], log: Callable[[str], A
         write_kernelspec(config, framework, env)
 
 
+def code_only_notebook(unit: Unit, why: str) -> dict[str, Any]:
+    """The unit's code cells without outputs, for a page whose unit did not run; ``why`` says so."""
+    nb = build_notebook(unit)
+    nb["metadata"][META] = {"provenance": {"not_executed": why}}
+    return nb
+
+
+def skip_execution(the_plan: Plan) -> Notebooks:
+    """Execution off: every unit to run is shown as code without outputs instead."""
+    notebooks = dict(the_plan.notebooks)
+    for unit, _ in the_plan.todo:
+        notebooks[(unit.section, unit.framework)] = code_only_notebook(unit, "execution is off")
+        the_plan.statuses.append(UnitStatus(unit.section, unit.framework, "not-executed"))
+    return notebooks
+
+
 def run(config: Config, the_plan: Plan, store: FreezeStore, jobs: int = 0,
-        log: Callable[[str], Any] = print) -> Notebooks:
-    """Execute the plan's units and store each result; raises all failures together at the end."""
+        log: Callable[[str], Any] = print) -> tuple[Notebooks, list[BookError]]:
+    """Execute the plan's units and store each result.
+
+    Returns the notebooks of every unit (a failed one as code without outputs) and
+    the failures, so the caller can still render every page before it reports them.
+    """
     notebooks = dict(the_plan.notebooks)
     if not the_plan.todo:
-        return notebooks
+        return notebooks, []
     prepare_kernels(config, {u.framework for u, _ in the_plan.todo}, log=log)
     runner = Runner(jobs or os.cpu_count() or 1, kernel_env(config), progress=log)
     results = runner.run([u for u, _ in the_plan.todo])
@@ -147,6 +171,7 @@ def run(config: Config, the_plan: Plan, store: FreezeStore, jobs: int = 0,
         if not res.ok or res.notebook is None:
             statuses.append(UnitStatus(unit.section, unit.framework, "failed", res.seconds, res.error))
             failures.append(BookError(res.error or "failed"))
+            notebooks[(unit.section, unit.framework)] = code_only_notebook(unit, "execution failed")
             continue
         nb = res.notebook
         for cell in nb["cells"]:
@@ -160,6 +185,4 @@ def run(config: Config, the_plan: Plan, store: FreezeStore, jobs: int = 0,
             continue
         notebooks[(unit.section, unit.framework)] = nb
         statuses.append(UnitStatus(unit.section, unit.framework, "executed", res.seconds))
-    if failures:
-        raise BookErrors(failures)
-    return notebooks
+    return notebooks, failures

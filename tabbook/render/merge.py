@@ -27,6 +27,8 @@ def describe_provenance(label: str, prov: dict[str, Any]) -> str:
     """One discreet line: where and with what a framework's outputs were computed."""
     if not prov:
         return f"{label} outputs: not recorded."
+    if prov.get("not_executed"):
+        return f"{label}: code shown without outputs ({prov['not_executed']})."
     device = prov.get("device", "?")
     cpu = prov.get("cpu", "")
     where = device if prov.get("gpus") else f"CPU only ({cpu})" if cpu else "CPU only"
@@ -138,7 +140,11 @@ def merge_section(
             new["metadata"] = {"tags": tags}
             cells.append(new)
     provenance = {fw: store_provenance(nb) for fw, nb in executed.items()}
-    if provenance:
+    reasons = {p.get("not_executed") for p in provenance.values()}
+    if provenance and len(provenance) == len(executed) and len(reasons) == 1 and None not in reasons:
+        # Nothing ran (execution off): one line, not one per framework.
+        cells.append(_md(wrap_div(f"Code shown without outputs ({reasons.pop()}).", [PROVENANCE_CLASS])))
+    elif provenance:
         lines = []
         for fw in tabs:
             if fw not in provenance:

@@ -11,6 +11,7 @@ are removed.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,17 +20,25 @@ from tabbook.execute.store import write_atomic
 from tabbook.render.names import APPENDIX_CAPTION
 from tabbook.source.read import Section
 
+#: d2lbook's role that places the bibliography on a page of the book's own.
+BIBLIOGRAPHY_ROLE = ":bibliography:`"
+
 
 def source_dir(config: Config) -> Path:
     return config.build_dir / "src"
 
 
-def extra_pages(config: Config, library: dict[str, str]) -> dict[str, str]:
-    """Pages the builder generates: the API reference, and the bibliography when there is one."""
+def extra_pages(config: Config, library: dict[str, str], sections: Sequence[Section] = ()) -> dict[str, str]:
+    """Pages the builder generates: the API reference, and the bibliography when there is one.
+
+    A book that places its bibliography itself (d2lbook's ``:bibliography:`` role on
+    a page of its own) gets no second one.
+    """
     from tabbook.render.apiref import api_reference_markdown
 
     extra = {"api.md": api_reference_markdown(config, library)}
-    if (config.root / "references.bib").is_file():
+    placed = any(BIBLIOGRAPHY_ROLE in cell.source for s in sections for cell in s.cells if cell.kind == "markdown")
+    if config.bibfile is not None and not placed:
         extra["references.md"] = "# References\n\n```{bibliography}\n:all:\n```\n"
     return extra
 
@@ -63,13 +72,13 @@ def write_sources(
     for rel, text in (extra or {}).items():
         write_if_changed(src / rel, text)
         wanted.add(src / rel)
-    for name in ("img", "static"):
-        link = src / name
-        if (config.root / name).is_dir() and not link.exists():
-            link.symlink_to((config.root / name).resolve(), target_is_directory=True)
-    bib = config.root / "references.bib"
-    if bib.is_file():
-        write_if_changed(src / "references.bib", bib.read_text(encoding="utf-8"))
+    for name in config.resources:  # d2lbook's [build] resources: what pages refer to, seen in place
+        target, link = config.root / name, src / name
+        if target.exists() and not link.exists() and not link.is_symlink():
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(target.resolve(), target_is_directory=target.is_dir())
+    if config.bibfile is not None:
+        write_if_changed(src / config.bibfile.name, config.bibfile.read_text(encoding="utf-8"))
     for path in list(src.rglob("*")):
         if path.suffix in (".md", ".ipynb") and path.is_file() and path not in wanted \
                 and not any(p.is_symlink() for p in path.parents if src in p.parents):

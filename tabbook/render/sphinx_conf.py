@@ -19,9 +19,9 @@ STATIC = Path(__file__).resolve().parent / "static"
 
 def sphinx_settings(root: Path) -> dict[str, Any]:
     book = load_config(root)
-    bib = root / "references.bib"
+    bib = book.bibfile
     extensions = ["myst_nb", "sphinx_design", "tabbook.render.ext"]
-    if bib.is_file():
+    if bib is not None:
         extensions.insert(2, "sphinxcontrib.bibtex")
     site = load_site_options(book)
     # furo's "view source" would point at the generated notebook, not the Markdown in the
@@ -44,7 +44,7 @@ def sphinx_settings(root: Path) -> dict[str, Any]:
                           "code-block": "Listing %s", "section": "Section %s"},
         "math_numfig": True,
         "math_eqref_format": "({number})",
-        "bibtex_bibfiles": ["references.bib"] if bib.is_file() else [],
+        "bibtex_bibfiles": [bib.name] if bib is not None else [],
         "bibtex_reference_style": "author_year",
         "exclude_patterns": ["**.ipynb_checkpoints"],
         "html_theme": "furo",

@@ -54,18 +54,31 @@ def _check_save(section: Section, problems: list[BookError], tabs: tuple[str, ..
                                           cell.line + 1 + i))
 
 
-def check_book(book: Book | Config) -> list[BookError]:
-    """All problems found in the book's sources (empty list: clean)."""
+def check_book(book: Book | Config, *, partial: bool = False,
+               warnings: list[BookError] | None = None) -> list[BookError]:
+    """All problems found in the book's sources (empty list: clean).
+
+    ``partial``: the book is part of a larger one (a few chapters built on their own),
+    so a reference to a label none of its pages defines is a warning, appended to
+    ``warnings``, not an error: it renders as text, as d2lbook does.
+    """
     if isinstance(book, Config):
-        book = read_book(book)
+        book = read_book(book, extra_files=not partial)
     config = book.config
     problems: list[BookError] = list(book.problems)
     members = _toc_members(book)
     for section in book.pages.values():
+        if warnings is not None:
+            warnings.extend(section.warnings)
         for role, target, line in section.refs:
             name = target.rsplit("<", 1)[-1].rstrip(">").strip()  # "text <label>" or "label"
             if name not in book.labels:
-                problems.append(BookError(f":{role}: to undefined label {name!r}", section.path, line))
+                problem = BookError(f":{role}: to undefined label {name!r}", section.path, line)
+                if partial:
+                    if warnings is not None:
+                        warnings.append(problem)
+                else:
+                    problems.append(problem)
         if section.path not in members:
             problems.append(BookError("section is not listed in any ```toc block", section.path, 1))
         if section.path not in book.toc:  # the toc walk checked the entries of the pages it reached

@@ -105,6 +105,9 @@ class Section:
     toc: tuple[TocBlock, ...] = ()
     labels: dict[str, int] = field(default_factory=dict)  # name -> line
     refs: tuple[tuple[str, str, int], ...] = ()  # (role, target, line)
+    # Source bugs read the way d2lbook reads them (a prose tab closed by the next
+    # :begin_tab:): the build goes on and reports each at its line.
+    warnings: tuple[BookError, ...] = ()
 
     @property
     def code_cells(self) -> tuple[Cell, ...]:
@@ -295,10 +298,10 @@ def _prose_cells(
             buf_start = row + 1
         if marker is not None and marker.type == "dialect_begin_tab":
             if state["tab"] is not None:
-                raise BookError(
-                    f":begin_tab: inside the tab opened at line {state['tab_line']} (tabs cannot nest)",
-                    path, lineno,
-                )
+                # d2lbook reads this as "the open tab ends here"; so do we, and say so.
+                state["warnings"].append(BookError(
+                    f":begin_tab: is never closed by :end_tab:; it ends at line {lineno}, "
+                    "where the next :begin_tab: opens", path, state["tab_line"]))
             state["tab"] = parse_tab_names(marker.info, tabs, (path, lineno))
             state["tab_line"] = lineno
         elif marker is not None:
@@ -371,7 +374,7 @@ def read_section(text: str, path: str, tabs: tuple[str, ...], default_tab: str) 
     lines = text.split("\n")
     cells: list[Cell] = []
     tocs: list[TocBlock] = []
-    state: dict = {"tab": None, "tab_line": 0}
+    state: dict = {"tab": None, "tab_line": 0, "warnings": []}
     tokens, blocks = parse_blocks(text)
     fences = [
         _Fence(t.map[0], t.map[1], t.info.strip(), t.content, t.markup, t.meta.get("dialect", "literal"))
@@ -420,5 +423,6 @@ def read_section(text: str, path: str, tabs: tuple[str, ...], default_tab: str) 
     if errors:
         raise errors[0] if len(errors) == 1 else BookErrors(errors)
     title = _title(tokens)
-    return Section(path, strip_slide_marks(title), tuple(cells), tuple(tocs), labels, tuple(refs))
+    return Section(path, strip_slide_marks(title), tuple(cells), tuple(tocs), labels, tuple(refs),
+                   tuple(state["warnings"]))
 

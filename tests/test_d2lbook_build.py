@@ -1,0 +1,295 @@
+"""A book written for d2lbook builds as it is (issue 12, items 5, 7 and 8): fixture books of our own.
+
+The fixture is laid out the way d2lbook books are: no ``conf.py``, a ``config.ini``
+with d2lbook's keys only (``release``, ``eval_notebook``, ``notebooks``,
+``exclusions``, ``resources``, ``[pdf] bibfile``, ``[library-<tab>] lib_file``) and
+no ``[framework:<tab>]`` section; what tabbook alone needs (where each tab's code
+runs) comes from an overlay kept outside the book. Both tabs run in the
+builder's own Python (``python = current``), so real kernels and a real Sphinx
+run take seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tabbook.config import OVERLAY_ENV, load_config
+from tabbook.errors import BookError
+
+ROOT = Path(__file__).resolve().parent.parent
+
+CONFIG = """\
+[project]
+name = mini-d2l
+title = A Mini Book
+author = Tests
+release = 2.5.0
+
+[build]
+notebooks = *.md */*.md
+exclusions = README.md notes/*md
+resources = img/ data.txt
+eval_notebook = {eval}
+tabs = pytorch, mxnet
+
+[pdf]
+bibfile = mini.bib
+
+[library-pytorch]
+lib_file = d2l/torch.py
+lib_name = torch
+
+[library-mxnet]
+lib_file = d2l/mxnet.py
+lib_name = np
+"""
+
+OVERLAY = """\
+[framework:pytorch]
+python = current
+import = json
+
+[framework:mxnet]
+python = current
+import = json
+"""
+
+INDEX = """\
+Mini Book
+=========
+
+```toc
+:maxdepth: 2
+
+chapter_a/index
+```
+"""
+
+CHAPTER = """\
+# Chapter A
+:label:`chap_a`
+
+```toc
+:maxdepth: 2
+
+first
+second
+```
+"""
+
+FIRST = """\
+# First
+:label:`sec_first`
+
+Read :numref:`sec_second` next; the next chapter is :numref:`{ref}`.
+
+```{{.python .input}}
+%%tab all
+if tab.selected('pytorch'):
+    lib = 'pt'
+else:
+    lib = 'mx'
+print('running', lib)
+```
+
+:begin_tab:`pytorch`
+PyTorch words.
+:end_tab:
+
+:begin_tab:`mxnet`
+MXNet words.
+:end_tab:
+"""
+
+SECOND = """\
+# Second
+:label:`sec_second`
+
+```{{.python .input}}
+%%tab pytorch
+print('second says', {value})
+```
+
+```{{.python .input}}
+%%tab mxnet
+print('mxnet second')
+```
+"""
+
+
+def make_book(tmp: Path, *, eval_notebook: bool = False, ref: str = "chap_a",
+              second_value: str = "6 * 7") -> tuple[Path, Path]:
+    """A d2lbook-style book under ``tmp/book`` and its overlay under ``tmp/overlay``."""
+    book = tmp / "book"
+    (book / "chapter_a").mkdir(parents=True)
+    (book / "notes").mkdir()
+    (book / "img").mkdir()
+    (book / "config.ini").write_text(CONFIG.format(eval=eval_notebook))
+    (book / "index.md").write_text(INDEX)
+    (book / "chapter_a" / "index.md").write_text(CHAPTER)
+    (book / "chapter_a" / "first.md").write_text(FIRST.format(ref=ref))
+    (book / "chapter_a" / "second.md").write_text(SECOND.format(value=second_value))
+    # Markdown that is not a page: excluded by name, excluded by glob, or deeper than `notebooks`.
+    (book / "README.md").write_text("# Readme\n\n:numref:`nowhere`\n")
+    (book / "notes" / "draft.md").write_text("# Draft\n\n:numref:`nowhere`\n")
+    (book / "img" / "deep").mkdir()
+    (book / "img" / "deep" / "x.md").write_text("# Deep\n\n:numref:`nowhere`\n")
+    (book / "data.txt").write_text("a resource\n")
+    (book / "mini.bib").write_text("@book{knuth84, title={The TeXbook}, author={Knuth, D.}, year={1984}}\n")
+    overlay = tmp / "overlay" / "tabbook.ini"
+    overlay.parent.mkdir()
+    overlay.write_text(OVERLAY)
+    return book, overlay
+
+
+def tabbook(book: Path, overlay: Path | None, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TABBOOK_CACHE": str(book.parent / ".cache")}
+    env.pop(OVERLAY_ENV, None)
+    cmd = [sys.executable, "-m", "tabbook", "-C", str(book)]
+    if overlay is not None:
+        cmd += ["--overlay", str(overlay)]
+    return subprocess.run([*cmd, *args], cwd=ROOT, capture_output=True, text=True, env=env, timeout=600)
+
+
+def statuses(book: Path) -> dict[tuple[str, str], str]:
+    data = json.loads((book / "build" / "report.json").read_text())
+    return {(u["section"], u["framework"]): u["status"] for u in data["units"]}
+
+
+# --- item 7: d2lbook's config.ini as it is, plus an overlay ------------------------------------
+
+def test_d2lbook_config_is_read_with_d2lbook_meaning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    book, _ = make_book(tmp_path)
+    monkeypatch.delenv(OVERLAY_ENV, raising=False)
+    config = load_config(book)
+    assert config.version == "2.5.0"  # [project] release
+    assert config.execute is False  # [build] eval_notebook = False
+    assert config.bibfile == book / "mini.bib"  # [pdf] bibfile
+    assert config.resources == ("img", "data.txt")
+    pt, mx = config.framework("pytorch"), config.framework("mxnet")
+    assert (pt.label, pt.module, pt.import_name) == ("PyTorch", "torch", "torch")
+    assert (mx.label, mx.module, mx.import_name) == ("MXNet", "mxnet", "mxnet")
+    assert not pt.has_env and not mx.has_env  # nothing says where their code runs
+    assert config.excluded("README.md") and config.excluded("notes/draft.md")
+    assert config.excluded("img/deep/x.md")  # `*/*.md` is two levels, as in d2lbook
+    assert not config.excluded("chapter_a/first.md") and not config.excluded("index.md")
+
+
+def test_overlay_supplies_environments_relative_to_itself(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    book, overlay = make_book(tmp_path)
+    lock = overlay.parent / "locks" / "pt.txt"
+    lock.parent.mkdir()
+    lock.write_text("numpy==2.1.0\n")
+    overlay.write_text("[framework:pytorch]\nrequirements = locks/pt.txt\nlabel = Torch\n")
+    monkeypatch.setenv(OVERLAY_ENV, str(overlay))
+    config = load_config(book)
+    assert config.framework("pytorch").requirements == lock.resolve()
+    assert config.framework("pytorch").label == "Torch"
+    assert config.framework("pytorch").module == "torch"  # still from [library-pytorch] lib_file
+    assert config.overlay == overlay.resolve()
+    # an overlay's mistake names the overlay file and line
+    overlay.write_text("[framework:pytorch]\n\nrequirements = locks/none.txt\n")
+    with pytest.raises(BookError) as err:
+        load_config(book)
+    assert str(err.value).startswith(f"{overlay.resolve()}:3: [framework:pytorch] requirements names locks/none.txt")
+
+
+def test_tabbook_ini_at_the_root_is_the_default_overlay(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    book, overlay = make_book(tmp_path)
+    monkeypatch.delenv(OVERLAY_ENV, raising=False)
+    (book / "tabbook.ini").write_text(overlay.read_text())
+    config = load_config(book)
+    assert config.framework("pytorch").has_env and config.framework("pytorch").python == "current"
+
+
+def test_executing_a_tab_without_environment_says_how_to_give_one(tmp_path: Path) -> None:
+    book, _ = make_book(tmp_path, eval_notebook=True)
+    proc = tabbook(book, None, "build", "--no-render")
+    assert proc.returncode == 1
+    assert "config.ini: tab 'pytorch' has no environment to run its code" in proc.stderr
+    assert "--no-execute" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (book / "_freeze").exists()
+
+
+# --- item 5: execution off, and failures that do not stop the other pages ----------------------
+
+def test_execution_off_renders_every_tab_code_without_outputs(tmp_path: Path) -> None:
+    book, overlay = make_book(tmp_path, eval_notebook=False)
+    proc = tabbook(book, overlay, "build")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert set(statuses(book).values()) == {"not-executed"}
+    assert not (book / "_freeze").exists()  # nothing ran, nothing stored
+    second = (book / "build" / "html" / "chapter_a" / "second.html").read_text()
+    assert "second says" in second and "mxnet second" in second  # both tabs' code is there
+    assert "second says 42" not in second  # and no output
+    assert "Code shown without outputs (execution is off)" in second
+    first = (book / "build" / "html" / "chapter_a" / "first.html").read_text()
+    assert "running" in first and "PyTorch words." in first and "MXNet words." in first
+    assert "tab.selected" not in first  # each tab shows its own resolved code
+    # the book has no conf.py: tabbook wrote one under build/, not into the book
+    assert not (book / "conf.py").exists() and (book / "build" / "sphinx-conf" / "conf.py").is_file()
+    # d2lbook's [build] resources are visible beside the pages
+    assert (book / "build" / "src" / "data.txt").resolve() == (book / "data.txt").resolve()
+    # --execute overrides eval_notebook = False
+    proc = tabbook(book, overlay, "build", "--execute")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert set(statuses(book).values()) == {"executed"}
+    assert "second says 42" in (book / "build" / "html" / "chapter_a" / "second.html").read_text()
+
+
+def test_a_failed_unit_does_not_stop_the_other_pages(tmp_path: Path) -> None:
+    book, overlay = make_book(tmp_path, eval_notebook=True, second_value="1 / 0")
+    proc = tabbook(book, overlay, "build")
+    assert proc.returncode == 1
+    assert "chapter_a/second.md:" in proc.stderr and "ZeroDivisionError" in proc.stderr
+    got = statuses(book)
+    assert got[("chapter_a/second.md", "pytorch")] == "failed"
+    assert got[("chapter_a/second.md", "mxnet")] == "executed"
+    assert got[("chapter_a/first.md", "pytorch")] == "executed"
+    html = book / "build" / "html" / "chapter_a"
+    assert "running pt" in (html / "first.html").read_text()  # the other page rendered, with outputs
+    second = (html / "second.html").read_text()
+    assert "second says" in second and "mxnet second" in second  # failed tab: its code, no outputs
+    assert "execution failed" in second
+    # fixed, the next build recovers and runs only what failed
+    (book / "chapter_a" / "second.md").write_text(SECOND.format(value="6 * 7"))
+    proc = tabbook(book, overlay, "build")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert statuses(book)[("chapter_a/second.md", "pytorch")] == "executed"
+    assert statuses(book)[("chapter_a/first.md", "pytorch")] == "reused"
+
+
+# --- item 8: partial builds warn about references to the rest of the book ----------------------
+
+def test_partial_build_renders_references_out_of_the_book_as_text(tmp_path: Path) -> None:
+    book, overlay = make_book(tmp_path, ref="chap_elsewhere")
+    proc = tabbook(book, overlay, "build")
+    assert proc.returncode == 1  # a full build is strict
+    assert "chapter_a/first.md:4: :numref: to undefined label 'chap_elsewhere'" in proc.stderr
+    proc = tabbook(book, overlay, "check", "--partial")
+    assert proc.returncode == 0
+    assert "warning: chapter_a/first.md:4: :numref: to undefined label 'chap_elsewhere'" in proc.stderr
+    proc = tabbook(book, overlay, "build", "--partial")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "warning: chapter_a/first.md:4: :numref: to undefined label 'chap_elsewhere'" in proc.stdout
+    first = (book / "build" / "html" / "chapter_a" / "first.html").read_text()
+    assert 'class="tabbook-unresolved">chap_elsewhere<' in first
+    assert 'href="second.html' in first  # references inside the partial book still link
+
+
+def test_a_prose_tab_left_open_is_closed_by_the_next_one_with_a_warning(tmp_path: Path) -> None:
+    book, overlay = make_book(tmp_path)
+    page = book / "chapter_a" / "first.md"
+    page.write_text(page.read_text().replace("PyTorch words.\n:end_tab:\n", "PyTorch words.\n", 1))
+    proc = tabbook(book, overlay, "build")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert ("warning: chapter_a/first.md:15: :begin_tab: is never closed by :end_tab:; it ends at "
+            "line 18, where the next :begin_tab: opens") in proc.stdout
+    first = (book / "build" / "html" / "chapter_a" / "first.html").read_text()
+    assert "PyTorch words." in first and "MXNet words." in first
