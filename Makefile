@@ -9,7 +9,7 @@ TB        := $(VPY) -m tabbook
 BUILDER_STAMP := $(VENV)/.installed-$(shell sha256sum envs/builder.txt 2>/dev/null | cut -c1-12)
 export TF_CPP_MIN_LOG_LEVEL := 2
 
-.PHONY: html test check lib envs clean serve unit freeze-check exec-check lint pdf tex libtest dist browser bench
+.PHONY: html test check lib envs clean serve unit freeze-check exec-check lint pdf tex libtest dist browser bench d2lbook-book
 
 html: $(BUILDER_STAMP)
 	$(TB) build $(if $(FORCE),--force)
@@ -83,3 +83,13 @@ pdf: $(BUILDER_STAMP) tex
 
 clean:
 	rm -rf build
+
+# A book written for d2lbook, built as it is (its checkout is only read, except for the
+# d2l/ library, which is regenerated in place as `d2lbook build lib` does, and its build/):
+#   make d2lbook-book BOOK=/path/to/d2l-en [EXECUTE=1] [PARTIAL=1]
+# OVERLAY holds what d2lbook has no key for (the environments); EXECUTE=1 runs the code.
+OVERLAY ?= books/d2l-en/tabbook.ini
+d2lbook-book: $(BUILDER_STAMP)
+	@test -n "$(BOOK)" || { echo "usage: make d2lbook-book BOOK=/path/to/book [EXECUTE=1] [PARTIAL=1]" >&2; exit 2; }
+	$(TB) -C $(BOOK) --overlay $(OVERLAY) build $(if $(EXECUTE),--execute,--no-execute) $(if $(PARTIAL),--partial)
+	@echo "site: $(BOOK)/build/html/index.html"

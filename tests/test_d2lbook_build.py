@@ -236,10 +236,16 @@ def test_execution_off_renders_every_tab_code_without_outputs(tmp_path: Path) ->
     assert not (book / "conf.py").exists() and (book / "build" / "sphinx-conf" / "conf.py").is_file()
     # d2lbook's [build] resources are visible beside the pages
     assert (book / "build" / "src" / "data.txt").resolve() == (book / "data.txt").resolve()
-    # --execute overrides eval_notebook = False
+    # --execute overrides eval_notebook = False; a tab not selected still shows its code
+    proc = tabbook(book, overlay, "build", "--execute", "--frameworks", "pytorch")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert statuses(book)[("chapter_a/second.md", "mxnet")] == "skipped"
+    second = (book / "build" / "html" / "chapter_a" / "second.html").read_text()
+    assert "second says 42" in second and "mxnet second" in second
+    assert "MXNet: code shown without outputs (not run in this build)" in second
     proc = tabbook(book, overlay, "build", "--execute")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert set(statuses(book).values()) == {"executed"}
+    assert {fw: st for (_, fw), st in statuses(book).items()} == {"pytorch": "reused", "mxnet": "executed"}
     assert "second says 42" in (book / "build" / "html" / "chapter_a" / "second.html").read_text()
 
 

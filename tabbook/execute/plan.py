@@ -95,21 +95,26 @@ def plan(config: Config, sections: list[Section], library: dict[str, str], store
                 why = "missing" if entry is None else "stale (its code, environment or library changed)"
                 rel = config.rel(store.path(section.path, fw))
                 stale.append(BookError(f"[{fw}] freeze entry {rel} is {why}", section.path))
-            elif not selected:
-                out.statuses.append(UnitStatus(section.path, fw, "skipped"))
             else:
                 framework = config.framework(fw)
-                out.todo.append((Unit(
+                unit = Unit(
                     section=section.path, framework=fw, cells=tuple(cells),
                     kernel_name=framework.kernel_name, import_name=framework.import_name,
                     cwd=(config.root / section.path).parent, timeout=config.cell_timeout,
                     stderr_filters=config.stderr_filters,
                     gpu_probe=framework.gpu_probe,
-                ), parts))
+                )
+                if selected:
+                    out.todo.append((unit, parts))
+                else:
+                    out.statuses.append(UnitStatus(section.path, fw, "skipped"))
+                    out.notebooks[(section.path, fw)] = code_only_notebook(unit, "not run in this build")
     if stale:
         raise BookErrors(stale)
     if selection.shard:
         i, n = selection.shard
+        for unit, _ in out.todo[:i] + [t for k, t in enumerate(out.todo[i:]) if k % n]:
+            out.notebooks[(unit.section, unit.framework)] = code_only_notebook(unit, "run by another shard")
         out.todo = out.todo[i::n]
     return out
 

@@ -56,7 +56,10 @@ def sphinx_settings(root: Path) -> dict[str, Any]:
         "html_math_renderer": "tabbook_katex",
         "nb_ipywidgets_js": {},
         "tabbook_site": site.as_dict(),
-        "html_static_path": [str(root / "static")] if (root / "static").is_dir() else [],
+        # Only when the book lists static/ among its resources: d2lbook books keep build scripts
+        # and tens of MB of print styles there that the site must not carry.
+        "html_static_path": [str(root / "static")] if (root / "static").is_dir() and "static" in book.resources
+        else [],
         "html_copy_source": False,
         "html_show_sourcelink": False,
         "tabbook_tabs": list(book.tabs),
