@@ -253,7 +253,9 @@ def test_a_failed_unit_does_not_stop_the_other_pages(tmp_path: Path) -> None:
     book, overlay = make_book(tmp_path, eval_notebook=True, second_value="1 / 0")
     proc = tabbook(book, overlay, "build")
     assert proc.returncode == 1
-    assert "chapter_a/second.md:" in proc.stderr and "ZeroDivisionError" in proc.stderr
+    # item 11: the line that raised (the fence is line 4, %%tab line 5)
+    assert "chapter_a/second.md:6: [pytorch] unexpected error" in proc.stderr
+    assert "ZeroDivisionError" in proc.stderr
     got = statuses(book)
     assert got[("chapter_a/second.md", "pytorch")] == "failed"
     assert got[("chapter_a/second.md", "mxnet")] == "executed"
@@ -299,3 +301,19 @@ def test_a_prose_tab_left_open_is_closed_by_the_next_one_with_a_warning(tmp_path
             "line 18, where the next :begin_tab: opens") in proc.stdout
     first = (book / "build" / "html" / "chapter_a" / "first.html").read_text()
     assert "PyTorch words." in first and "MXNet words." in first
+
+
+def test_a_run_time_error_names_the_line_that_raised(tmp_path: Path) -> None:
+    book, overlay = make_book(tmp_path, eval_notebook=True)
+    (book / "chapter_a" / "second.md").write_text(
+        "# Second\n:label:`sec_second`\n\n"
+        "```{.python .input}\n%%tab all\ndef ratio(a, b):\n    scale = 2\n\n"
+        "    return scale * a / b\n```\n\n"
+        "Prose between.\n\n"
+        "```{.python .input}\n%%tab all\nx = ratio(1, 2)\nif tab.selected('mxnet'):\n    y = 1\n"
+        "else:\n    y = 0\nz = ratio(1, y)\nprint(z)\n```\n")
+    proc = tabbook(book, overlay, "build", "--no-render")
+    assert proc.returncode == 1
+    # line 21 calls ratio(1, 0) in the PyTorch tab, not the cell's fence (line 14) or the def (line 6)
+    assert "chapter_a/second.md:21: [pytorch] unexpected error" in proc.stderr, proc.stderr
+    assert "[mxnet]" not in proc.stderr

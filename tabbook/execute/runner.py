@@ -63,14 +63,20 @@ class UnitResult:
 
 def build_notebook(unit: Unit) -> dict[str, Any]:
     """The nbformat-4 notebook the kernel runs: the unit's code cells only."""
+    from tabbook.library.extract import line_mapper
+
     cells = []
     for fc in unit.cells:
+        # The Markdown line of each line the kernel runs: a traceback's "line N" of the
+        # cell becomes the line of the file that raised (the worker's error location).
+        line_of = line_mapper(fc, "", False)
+        lines = [line_of(row) for row in range(1, fc.source.count("\n") + 2)]
         cells.append({
             "cell_type": "code",
             "id": f"c{fc.index}",
             "metadata": {
                 "tags": list(fc.tags),
-                "tabbook": {"index": fc.index, "line": fc.cell.line, "raises": fc.cell.raises},
+                "tabbook": {"index": fc.index, "line": fc.cell.line, "raises": fc.cell.raises, "lines": lines},
             },
             "source": fc.source,
             "outputs": [],

@@ -82,6 +82,31 @@ def _where(job: dict[str, Any], cell: dict[str, Any] | None) -> str:
     return f"{job['section']}:{cell['metadata']['tabbook']['line']}"
 
 
+def _raising_line(job: dict[str, Any], cell: dict[str, Any] | None) -> str:
+    """``file.md:LINE`` of the cell line that raised: the innermost frame of this cell in the traceback.
+
+    IPython names a cell's frames ``Cell In[N], line K``; frames of functions
+    defined in earlier cells carry another N and are skipped, so the line shown is
+    the one of this cell the user wrote. Falls back to the cell's fence.
+    """
+    import re
+
+    if cell is None:
+        return _where(job, cell)
+    meta = cell["metadata"]["tabbook"]
+    count = cell.get("execution_count")
+    rows = []
+    for out in _error_outputs(cell):
+        text = _strip_ansi("\n".join(out.get("traceback", [])))
+        for m in re.finditer(r"Cell In\[(\d+)\], line (\d+)", text):
+            if count is None or int(m.group(1)) == count:
+                rows.append(int(m.group(2)))
+    lines = meta.get("lines") or []
+    if rows and 0 < rows[-1] <= len(lines):
+        return f"{job['section']}:{lines[rows[-1] - 1]}"
+    return _where(job, cell)
+
+
 def drop_noise(cell: dict[str, Any], patterns: list[str]) -> None:
     """Remove stderr lines matching ``patterns`` (config.ini ``stderr_filters``)."""
     import re
@@ -137,7 +162,7 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
         except DeadKernelError as exc:
             return {"error": f"{_where(job, failing_cell())}: [{fw}] the kernel died while running this cell ({exc})"}
         except CellExecutionError as exc:
-            return {"error": f"{_where(job, failing_cell())}: [{fw}] unexpected error:\n{_strip_ansi(str(exc))}"}
+            return {"error": f"{_raising_line(job, failing_cell())}: [{fw}] unexpected error:\n{_strip_ansi(str(exc))}"}
         except RuntimeError as exc:
             if current["index"] is None and attempt + 1 < START_ATTEMPTS:
                 continue
