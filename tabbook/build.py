@@ -92,11 +92,12 @@ def build(config: Config, opts: Options, log: Callable[[str], Any] = print) -> B
         if opts.render:
             # Every page renders even when units failed (they show their code without
             # outputs); the build then fails listing every failure.
-            sources.write_sources(config, book.sections, notebooks,
-                                  sources.extra_pages(config, book.library, book.sections))
+            changed = sources.write_sources(config, book.sections, notebooks,
+                                            sources.extra_pages(config, book.library, book.sections))
             if opts.builder:
                 t1 = time.monotonic()
-                sphinx.render(config, opts.builder, partial=opts.partial)
+                if not sphinx.render(config, opts.builder, partial=opts.partial, sources_changed=changed):
+                    log(f"[{opts.builder}] nothing changed: build/{opts.builder} is current")
                 result.sphinx_seconds = time.monotonic() - t1
         if failures:
             raise failures[0] if len(failures) == 1 else BookErrors(failures)

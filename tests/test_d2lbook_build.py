@@ -317,3 +317,26 @@ def test_a_run_time_error_names_the_line_that_raised(tmp_path: Path) -> None:
     # line 21 calls ratio(1, 0) in the PyTorch tab, not the cell's fence (line 14) or the def (line 6)
     assert "chapter_a/second.md:21: [pytorch] unexpected error" in proc.stderr, proc.stderr
     assert "[mxnet]" not in proc.stderr
+
+
+def test_a_no_op_build_runs_no_sphinx_and_any_input_change_does(tmp_path: Path) -> None:
+    book, overlay = make_book(tmp_path)
+    assert tabbook(book, overlay, "build").returncode == 0
+    page = book / "build" / "html" / "chapter_a" / "second.html"
+    before = page.stat().st_mtime_ns
+    proc = tabbook(book, overlay, "build")
+    assert proc.returncode == 0 and "nothing changed: build/html is current" in proc.stdout
+    assert page.stat().st_mtime_ns == before
+    # a resource the pages may use (d2lbook's [build] resources) changed: Sphinx runs
+    (book / "data.txt").write_text("another resource\n")
+    proc = tabbook(book, overlay, "build")
+    assert proc.returncode == 0 and "nothing changed" not in proc.stdout
+    # a prose edit: Sphinx runs and the page shows it
+    first = book / "chapter_a" / "first.md"
+    first.write_text(first.read_text().replace("Read ", "Now read "))
+    proc = tabbook(book, overlay, "build")
+    assert proc.returncode == 0 and "nothing changed" not in proc.stdout
+    assert "Now read" in (book / "build" / "html" / "chapter_a" / "first.html").read_text()
+    # the same sources in a partial build are another Sphinx configuration
+    proc = tabbook(book, overlay, "build", "--partial")
+    assert proc.returncode == 0 and "nothing changed" not in proc.stdout

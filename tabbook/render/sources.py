@@ -46,12 +46,17 @@ def extra_pages(config: Config, library: dict[str, str], sections: Sequence[Sect
 def write_sources(
     config: Config, sections: list[Section], notebooks: dict[tuple[str, str], dict[str, Any]],
     extra: dict[str, str] | None = None,
-) -> None:
-    """Write Sphinx's source tree: one merged notebook (or MyST page) per section."""
+) -> int:
+    """Write Sphinx's source tree: one merged notebook (or MyST page) per section.
+
+    Returns how many files were written or removed: 0 means Sphinx would read
+    exactly what it read last time (what lets a no-op build skip Sphinx).
+    """
     from tabbook.render.merge import merge_section
 
     src = source_dir(config)
     src.mkdir(parents=True, exist_ok=True)
+    changed = 0
     labels = {fw: config.framework(fw).label for fw in config.tabs}
     wanted: set[Path] = set()
     for section in sections:
@@ -59,7 +64,8 @@ def write_sources(
         executed = {fw: notebooks[(section.path, fw)] for fw in config.tabs if (section.path, fw) in notebooks}
         if section.code_cells:
             doc = merge_section(section, executed, config.tabs, labels)
-            write_if_changed(src / f"{stem}.ipynb", json.dumps(doc, indent=1, ensure_ascii=False, sort_keys=True))
+            changed += write_if_changed(src / f"{stem}.ipynb",
+                                        json.dumps(doc, indent=1, ensure_ascii=False, sort_keys=True))
             wanted.add(src / f"{stem}.ipynb")
         else:
             doc = merge_section(section, {}, config.tabs, labels)
@@ -67,26 +73,30 @@ def write_sources(
             if config.root / section.path == config.index and extra:
                 pages = "\n".join(p[:-3] for p in extra)
                 text += f"\n\n```{{toctree}}\n:caption: {APPENDIX_CAPTION}\n:maxdepth: 1\n\n{pages}\n```"
-            write_if_changed(src / f"{stem}.md", text + "\n")
+            changed += write_if_changed(src / f"{stem}.md", text + "\n")
             wanted.add(src / f"{stem}.md")
     for rel, text in (extra or {}).items():
-        write_if_changed(src / rel, text)
+        changed += write_if_changed(src / rel, text)
         wanted.add(src / rel)
     for name in config.resources:  # d2lbook's [build] resources: what pages refer to, seen in place
         target, link = config.root / name, src / name
         if target.exists() and not link.exists() and not link.is_symlink():
             link.parent.mkdir(parents=True, exist_ok=True)
             link.symlink_to(target.resolve(), target_is_directory=target.is_dir())
+            changed += 1
     if config.bibfile is not None:
-        write_if_changed(src / config.bibfile.name, config.bibfile.read_text(encoding="utf-8"))
+        changed += write_if_changed(src / config.bibfile.name, config.bibfile.read_text(encoding="utf-8"))
     for path in list(src.rglob("*")):
         if path.suffix in (".md", ".ipynb") and path.is_file() and path not in wanted \
                 and not any(p.is_symlink() for p in path.parents if src in p.parents):
             path.unlink()
+            changed += 1
+    return changed
 
 
-def write_if_changed(path: Path, text: str) -> None:
-    """Keep mtimes of unchanged pages so Sphinx re-reads only what changed."""
+def write_if_changed(path: Path, text: str) -> bool:
+    """Keep mtimes of unchanged pages so Sphinx re-reads only what changed; True if written."""
     if path.is_file() and path.read_text(encoding="utf-8") == text:
-        return
+        return False
     write_atomic(path, text)
+    return True

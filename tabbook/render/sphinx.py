@@ -8,13 +8,24 @@ A book written for d2lbook has no ``conf.py`` (d2lbook generates its own): such 
 book gets one written under ``build/`` that applies the same defaults
 (:func:`tabbook.render.sphinx_conf.sphinx_settings`), with the overlay in effect
 when it was written, so ``serve``'s Sphinx runs see the same configuration.
+
+**A no-op build runs no Sphinx.** When the sources step wrote nothing and the
+inputs Sphinx reads besides them are the same as at its last successful run
+(:func:`site_stamp`: its command line, ``conf.py``, the builder's own render code,
+``config.ini`` and the overlay, the resources' sizes and times, the versions of
+Sphinx and its extensions), the output is current; Sphinx's own incremental
+check costs seconds on a book of hundreds of pages.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import subprocess
 import sys
+from functools import cache
+from importlib import metadata
 from pathlib import Path
 
 from tabbook.config import Config
@@ -63,11 +74,70 @@ def sphinx_env() -> dict[str, str]:
     return env
 
 
+STAMP = ".tabbook-stamp"
+#: Distributions whose version decides what Sphinx makes of the same sources.
+SPHINX_DISTS = ("sphinx", "myst-nb", "myst-parser", "sphinx-design", "furo", "sphinxcontrib-bibtex")
+
+
+@cache
+def _render_code_hash() -> str:
+    """The builder's own rendering code (extensions, static files, settings): one hash per process."""
+    h = hashlib.sha256()
+    here = Path(__file__).resolve().parent
+    for path in sorted(here.rglob("*")):
+        if path.is_file() and "node_modules" not in path.parts and path.suffix != ".pyc":
+            h.update(str(path.relative_to(here)).encode() + b"\0" + path.read_bytes() + b"\0")
+    for dist in SPHINX_DISTS:
+        try:
+            h.update(f"{dist}={metadata.version(dist)}".encode())
+        except metadata.PackageNotFoundError:
+            h.update(f"{dist}=-".encode())
+    return h.hexdigest()
+
+
+def _tree_stat(path: Path) -> list[tuple[str, int, int]]:
+    if path.is_file():
+        st = path.stat()
+        return [(str(path), st.st_size, st.st_mtime_ns)]
+    out = []
+    for root, _, files in os.walk(path):
+        for name in files:
+            st = Path(root, name).stat()
+            out.append((os.path.join(root, name), st.st_size, st.st_mtime_ns))
+    return sorted(out)
+
+
+def site_stamp(config: Config, cmd: list[str]) -> str:
+    """Everything besides ``build/src`` that decides Sphinx's output, as one hash."""
+    h = hashlib.sha256(json.dumps(cmd).encode())
+    h.update(_render_code_hash().encode())
+    files = [conf_dir(config) / "conf.py", config.root / "config.ini"]
+    if config.overlay:
+        files.append(config.overlay)
+    for path in files:
+        h.update(path.read_bytes() if path.is_file() else b"-")
+    for name in config.resources:
+        h.update(json.dumps(_tree_stat(config.root / name)).encode())
+    return h.hexdigest()
+
+
 def render(config: Config, builder: str = "html", out: Path | None = None,
-           overrides: dict[str, str] | None = None, jobs: int = 1, partial: bool = False) -> None:
+           overrides: dict[str, str] | None = None, jobs: int = 1, partial: bool = False,
+           sources_changed: int | None = None) -> bool:
+    """Run Sphinx; returns False when it was skipped because its output is current.
+
+    ``sources_changed``: how many files the sources step wrote (None: unknown, always run).
+    """
     overrides = {**(overrides or {}), **({"tabbook_partial": "1"} if partial else {})}
-    proc = subprocess.run(sphinx_command(config, builder, out, overrides, jobs), env=sphinx_env(),
-                          capture_output=True, text=True)
+    cmd = sphinx_command(config, builder, out, overrides, jobs)
+    stamp_file = (out or config.build_dir / builder) / STAMP
+    stamp = site_stamp(config, cmd)
+    if sources_changed == 0 and stamp_file.is_file() and stamp_file.read_text() == stamp:
+        return False
+    stamp_file.unlink(missing_ok=True)
+    proc = subprocess.run(cmd, env=sphinx_env(), capture_output=True, text=True)
     sys.stderr.write(proc.stderr)
     if proc.returncode != 0:
         raise BookError(f"Sphinx failed (exit {proc.returncode}); see the messages above")
+    stamp_file.write_text(stamp)
+    return True
