@@ -79,9 +79,9 @@ class Book:
     @cached_property
     def library(self) -> dict[str, str]:
         """The generated ``d2l`` files (path → text), generated once per book."""
-        from tabbook.library.generate import generate_library
+        from tabbook.library.generate import generate_library, hand_written_tops
 
-        return generate_library(self.config, self.sections)
+        return generate_library(self.config, self.sections, hand_written_tops(self.config))
 
 
 def read_book(config: Config, extra_files: bool = True) -> Book:

@@ -48,6 +48,95 @@ def _glob(pattern: str) -> re.Pattern[str]:
 
 
 @dataclass(frozen=True)
+class LibraryKeys:
+    """d2lbook's library keys of one tab: ``[library]`` and ``[library-<tab>]`` of config.ini.
+
+    Our own book has none (every field empty). A d2lbook book names there the file of
+    the tab's module, the module holding its tensor functions (``lib_name``) and the
+    aliases appended to the generated module: ``simple_alias`` (``a = lib_name.b``),
+    ``fluent_alias`` (``a = lambda x, *args, **kwargs: x.b(*args, **kwargs)``),
+    ``args_alias`` (``def a(...): return b``) and ``alias`` (statements, kept as given).
+    ``reverse_alias`` (regex -> replacement, for the notebooks d2lbook exports) is parsed
+    but the library does not use it.
+    """
+
+    lib_file: str = ""  # "d2l/torch.py", relative to the book root
+    lib_name: str = ""  # "torch": simple aliases are ``a = torch.b``
+    version_file: str = ""  # [library] version_file: "d2l/__init__.py"
+    simple_alias: tuple[tuple[str, str], ...] = ()
+    fluent_alias: tuple[tuple[str, str], ...] = ()
+    args_alias: tuple[tuple[str, str], ...] = ()
+    alias: tuple[str, ...] = ()  # statements, one a line
+    reverse_alias: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def module(self) -> str:
+        """The module ``lib_file`` names (``d2l/torch.py`` -> ``"torch"``); "" when none."""
+        return Path(self.lib_file).stem if self.lib_file else ""
+
+    def alias_lines(self) -> list[str]:
+        """The statements d2lbook appends to the module, in its order: alias, simple, fluent, args."""
+        out = list(self.alias)
+        if self.lib_name:
+            out += [f"{a} = {self.lib_name}.{b}" for a, b in self.simple_alias]
+            out += [f"{a} = lambda x, *args, **kwargs: x.{b}(*args, **kwargs)" for a, b in self.fluent_alias]
+            for a, b in self.args_alias:
+                out += [f"def {a}:", f"    return {b}"]
+        return out
+
+
+def _mapping(value: str, split_commas: bool = True) -> tuple[tuple[str, str], ...]:
+    """d2lbook's mapping syntax: entries split by newlines (and commas), each ``a -> b`` or ``a``."""
+    terms = [t for line in value.splitlines() for t in (line.split(",") if split_commas else [line])]
+    out = []
+    for term in (t.strip() for t in terms):
+        if not term:
+            continue
+        parts = term.split("->")
+        a, b = (parts[0].strip(), parts[1].strip()) if len(parts) == 2 else (term, term)
+        out.append((a, b))
+    return tuple(out)
+
+
+def library_keys(parser: configparser.ConfigParser, tab: str) -> LibraryKeys:
+    """``[library]`` and ``[library-<tab>]`` of a d2lbook config.ini (empty when absent)."""
+    section = f"library-{tab}"
+
+    def get(sec: str, key: str) -> str:
+        return parser.get(sec, key).strip() if parser.has_option(sec, key) else ""
+
+    def names(key: str) -> tuple[tuple[str, str], ...]:
+        # d2lbook drops a stray "(" (``exp(``) on either side of an entry.
+        pairs = tuple((a.removesuffix("(").strip(), b.removesuffix("(").strip())
+                      for a, b in _mapping(get(section, key)))
+        for a, _ in pairs:
+            if not a.isidentifier():
+                raise BookError(f"[{section}] {key}: {a!r} is not a Python name", "config.ini")
+        return pairs
+
+    keys = LibraryKeys(
+        lib_file=get(section, "lib_file"),
+        lib_name=get(section, "lib_name"),
+        version_file=get("library", "version_file"),
+        simple_alias=names("simple_alias"),
+        fluent_alias=names("fluent_alias"),
+        args_alias=_mapping(get(section, "args_alias"), split_commas=False),
+        alias=tuple(line.strip() for line in get(section, "alias").splitlines() if line.strip()),
+        reverse_alias=_mapping(get(section, "reverse_alias"), split_commas=False),
+    )
+    if keys.lib_file and not keys.lib_file.endswith(".py"):
+        raise BookError(f"[{section}] lib_file {keys.lib_file!r} is not a .py file", "config.ini")
+    if keys.lib_name and not _MODULE.match(keys.lib_name):
+        raise BookError(f"[{section}] lib_name {keys.lib_name!r} is not a module name", "config.ini")
+    try:
+        ast.parse("\n".join(keys.alias_lines()))
+    except SyntaxError as exc:
+        raise BookError(f"[{section}] the aliases are not valid Python ({exc.msg}: "
+                        f"{(exc.text or '').strip()})", "config.ini") from exc
+    return keys
+
+
+@dataclass(frozen=True)
 class Framework:
     """One code tab and the environment its code runs in."""
 
@@ -67,6 +156,8 @@ class Framework:
     heavy_modules: tuple[str, ...] = ()
     # What importing the framework means for the import-cost baseline.
     import_stack: str = ""
+    # d2lbook's [library-<tab>] keys (a d2lbook book's aliases and lib_file); empty for ours.
+    library: LibraryKeys = LibraryKeys()
 
     @property
     def kernel_name(self) -> str:
@@ -299,6 +390,7 @@ def load_config(root: Path) -> Config:
             gpu_probe=gpu_probe,
             heavy_modules=heavy,
             import_stack=stack,
+            library=library_keys(parser, tab),
         )
     execute = _truth(get("build", "eval_notebook", "true"))
     if execute is None:

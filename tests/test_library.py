@@ -336,7 +336,8 @@ def test_name_never_saved_nor_imported_is_an_error(config: Config) -> None:
     text = "# T\n\n```{.python .input}\n%%tab pytorch\ndef f():  #@save\n    return d2l.Missing()\n```\n"
     with pytest.raises(BookError) as err:
         generate_library(config, [read_section(text, "ch/t.md", config.tabs, config.default_tab)])
-    assert str(err.value) == "ch/t.md:5: saved code uses d2l.Missing, but no section saves Missing (PyTorch)"
+    # The line that uses the name (6), not the def line (5).
+    assert str(err.value) == "ch/t.md:6: saved code uses d2l.Missing, but no section saves Missing (PyTorch)"
 
 
 def test_errors_of_several_cells_are_reported_together(config: Config) -> None:

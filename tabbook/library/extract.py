@@ -15,7 +15,15 @@ comments. The rules, applied per framework in table-of-contents order:
   place; then it moves to the end so the module still imports. Replacing a
   class drops the methods merged into the old one, as re-running the cell
   would.
-* ``d2l.X`` becomes ``X``: inside the library the saved objects are globals.
+* ``d2l.X`` becomes ``X``: inside the library the saved objects are globals —
+  except where a local name ``X`` would capture the bare name (a parameter, a
+  local, a comprehension variable...; see :mod:`tabbook.library.scopes`): there
+  ``d2l.X`` stays, and so may a bare ``d2l``; the module then binds
+  ``d2l = sys.modules[__name__]``.
+
+Every row of a piece's text keeps the Markdown ``(path, line)`` it came from
+(:data:`Loc`), so a problem found in the generated module names the line that
+has it, not the first line of the saved definition.
 """
 
 from __future__ import annotations
@@ -24,13 +32,59 @@ import ast
 import difflib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from tabbook.errors import BookError
 from tabbook.library import pysource as ps
 from tabbook.library.imports import deftime_nodes, names_loaded
+from tabbook.library.scopes import library_references
 from tabbook.source.split import FrameworkCell
 
 LIBRARY_NAME = "d2l"
+
+#: Where a row of saved code comes from: (Markdown path, line).
+Loc = tuple[str, int]
+
+
+class LibRef(NamedTuple):
+    """A ``d2l.X`` of saved code: X, where it is, and whether it was written ``X``."""
+
+    name: str
+    loc: Loc
+    rewritten: bool
+
+
+def remap(old_lines: list[str], old_locs: list[Loc], new_lines: list[str]) -> list[Loc]:
+    """Locations of ``new_lines``, an edited copy of ``old_lines``, matched by content: a
+    replaced row takes the location of the row it replaces, an inserted one that of the row
+    above it (or of the first row, at the top)."""
+    if not old_locs:
+        return [("", 0)] * len(new_lines)
+    out: list[Loc] = []
+    sm = difflib.SequenceMatcher(None, [x.strip() for x in old_lines], [x.strip() for x in new_lines],
+                                 autojunk=False)
+    for tag, i1, i2, j1, j2 in sm.get_opcodes():
+        if tag == "delete":
+            continue
+        for k in range(j2 - j1):
+            if tag == "insert":
+                out.append(out[-1] if out else old_locs[min(i1, len(old_locs) - 1)])
+            else:  # equal, or replace: row by row, the surplus rows with the last replaced one
+                out.append(old_locs[min(i1 + k, i2 - 1)])
+    return out
+
+
+def _cut(lines: list[str], first: int, last: int, skip: frozenset[int] | set[int] = frozenset()
+         ) -> tuple[str, list[int]]:
+    """:func:`pysource.cut` and the 1-based rows of ``lines`` its text's lines are."""
+    rows = [r for r in range(first, last + 1) if r not in skip]
+    text = ps.cut(lines, first, last, skip)
+    while rows and lines[rows[0] - 1] == "":
+        rows.pop(0)
+    while rows and lines[rows[-1] - 1] == "":
+        rows.pop()
+    assert len(rows) == len(text.split("\n")) or not text
+    return text, rows
 
 
 @dataclass(frozen=True)
@@ -64,9 +118,18 @@ class Piece:
     members: list[Piece] = field(default_factory=list)
     body_indent: int = 4
     added: bool = False  # a method merged in by add_to_class: it says where it was defined
+    locs: list[Loc] = field(default_factory=list)  # the Markdown location of each row of ``text``
+    refs: list[LibRef] = field(default_factory=list)  # each ``d2l.X`` of ``text``: X, where
 
     def node(self) -> ast.stmt:
         return ast.parse(self.text).body[0]
+
+    def row_locs(self) -> list[Loc]:
+        """Locations of the rows of the assembled statement (a class: header, then each member)."""
+        return self.locs + [loc for m in self.members for loc in m.locs]
+
+    def all_refs(self) -> list[LibRef]:
+        return self.refs + [r for m in self.members for r in m.refs]
 
 
 def line_mapper(fc: FrameworkCell, default_tab: str, multi_tab: bool) -> Callable[[int], int]:
@@ -102,8 +165,10 @@ def line_mapper(fc: FrameworkCell, default_tab: str, multi_tab: bool) -> Callabl
     return lambda row: cell.line + removed + cell_row(row)
 
 
-def saved_chunks(fc: FrameworkCell, title: str, line_of: Callable[[int], int]) -> list[tuple[str, Origin]]:
-    """The saved statements of one ``#@save`` cell, each with its comments, markers removed."""
+def saved_chunks(fc: FrameworkCell, title: str, line_of: Callable[[int], int]
+                 ) -> list[tuple[str, Origin, list[Loc]]]:
+    """The saved statements of one ``#@save`` cell, each with its comments, markers removed,
+    and the Markdown location of each of its rows."""
     path = fc.cell.path
     masked, magic_rows = ps.mask_magics(fc.source)
     try:
@@ -148,30 +213,23 @@ def saved_chunks(fc: FrameworkCell, title: str, line_of: Callable[[int], int]) -
     out = []
     for i in sorted(picked):
         a, b = chunks[i]
-        text = ps.strip_save_comments(ps.cut(lines, a, b, skip))
-        out.append((text, Origin(path, title, line_of(spans[i][0]))))
+        cut, rows = _cut(lines, a, b, skip)
+        text = ps.strip_save_comments(cut)
+        locs = remap(cut.split("\n"), [(path, line_of(r)) for r in rows], text.split("\n"))
+        out.append((text, Origin(path, title, line_of(spans[i][0])), locs))
     return out
 
 
-def rewrite_d2l(text: str, origin: Origin, rewritten: set[str] | None = None) -> str:
-    """``d2l.X`` → ``X`` (adding X to ``rewritten``); a bare ``d2l`` left over is an error."""
-    tree = ast.parse(text)
-    spans = []
-    for n in ast.walk(tree):
-        if (isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
-                and n.value.id == LIBRARY_NAME and n.lineno == n.end_lineno):
-            spans.append((n.lineno, n.col_offset, n.end_lineno, n.end_col_offset or 0, n.attr))
-    inner = {(s[0], s[1]) for s in spans}
-    for n in ast.walk(tree):
-        if isinstance(n, ast.Name) and n.id == LIBRARY_NAME and (n.lineno, n.col_offset) not in inner:
-            raise BookError(
-                "saved code uses the name `d2l` itself; inside the library only `d2l.NAME` "
-                "(rewritten to NAME) makes sense",
-                origin.path, origin.line,
-            )
-    if rewritten is not None:
-        rewritten.update(s[4] for s in spans)
-    return ps.replace_spans(text, spans)
+def rewrite_d2l(text: str, locs: list[Loc]) -> tuple[str, list[LibRef]]:
+    """``d2l.X`` → ``X`` wherever a bare ``X`` means the module's global X (see
+    :mod:`tabbook.library.scopes`); elsewhere ``d2l.X`` and a bare ``d2l`` stay, to be
+    resolved by the module's ``d2l = sys.modules[__name__]``. Also returns every X reached
+    as ``d2l.X`` (rewritten or not) with its location: each must be defined by the module."""
+    refs = library_references(text, LIBRARY_NAME)
+    spans = [(r.row, r.col, r.end_row, r.end_col, r.attr) for r in refs if r.rewrite and r.attr]
+    reached = [LibRef(r.attr, locs[min(r.row, len(locs)) - 1] if locs else ("", 0), r.rewrite)
+               for r in refs if r.attr]
+    return ps.replace_spans(text, spans), reached
 
 
 def add_to_class_target(node: ast.stmt) -> tuple[str, ast.expr] | None:
@@ -202,25 +260,40 @@ def _kind(node: ast.stmt) -> str:
     return "stmt"
 
 
-def make_piece(text: str, origin: Origin) -> Piece:
+def make_piece(text: str, origin: Origin, locs: list[Loc] | None = None,
+               refs: list[LibRef] | None = None) -> Piece:
     """A top-level piece; a class is cut into its header and its members."""
-    text = ps.expand_one_liner(text)
+    if not locs:
+        locs = [(origin.path, origin.line)] * len(text.split("\n"))
+    expanded = ps.expand_one_liner(text)
+    locs = remap(text.split("\n"), locs, expanded.split("\n"))
+    text, refs = expanded, list(refs or [])
     node = ast.parse(text).body[0]
     kind = _kind(node)
     name = getattr(node, "name", None)
     if not isinstance(node, ast.ClassDef):
-        return Piece(name, kind, text, origin)
+        return Piece(name, kind, text, origin, locs=locs, refs=refs)
     lines = text.split("\n")
     head_end = ps.header_end_row(text, node)
     body_indent = ps.char_col(lines[node.body[0].lineno - 1], node.body[0].col_offset)
     members = []
     stmt_row = min([node.lineno] + [d.lineno for d in node.decorator_list])
-    rows = ps.chunk_rows(lines, node.body, head_end, contiguous=False)
-    for stmt, (a, b) in zip(node.body, rows, strict=True):
-        member_text = ps.dedent(ps.cut(lines, a, b), body_indent)
-        member_origin = Origin(origin.path, origin.title, origin.line + stmt.lineno - stmt_row)
-        members.append(Piece(getattr(stmt, "name", None), _kind(stmt), member_text, member_origin))
-    return Piece(name, "class", "\n".join(lines[:head_end]), origin, members, body_indent)
+    chunks = ps.chunk_rows(lines, node.body, head_end, contiguous=False)
+    for stmt, (a, b) in zip(node.body, chunks, strict=True):
+        cut, rows = _cut(lines, a, b)
+        member_text = ps.dedent(cut, body_indent)
+        member_locs = [locs[r - 1] for r in rows]
+        mine = set(member_locs)
+        member_refs = [r for r in refs if r[1] in mine]
+        refs = [r for r in refs if r[1] not in mine]
+        first_row = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", [])])
+        member_origin = Origin(origin.path, origin.title,
+                               locs[first_row - 1][1] if locs[first_row - 1][0] == origin.path
+                               else origin.line + stmt.lineno - stmt_row)
+        members.append(Piece(getattr(stmt, "name", None), _kind(stmt), member_text, member_origin,
+                             locs=member_locs, refs=member_refs))
+    return Piece(name, "class", "\n".join(lines[:head_end]), origin, members, body_indent,
+                 locs=locs[:head_end], refs=refs)
 
 
 def top_names(piece: Piece) -> set[str]:
@@ -241,23 +314,26 @@ class LibraryPieces:
     framework: str
     pieces: list[Piece] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)  # sections that contributed, in order
-    rewritten: set[str] = field(default_factory=set)  # X of every d2l.X in saved code
+    rewritten: set[str] = field(default_factory=set)  # X of every d2l.X in saved code (ever added)
 
     def find(self, name: str) -> int | None:
         return next((i for i, p in enumerate(self.pieces) if p.name == name), None)
 
-    def add(self, text: str, origin: Origin) -> None:
+    def add(self, text: str, origin: Origin, locs: list[Loc] | None = None) -> None:
         node = ast.parse(text).body[0]
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             return  # imports feed the header (tabbook.library.imports), never the body
         if origin.path not in self.sources:
             self.sources.append(origin.path)
+        if not locs:
+            locs = [(origin.path, origin.line)] * len(text.split("\n"))
         target = add_to_class_target(node)
-        text = rewrite_d2l(text, origin, self.rewritten)
+        text, refs = rewrite_d2l(text, locs)
+        self.rewritten.update(r.name for r in refs)
         if target is not None:
-            self._add_method(text, target[0], origin)
+            self._add_method(text, target[0], origin, locs, refs)
             return
-        piece = make_piece(text, origin)
+        piece = make_piece(text, origin, locs, refs)
         if piece.kind == "stmt":
             if not any(p.kind == "stmt" and p.text == piece.text for p in self.pieces):
                 self.pieces.append(piece)
@@ -280,7 +356,8 @@ class LibraryPieces:
         body = [ps.indent(m.text, piece.body_indent) for m in piece.members] or [" " * 4 + "pass"]
         return "\n".join([piece.text, *body])
 
-    def _add_method(self, text: str, class_name: str, origin: Origin) -> None:
+    def _add_method(self, text: str, class_name: str, origin: Origin, locs: list[Loc],
+                    refs: list[LibRef]) -> None:
         node = ast.parse(text).body[0]
         target = add_to_class_target(node)
         assert target is not None and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
@@ -288,6 +365,9 @@ class LibraryPieces:
         lines = text.split("\n")
         drop = set(range(deco.lineno, (deco.end_lineno or deco.lineno) + 1))
         method = "\n".join(x for row, x in enumerate(lines, 1) if row not in drop)
+        method_locs = [loc for row, loc in enumerate(locs, 1) if row not in drop]
+        kept = set(method_locs)
+        refs = [r for r in refs if r[1] in kept]  # not those of the dropped decorator
         at = self.find(class_name)
         if at is None or self.pieces[at].kind != "class":
             what = "is a function, not a class" if at is not None else "was never saved before this point"
@@ -297,7 +377,9 @@ class LibraryPieces:
                 origin.path, origin.line,
             )
         cls = self.pieces[at]
-        new = Piece(node.name, "def", ps.expand_one_liner(method), origin, added=True)
+        expanded = ps.expand_one_liner(method)
+        new = Piece(node.name, "def", expanded, origin, added=True,
+                    locs=remap(method.split("\n"), method_locs, expanded.split("\n")), refs=refs)
         same = [i for i, m in enumerate(cls.members) if m.name == node.name]
         if same:
             cls.members[same[0]] = new
