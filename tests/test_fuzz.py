@@ -264,13 +264,30 @@ _selection = st.lists(st.sampled_from(TABS), min_size=1, max_size=3, unique=True
     lambda ns: ", ".join(repr(n) for n in ns) if len(ns) > 1 or ns[0] != "jax" else "['jax']"
 )
 
+#: A static test: ``tab.selected`` calls joined by ``and``/``or``/``not`` (resolved per framework too).
+_test = st.recursive(
+    _selection.map(lambda s: f"tab.selected({s})"),
+    lambda inner: st.one_of(
+        st.tuples(inner, st.sampled_from([" and ", " or "]), inner).map(lambda t: f"({''.join(t)})"),
+        inner.map(lambda x: f"not {x}"),
+    ),
+    max_leaves=3,
+)
+
 
 @st.composite
-def _stmts(draw: st.DrawFn, depth: int, pad: str) -> list[str]:
+def _stmts(draw: st.DrawFn, depth: int, pad: str, in_sel: bool = False) -> list[str]:
+    """Statements whose meaning is Python's. In a ``tab.selected`` branch (``in_sel``) no
+    ``tab.selected`` test follows a compound statement: d2lbook reads such a test as
+    continuing that statement's block (see ``tests/test_d2lbook_source.py``)."""
     out: list[str] = []
+    prev = ""
     for _ in range(draw(st.integers(1, 3))):
-        kind = draw(st.sampled_from(["op", "op", "comment", "sel", "sel", "plain", "loop", "oneline"]
-                                    if depth < 3 else ["op", "comment"]))
+        kinds = (["op", "op", "comment", "sel", "sel", "plain", "loop", "oneline"]
+                 if depth < 3 else ["op", "comment"])
+        if in_sel and prev in ("loop", "plain"):
+            kinds = [k for k in kinds if k != "sel"]
+        kind = prev = draw(st.sampled_from(kinds))
         n = draw(_counter)
         if kind == "op":
             out.append(f"{pad}out.append({n})")
@@ -281,15 +298,17 @@ def _stmts(draw: st.DrawFn, depth: int, pad: str) -> list[str]:
             if draw(st.booleans()):
                 out.append(f"{pad}else: out.append({-n})")
         elif kind == "loop":
-            out += [f"{pad}for _ in range(2):", *draw(_stmts(depth + 1, pad + "    "))]
+            out += [f"{pad}for _ in range(2):", *draw(_stmts(depth + 1, pad + "    ", in_sel))]
         else:
-            head = f"if tab.selected({draw(_selection)}):" if kind == "sel" else f"if {draw(st.booleans())}:"
-            out += [pad + head, *draw(_stmts(depth + 1, pad + "    "))]
+            sel = kind == "sel"
+            head = f"if {draw(_test)}:" if sel else f"if {draw(st.booleans())}:"
+            out += [pad + head, *draw(_stmts(depth + 1, pad + "    ", in_sel or sel))]
             for _ in range(draw(st.integers(0, 2))):
-                cond = draw(st.one_of(_selection.map(lambda s: f"tab.selected({s})"), st.booleans().map(str)))
-                out += [f"{pad}elif {cond}:", *draw(_stmts(depth + 1, pad + "    "))]
+                cond = draw(st.one_of(_test, st.booleans().map(str)))
+                sel = sel or "tab." in cond
+                out += [f"{pad}elif {cond}:", *draw(_stmts(depth + 1, pad + "    ", in_sel or sel))]
             if draw(st.booleans()):
-                out += [f"{pad}else:", *draw(_stmts(depth + 1, pad + "    "))]
+                out += [f"{pad}else:", *draw(_stmts(depth + 1, pad + "    ", in_sel or sel))]
     return out
 
 

@@ -2,8 +2,13 @@
 
 ``:label:`` after a heading becomes a ``(label)=`` target above it; an image
 followed by ``:label:``/``:width:`` becomes a ``{figure}``; ``$$…$$`` followed
-by ``:eqlabel:`` becomes labelled dollar math; inline roles map to Sphinx
-roles; a ```` ```toc ```` block becomes a ``{toctree}``. Slide marks are removed.
+by ``:eqlabel:`` (on its own line or after the closing ``$$``) becomes labelled
+dollar math, and display math that continues a paragraph (a list item's line)
+starts a block of its own; a table with a ``:Caption`` line and a ``:label:``
+becomes a numbered ``{table}``; inline roles map to Sphinx roles; a
+```` ```toc ```` block becomes a ``{toctree}``, an ```` ```eval_rst ```` block an
+``{eval-rst}`` one, a ``:bibliography:`` line a ``{bibliography}``. Slide marks
+are removed.
 
 Nothing here finds fences, math or tables in the text: the structure is the
 blocks of the dialect's one markdown-it parse (:class:`~tabbook.source.read.Block`),
@@ -15,7 +20,15 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from tabbook.source.dialect import ATTR_LINE, IMAGE_LINE, ROLE, ROLE_MAP, strip_slide_marks
+from tabbook.source.dialect import (
+    ATTR_LINE,
+    IMAGE_LINE,
+    MATH_EQLABEL,
+    ROLE,
+    ROLE_MAP,
+    TABLE_CAPTION,
+    strip_slide_marks,
+)
 from tabbook.source.read import Block, Cell, parse_blocks
 
 
@@ -69,15 +82,34 @@ def emit_myst(lines: list[str], blocks: Sequence[Block]) -> str:
     math: set[int] = set()
     tocs: dict[int, int] = {}
     attrs: dict[int, Block] = {}
-    for b in blocks:
-        if b.kind in ("literal", "code"):
+    rst: set[int] = set()  # opening rows of ```eval_rst fences
+    bibliography: set[int] = set()
+    math_label: dict[int, str] = {}  # closing row of display math -> the :eqlabel: on it
+    math_break: dict[int, str] = {}  # first row of display math that continues a paragraph -> blank row
+    after: dict[int, Block] = {}  # row of an attribute line -> the block after it
+    for k, b in enumerate(blocks):
+        if b.kind in ("literal", "code", "rst"):
             copied.update(range(b.start, b.end))
+            if b.kind == "rst":
+                rst.add(b.start)
+        elif b.kind == "bibliography":
+            bibliography.add(b.start)
         elif b.kind == "math":
             math.update(range(b.start, b.end))
+            if b.attr:
+                math_label[b.end - 1] = b.attr
+            before = blocks[k - 1] if k else None
+            if (before is not None and before.kind == "text" and before.level == b.level
+                    and before.end == b.start and b.start < len(lines)):
+                # MyST's $$ cannot interrupt a paragraph: a blank row (inside the same container) first
+                row = lines[b.start]
+                math_break[b.start] = row[:row.find("$$")].rstrip() if "$$" in row else ""
         elif b.kind == "toc":
             tocs[b.start] = b.end
         elif b.kind == "attr":
             attrs[b.start] = b
+            if k + 1 < len(blocks):
+                after[b.start] = blocks[k + 1]
     targets = _targets(blocks)
     out: list[str] = []
     owner: list[int] = []  # the source row each output row belongs to (-1: the cell's top)
@@ -97,7 +129,26 @@ def emit_myst(lines: list[str], blocks: Sequence[Block]) -> str:
             owner.append(i)
             i = end
             continue
+        if i in rst:
+            m = re.match(r"^(\s*)(`{3,}|~{3,})", raw)
+            out.append(f"{m.group(1)}{m.group(2)}{{eval-rst}}" if m else raw)
+            owner.append(i)
+            i += 1
+            continue
+        if i in bibliography:
+            # sphinxcontrib-bibtex's directive; with no file given it lists the cited entries of
+            # the conf's bibtex_bibfiles (the file the dialect names is config's business).
+            indent = raw[:len(raw) - len(raw.lstrip())]
+            out += [f"{indent}```{{bibliography}}", f"{indent}```"]
+            owner += [i, i]
+            i += 1
+            continue
         if i in copied or i in math:
+            if i in math_break:
+                out.append(math_break[i])
+                owner.append(i)
+            if i in math_label:
+                raw = MATH_EQLABEL.sub(lambda m, name=math_label[i]: f"$$ ({name})", raw)
             out.append(raw)
             owner.append(i)
             i += 1
@@ -147,6 +198,18 @@ def emit_myst(lines: list[str], blocks: Sequence[Block]) -> str:
                     break
             continue
         at = anchor(t_row) if target is not None else 0
+        table = after.get(i - 1)
+        if (kind == "label" and target is not None and target.kind == "text" and target.end - target.start == 1
+                and TABLE_CAPTION.match(lines[t_row]) and table is not None and table.kind == "table"
+                and table.level == attr.level and not any(x.strip() for x in lines[i:table.start])):
+            # d2l's order: a ":Caption" line, the :label: line, then the table → a numbered {table}.
+            caption = TABLE_CAPTION.match(out[at]) if out[at:] else None
+            rows = [convert_roles(x) for x in lines[table.start:table.end] if x.strip()]
+            block = ["```{table} " + (caption.group(1) if caption else ""), f":name: {value}", "", *rows, "```"]
+            out[at:] = block
+            owner[at:] = [t_row] * len(block)
+            i = table.end
+            continue
         if target is not None and target.kind == "table":
             # A pipe table followed by :label: → a numbered {table}; its caption is a
             # ": caption" line just above the table (pandoc's spelling).
@@ -154,8 +217,9 @@ def emit_myst(lines: list[str], blocks: Sequence[Block]) -> str:
             j = at - 1
             while j >= 0 and not out[j].strip():
                 j -= 1
-            if j >= 0 and out[j].startswith(": ") and owner[j] not in copied and owner[j] not in math:
-                caption = out[j][2:].strip()
+            cap = TABLE_CAPTION.match(out[j]) if j >= 0 else None
+            if cap and owner[j] not in copied and owner[j] not in math:
+                caption = cap.group(1)
                 del out[j:at], owner[j:at]
                 at = j
             body = [x for x in out[at:] if x.strip()]

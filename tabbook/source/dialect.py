@@ -18,7 +18,12 @@ Prose
     prose (:data:`BEGIN_TAB`, :data:`END_TAB`). Attribute lines follow the
     block they describe: ``:label:`name``` (a heading, paragraph, image or
     table), ``:eqlabel:`name``` (display math), ``:width:`400px``` (an image):
-    :data:`ATTR_LINE`. Inline roles ``:numref:``, ``:ref:``, ``:eqref:``,
+    :data:`ATTR_LINE`; ``:eqlabel:`` may also end the math's closing line
+    (:data:`MATH_EQLABEL`). A table's caption is a ``:Caption`` line above it,
+    the ``:label:`` line either between the two or below the table
+    (:data:`TABLE_CAPTION`). ``:bibliography:`refs.bib``` alone on a line places the
+    bibliography (:data:`BIBLIOGRAPHY`); a fence opened with ```` ```eval_rst ````
+    holds reStructuredText. Inline roles ``:numref:``, ``:ref:``, ``:eqref:``,
     ``:cite:``, ``:citet:``, ``:citep:`` (:data:`ROLE`). Slide marks keep
     ``(**…**)``/``[**…**]`` text and drop ``(~~…~~)``/``[~~…~~]`` text
     (:func:`strip_slide_marks`). A fence opened by exactly ```` ```toc ````
@@ -85,6 +90,14 @@ LABEL = re.compile(r"^\s*:label:`([^`]+)`\s*$")
 EQLABEL = re.compile(r"^\s*:eqlabel:`([^`]+)`\s*$")
 #: ``:width:`400px``` alone: the width of the image above it.
 WIDTH = re.compile(r"^\s*:width:`([^`]+)`\s*$")
+#: ``$$`` closing display math with its ``:eqlabel:`name``` on the same line; group 1 the name.
+MATH_EQLABEL = re.compile(r"\$\$[ \t]*:eqlabel:`([^`]+)`[ \t]*$")
+#: A table's caption line, ``:Caption text`` or ``: Caption text`` (not a ``:role:``); group 1 the text.
+TABLE_CAPTION = re.compile(r"^\s*:(?![\w-]+:)[ \t]*(\S.*?)\s*$")
+#: ``:bibliography:`refs.bib``` alone: the book's bibliography goes here; group 1 the file named.
+BIBLIOGRAPHY = re.compile(r"^\s*:bibliography:`([^`]*)`\s*$")
+#: The info string of a fence whose content is reStructuredText (d2lbook's ```` ```eval_rst ````).
+EVAL_RST_INFO = "eval_rst"
 #: The inline roles that refer to labels; group 1 the role, group 2 the target.
 REF_ROLE = re.compile(r":(numref|ref|eqref):`([^`]+)`")
 #: Every inline role of the dialect (references and citations); group 1 the role, group 2 its text.
@@ -129,9 +142,12 @@ def strip_slide_marks(text: str) -> str:
 #   dialect_attr       ``:label:``/``:eqlabel:``/``:width:`` line; ``info`` the kind, ``content`` the value
 #   dialect_begin_tab  ``:begin_tab:`NAMES``` line; ``info`` the names
 #   dialect_end_tab    ``:end_tab:`` line
-#   dialect_math       display math, ``$$…$$`` on one line or ``$$`` … ``$$`` over several
+#   dialect_math       display math, ``$$…$$`` on one line or ``$$`` … ``$$`` over several;
+#                      ``meta["eqlabel"]`` the label on its closing line, if any
+#   dialect_bibliography  ``:bibliography:`FILE``` line; ``content`` the file
 #   fence              as markdown-it makes it, with ``meta["dialect"]`` ``code`` (an executable
-#                      cell), ``toc`` (a table of contents) or ``literal``
+#                      cell), ``toc`` (a table of contents), ``rst`` (```` ```eval_rst ````)
+#                      or ``literal``
 
 _FENCE_RUN = re.compile(r"^(`{3,}|~{3,})")
 _TERMINATES = ["paragraph", "reference", "blockquote"]  # "blockquote" also ends a table's rows
@@ -177,6 +193,18 @@ def _end_tab_token(state: StateBlock, m: re.Match[str]):
     return state.push("dialect_end_tab", "", 0)
 
 
+def _bibliography_token(state: StateBlock, m: re.Match[str]):
+    token = state.push("dialect_bibliography", "", 0)
+    token.content = m.group(1).strip()
+    return token
+
+
+def _without_eqlabel(s: str) -> str:
+    """A math line with the ``:eqlabel:`` after its closing ``$$`` cut off (``…$$``)."""
+    m = MATH_EQLABEL.search(s)
+    return s[:m.start()] + "$$" if m else s
+
+
 def _math_end(state: StateBlock, start: int, end: int) -> int | None:
     """Exclusive end row of display math opened at ``start``, or None when it is not closed.
 
@@ -184,13 +212,13 @@ def _math_end(state: StateBlock, start: int, end: int) -> int | None:
     that is a lone ``$$`` (possibly with text after) or ends with ``$$`` closes it.
     A fence or another dialect line before the close means the ``$$`` was text.
     """
-    first = _line(state, start).strip()
+    first = _without_eqlabel(_line(state, start).strip())
     if first.count("$$") >= 2:
         return start + 1
     for row in range(start + 1, end):
         if state.sCount[row] < state.blkIndent and not state.isEmpty(row):
             return None  # the container ended first
-        s = _line(state, row).strip()
+        s = _without_eqlabel(_line(state, row).strip())
         if s.startswith("$$"):
             if s.count("$$") == 1:
                 return row + 1
@@ -213,6 +241,9 @@ def _math_rule(state: StateBlock, start: int, end: int, silent: bool) -> bool:
         token.block = True
         token.map = [start, stop]
         token.content = state.getLines(start, stop, state.blkIndent, False)
+        label = MATH_EQLABEL.search(_line(state, stop - 1))
+        if label:
+            token.meta["eqlabel"] = label.group(1).strip()
         state.line = stop
     return True
 
@@ -227,6 +258,8 @@ def _classify_fences(state: StateCore) -> None:
         kind = "literal"
         if is_code_info(info):
             kind = "code"
+        elif info == EVAL_RST_INFO:
+            kind = "rst"
         elif info == "toc" and token.map:
             rows = rows if rows is not None else state.src.split("\n")
             if is_toc_opener(rows[token.map[0]]):
@@ -242,6 +275,8 @@ def dialect_plugin(md: MarkdownIt) -> None:
                           {"alt": _TERMINATES})
     md.block.ruler.before("paragraph", "dialect_end_tab", _single_line_rule(END_TAB, _end_tab_token),
                           {"alt": _TERMINATES})
+    md.block.ruler.before("paragraph", "dialect_bibliography",
+                          _single_line_rule(BIBLIOGRAPHY, _bibliography_token), {"alt": _TERMINATES})
     md.block.ruler.before("paragraph", "dialect_math", _math_rule, {"alt": _TERMINATES})
     md.core.ruler.push("dialect_fences", _classify_fences)
 

@@ -36,6 +36,7 @@ from tabbook.source.dialect import (
     is_code_info,
     strip_slide_marks,
 )
+from tabbook.source.selected import unknown_selected
 
 CellKind = Literal["code", "markdown"]
 
@@ -47,9 +48,11 @@ class Block:
     """One block of prose as the dialect's markdown-it parse found it.
 
     ``kind``: ``text`` (paragraph, heading, list, quote, HTML…), ``image`` (a
-    paragraph that is one image line), ``table``, ``math`` (display math),
-    ``attr`` (``:label:``/``:eqlabel:``/``:width:``, named in ``attr``),
-    ``literal``/``code``/``toc`` (fences), ``marker`` (a prose-tab line).
+    paragraph that is one image line), ``table``, ``math`` (display math;
+    ``attr`` the ``:eqlabel:`` on its closing line, if any), ``attr``
+    (``:label:``/``:eqlabel:``/``:width:``, named in ``attr``),
+    ``literal``/``code``/``toc``/``rst`` (fences; ``rst`` is ```` ```eval_rst ````),
+    ``marker`` (a prose-tab line), ``bibliography`` (a ``:bibliography:`` line).
     Rows ``start`` … ``end - 1`` are 0-based; ``level`` is markdown-it's
     nesting level (blocks of one container share it). Containers (lists,
     quotes) come before the blocks inside them.
@@ -137,7 +140,7 @@ class _Fence:
     info: str
     content: str
     markup: str  # the opening run, e.g. "```"
-    kind: str  # dialect_plugin's classification: "code", "toc" or "literal"
+    kind: str  # dialect_plugin's classification: "code", "toc", "rst" or "literal"
 
     @property
     def closed(self) -> bool:
@@ -171,7 +174,9 @@ def _blocks(tokens: list[Token], text: str) -> tuple[Block, ...]:
         if tok.type == "fence":
             kind = tok.meta.get("dialect", "literal")
         elif tok.type == "dialect_math":
-            kind = "math"
+            kind, attr = "math", tok.meta.get("eqlabel", "")
+        elif tok.type == "dialect_bibliography":
+            kind = "bibliography"
         elif tok.type == "dialect_attr":
             kind, attr = "attr", tok.info
         elif tok.type in ("dialect_begin_tab", "dialect_end_tab"):
@@ -262,6 +267,8 @@ def _code_cell(content: str, path: str, line: int, tabs: tuple[str, ...], defaul
     body = "\n".join(kept)
     if body and all(SETUP_LINES.match(x) or not x.strip() for x in kept):
         return None  # the d2lbook tab-selection cell: meaningless outside Jupyter
+    for row, message in unknown_selected(body, tabs):
+        raise BookError(message, path, kept_lines[row])
     return Cell("code", body, path, line, cell_tabs, frozenset(flags), raises, tuple(kept_lines))
 
 
@@ -344,10 +351,12 @@ def _scan_refs(
     refs: list[tuple[str, str, int]] = []
     errors: list[BookError] = []
     for tok in tokens:
-        if tok.type != "dialect_attr" or tok.info == "width" or not LABEL_LINE.match(lines[tok.map[0]]):
+        if tok.type == "dialect_math" and tok.meta.get("eqlabel") and tok.map:
+            lineno, name = tok.map[1], tok.meta["eqlabel"]  # ``$$ :eqlabel:`name``` on the closing line
+        elif tok.type != "dialect_attr" or tok.info == "width" or not LABEL_LINE.match(lines[tok.map[0]]):
             continue  # (behind a quote's ``>`` the line is not a label line)
-        lineno = tok.map[0] + 1
-        name = tok.content
+        else:
+            lineno, name = tok.map[0] + 1, tok.content
         if name in labels:
             errors.append(BookError(f"duplicate label {name!r} (first defined at line {labels[name]})", path, lineno))
         else:
@@ -389,7 +398,7 @@ def read_section(text: str, path: str, tabs: tuple[str, ...], default_tab: str) 
     for fence in fences:
         if not fence.closed:
             raise BookError("code fence is never closed", path, fence.start + 1)
-        if fence.kind == "literal":
+        if fence.kind in ("literal", "rst"):
             swallowed = _swallowed_cell(fence)
             if swallowed is not None:
                 raise BookError(
@@ -400,7 +409,7 @@ def read_section(text: str, path: str, tabs: tuple[str, ...], default_tab: str) 
     pos = 0
     for fence in fences:
         start, end = fence.start, fence.end
-        if start < pos or fence.kind == "literal":
+        if start < pos or fence.kind in ("literal", "rst"):  # prose
             continue
         cells.extend(_prose_cells(lines[pos:start], pos, path, tabs, state, markers, blocks))
         if fence.kind == "toc":

@@ -2,7 +2,16 @@
 
 ``if tab.selected('jax'):`` / ``elif`` / ``else`` branches are resolved with
 ``ast`` (not indentation counting): the chosen branch replaces the ``if``
-statement, dedented to its level, comments kept. Pure functions of text.
+statement, dedented to its level, comments kept. A test may combine calls
+with ``and``/``or``/``not`` (:mod:`tabbook.source.selected`); a call left in
+any other expression becomes ``True``/``False``. Pure functions of text.
+
+One reading is d2lbook's rather than Python's: d2lbook drops a selected
+branch's ``if`` line and dedents its lines by one level, once, however many
+``tab.selected`` tests enclose them. So a ``tab.selected`` test nested in
+another one's branch, written right after a compound statement (a ``def``,
+``for``, …) with its branch indented like that statement's block, continues
+that block (:func:`_d2lbook_nesting`).
 """
 
 from __future__ import annotations
@@ -13,6 +22,7 @@ from dataclasses import dataclass
 from tabbook.errors import BookError
 from tabbook.source.dialect import MAGIC_LINE
 from tabbook.source.read import Cell, Section
+from tabbook.source.selected import evaluate, is_static_test, selected_calls, selected_names
 
 
 @dataclass(frozen=True)
@@ -54,26 +64,6 @@ def _mask_magics(source: str) -> str:
     )
 
 
-def _selected_names(test: ast.expr) -> tuple[str, ...] | None:
-    """Names in ``tab.selected('a', 'b')`` (or a list/tuple argument); None if not such a test."""
-    if not (
-        isinstance(test, ast.Call)
-        and isinstance(test.func, ast.Attribute)
-        and test.func.attr == "selected"
-        and isinstance(test.func.value, ast.Name)
-        and test.func.value.id == "tab"
-    ):
-        return None
-    names: list[str] = []
-    for arg in test.args:
-        items = arg.elts if isinstance(arg, (ast.List, ast.Tuple)) else [arg]
-        for item in items:
-            if not (isinstance(item, ast.Constant) and isinstance(item.value, str)):
-                return None
-            names.append(item.value)
-    return tuple(names)
-
-
 _BLOCK_FIELDS = ("body", "handlers", "orelse", "finalbody", "cases")
 
 
@@ -97,7 +87,7 @@ def _selected_sites(tree: ast.Module, lines: list[str]) -> list[_Site]:
 
     def visit(stmts: list, top: bool, owner: ast.AST | None) -> None:
         for node in stmts:
-            if isinstance(node, ast.If) and _selected_names(node.test) is not None:
+            if isinstance(node, ast.If) and is_static_test(node.test):
                 elif_ = (
                     isinstance(owner, ast.If) and stmts is owner.orelse
                     and lines[node.lineno - 1][node.col_offset:].startswith("elif")
@@ -115,14 +105,12 @@ def _selected_sites(tree: ast.Module, lines: list[str]) -> list[_Site]:
 
 def _choose(node: ast.If, framework: str, lines: list[str]) -> list[ast.stmt] | None:
     """The statements the framework runs, or None when no branch applies."""
-    names = _selected_names(node.test)
-    assert names is not None
-    if framework in names:
+    if evaluate(node.test, framework):
         return node.body
     if not node.orelse:
         return None
     first = node.orelse[0]
-    if len(node.orelse) == 1 and isinstance(first, ast.If) and _selected_names(first.test) is not None \
+    if len(node.orelse) == 1 and isinstance(first, ast.If) and is_static_test(first.test) \
             and _is_elif(first, lines):
         return _choose(first, framework, lines)
     return node.orelse
@@ -222,6 +210,79 @@ def _end_with_comments(lines: list[str], node: ast.If) -> int:
     return end
 
 
+def _own_line(stmt: ast.stmt, lines: list[str]) -> bool:
+    """``stmt`` starts its line (not ``if x: stmt``)."""
+    return not lines[stmt.lineno - 1][:stmt.col_offset].strip()
+
+
+def _last_block(stmt: ast.stmt, lines: list[str]) -> list[ast.stmt] | None:
+    """The statement block that ends compound ``stmt`` (an ``elif``'s, an ``else``'s…); None if simple."""
+    if isinstance(stmt, ast.If) and len(stmt.orelse) == 1 and _is_elif(stmt.orelse[0], lines):
+        return _last_block(stmt.orelse[0], lines)
+    blocks = [getattr(stmt, name, None) for name in ("body", "orelse", "finalbody")]
+    blocks += [h.body for h in getattr(stmt, "handlers", ())]
+    blocks += [c.body for c in getattr(stmt, "cases", ())]
+    blocks = [b for b in blocks if isinstance(b, list) and b and isinstance(b[0], ast.stmt)]
+    return max(blocks, key=lambda b: b[0].lineno) if blocks else None
+
+
+def _d2lbook_nesting(tree: ast.Module, lines: list[str]) -> list[str] | None:
+    """The cell with d2lbook's nested ``tab.selected`` tests moved to where d2lbook puts them.
+
+    d2lbook dedents a selected line by one level however deep its tests nest, so
+    in a branch of a ``tab.selected`` test, a nested test that follows a
+    compound statement (``def``, ``class``, ``for``, an ordinary ``if``…) and
+    whose branch is indented like the last block of that statement continues
+    that block: d2l's ``Module`` puts ``if tab.selected('tensorflow'):`` beside
+    ``def __init__`` for its ``self.training = None`` to go into ``__init__``.
+    Such a test is indented into the block here, so that Python reads it as
+    d2lbook does. None when the cell has no such test.
+    """
+    moves: list[tuple[ast.If, int]] = []
+
+    def visit(stmts: list, in_branch: bool) -> None:
+        for i, node in enumerate(stmts):
+            selected = isinstance(node, ast.If) and is_static_test(node.test)
+            if selected and in_branch and i:
+                before = stmts[i - 1]
+                is_selected_if = isinstance(before, ast.If) and is_static_test(before.test)
+                block = None if is_selected_if else _last_block(before, lines)
+                first = node.body[0]
+                if (block and _own_line(block[0], lines) and _own_line(first, lines)
+                        and block[0].col_offset == first.col_offset > node.col_offset):
+                    moves.append((node, first.col_offset - node.col_offset))
+            for name in _BLOCK_FIELDS:
+                block = getattr(node, name, None)
+                if isinstance(block, list):  # statements, except handlers or match cases
+                    visit(block, in_branch or selected)
+
+    visit(tree.body, False)
+    if not moves:
+        return None
+    out = list(lines)
+    for node, shift in moves:
+        keep = _string_rows([node])
+        for row in range(node.lineno - 1, _end_with_comments(lines, node)):
+            if out[row].strip() and row not in keep:
+                out[row] = " " * shift + out[row]
+    return out
+
+
+def _substitute_calls(lines: list[str], tree: ast.Module, framework: str) -> None:
+    """Each ``tab.selected('name', …)`` left (in a test that is not only such calls, or any
+    other expression) becomes ``True`` or ``False``, in place. A call whose arguments are
+    not string literals cannot be decided here, and is left alone."""
+    for call in reversed(selected_calls(tree)):
+        names = selected_names(call)
+        if names is None:
+            continue
+        value = "True" if framework in names else "False"
+        first, last = call.lineno - 1, (call.end_lineno or call.lineno) - 1
+        head = lines[first].encode()[:call.col_offset].decode()  # ast columns count UTF-8 bytes
+        tail = lines[last].encode()[call.end_col_offset:].decode()
+        lines[first:last + 1] = [head + value + tail]
+
+
 def resolve_tabs(
     source: str, framework: str, where: tuple[str, int], source_lines: tuple[int, ...] = (),
 ) -> str:
@@ -247,8 +308,12 @@ def resolve_tabs(
                 line = where[1] + row
             msg = getattr(exc, "msg", None) or "too deeply nested"
             raise BookError(f"Python syntax error in code cell: {msg}", where[0], line) from exc
+        if attempt == 0 and (moved := _d2lbook_nesting(tree, lines)) is not None:
+            lines = moved
+            continue
         sites = _selected_sites(tree, lines)
         if not sites:
+            _substitute_calls(lines, tree, framework)
             break
         # Replace from the bottom up, so that the rows of the sites above stay valid.
         left: dict[int, int] = {}  # id(block) -> statements not removed yet

@@ -2,9 +2,10 @@
 
 ``extensions = [..., "tabbook.render.ext"]`` sets up all of them: :mod:`.tabs` (framework cells
 as tab sets, every format), :mod:`.latex` (the per-framework PDFs), :mod:`.html` (the reader's
-site), :mod:`.math` (KaTeX at build time, fonts cut to the book's glyphs) and :mod:`.preview`
-(the live preview's error banner, only under ``make serve``) and :mod:`.partial` (references
-out of a partial build shown as text). Each module is also
+site), :mod:`.math` (KaTeX at build time, fonts cut to the book's glyphs), :mod:`.preview`
+(the live preview's error banner, only under ``make serve``), :mod:`.partial` (references
+out of a partial build shown as text) and :mod:`.bib` (the dialect's ``:bibliography:`` in a
+book without bib files). Each module is also
 an extension on its own, so a test or a book can load just the parts it needs.
 """
 
@@ -15,7 +16,8 @@ from typing import Any
 from sphinx.application import Sphinx
 
 PARTS = ("tabbook.render.ext.tabs", "tabbook.render.ext.latex", "tabbook.render.ext.html",
-         "tabbook.render.ext.math", "tabbook.render.ext.preview", "tabbook.render.ext.partial")
+         "tabbook.render.ext.math", "tabbook.render.ext.preview", "tabbook.render.ext.partial",
+         "tabbook.render.ext.bib")
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
