@@ -65,6 +65,7 @@ class Book:
     toc: list[str]  # root-relative paths in reading order, the root index first
     labels: dict[str, tuple[str, int]]  # label -> (page, line) of its first definition
     problems: list[BookError] = field(default_factory=list)  # reading, toc and label problems
+    library_problems: list[BookError] = field(default_factory=list)  # call-time names nothing saves
 
     @property
     def sections(self) -> list[Section]:
@@ -78,10 +79,16 @@ class Book:
 
     @cached_property
     def library(self) -> dict[str, str]:
-        """The generated ``d2l`` files (path → text), generated once per book."""
+        """The generated ``d2l`` files (path → text), generated once per book.
+
+        Names used only at call time that no section saves
+        (:class:`~tabbook.library.generate.CallTimeName`) do not stop generation: they
+        are kept in :attr:`library_problems` for each command to judge.
+        """
         from tabbook.library.generate import generate_library, hand_written_tops
 
-        return generate_library(self.config, self.sections, hand_written_tops(self.config))
+        return generate_library(self.config, self.sections, hand_written_tops(self.config),
+                                self.library_problems)
 
 
 def read_book(config: Config, extra_files: bool = True) -> Book:

@@ -66,7 +66,7 @@ def build(config: Config, opts: Options, log: Callable[[str], Any] = print) -> B
     try:
         book = read_book(config, extra_files=not opts.partial)
         warnings: list[BookError] = []
-        problems = check_book(book, partial=opts.partial, warnings=warnings)
+        problems = check_book(book, partial=opts.partial, warnings=warnings, executes=execute)
         for warning in warnings:
             log(f"warning: {warning.location_message()}")
         if problems:

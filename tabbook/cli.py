@@ -14,7 +14,7 @@ import signal
 import sys
 from pathlib import Path
 
-from tabbook.errors import BookError
+from tabbook.errors import BookError, BookErrors
 
 
 def _shard(text: str) -> tuple[int, int]:
@@ -122,7 +122,10 @@ def _lib(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
     from tabbook.book import read_book
     from tabbook.library.generate import stale_library, write_library
 
-    files = read_book(config, extra_files=False).library
+    book = read_book(config, extra_files=False)
+    files = book.library
+    if book.library_problems:
+        raise BookErrors(book.library_problems)
     if args.check:
         stale = stale_library(config, files)
         for rel in stale:

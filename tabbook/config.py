@@ -200,6 +200,9 @@ class Config:
     # (images, data), made visible to Sphinx beside the pages.
     resources: tuple[str, ...] = ("img", "static")
     overlay: Path | None = None  # the overlay file that was read, if any
+    # What ``#@save`` alone on a line saves: "block" (d2lbook: the statement after it, with the
+    # unindented lines that directly follow) or "cell" (every statement of the cell).
+    save: str = "block"
 
     @property
     def build_dir(self) -> Path:
@@ -392,6 +395,9 @@ def load_config(root: Path) -> Config:
             import_stack=stack,
             library=library_keys(parser, tab),
         )
+    save = get("library", "save", "block")
+    if save not in ("block", "cell"):
+        raise bad("library", "save", "must be block (d2lbook's meaning) or cell")
     execute = _truth(get("build", "eval_notebook", "true"))
     if execute is None:
         raise bad("build", "eval_notebook", "must be True or False")
@@ -425,4 +431,5 @@ def load_config(root: Path) -> Config:
         notebooks=tuple(get("build", "notebooks", "").split()),
         resources=resources,
         overlay=overlay,
+        save=save,
     )

@@ -25,6 +25,9 @@ version = 1.2.3
 tabs = pytorch, jax
 default_tab = pytorch
 
+[library]
+save = cell
+
 [framework:pytorch]
 label = PyTorch
 module = torch

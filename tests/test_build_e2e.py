@@ -101,7 +101,8 @@ def test_unexpected_error_names_cell_line_and_keeps_other_units(tmp_path: Path) 
     book = _broken_copy(tmp_path, "def double(x):  #@save", "raise KeyError('boom')\ndef double(x):  #@save")
     proc = tabbook(book, "build")
     assert proc.returncode == 1
-    line = next(i for i, t in enumerate((book / "sec.md").read_text().splitlines(), 1) if t == "%%tab beta") - 1
+    # the line that raised, not the cell's fence
+    line = next(i for i, t in enumerate((book / "sec.md").read_text().splitlines(), 1) if t == "raise KeyError('boom')")
     assert f"sec.md:{line}: [beta] unexpected error" in proc.stderr
     assert "KeyError" in proc.stderr
     assert report(book)[("sec.md", "alpha")] == "executed"

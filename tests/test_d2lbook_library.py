@@ -3,6 +3,7 @@ top, ``d2l`` used by saved code itself, names a local hides, and where errors po
 
 from __future__ import annotations
 
+import ast
 import configparser
 import importlib.util
 import sys
@@ -50,8 +51,8 @@ def config(tmp_path: Path) -> Config:
 
 @pytest.fixture
 def d2lbook(tmp_path: Path) -> Config:
-    """The fixture book with d2lbook's [library] sections for pytorch."""
-    (tmp_path / "config.ini").write_text(CONFIG + LIBRARY)
+    """The fixture book with d2lbook's [library] sections for pytorch (and d2lbook's ``#@save``)."""
+    (tmp_path / "config.ini").write_text(CONFIG.replace("[library]\nsave = cell\n\n", "") + LIBRARY)
     return load_config(tmp_path)
 
 
@@ -350,3 +351,62 @@ def test_errors_name_the_line_of_the_use_deep_in_a_saved_class(config: Config) -
         f"cell imports it",
         f"ch/b.md:{gone}: saved code uses d2l.Gone, but no section saves Gone (PyTorch)",
     ]
+
+
+def _saved_names(config: Config, code: str) -> list[str]:
+    tops = {"pytorch": "import math  # the aliases' lib_name\n"} if config.frameworks["pytorch"].library.lib_name else {}
+    text = generate_library(config, [section(config, "a.md", "A", IMPORTS, fence(code))], tops)["d2l/torch.py"]
+    text = text.split("# Alias defined in config.ini")[0]  # the saved code, not the aliases
+    tree = ast.parse(text)
+    return [n.name if hasattr(n, "name") else ast.unparse(n.targets[0]) for n in tree.body
+            if isinstance(n, (ast.FunctionDef, ast.ClassDef)) or (isinstance(n, ast.Assign)
+                                                                   and ast.unparse(n.targets[0]) != "__all__")]
+
+
+def test_save_alone_saves_the_block_after_it_as_d2lbook_does(d2lbook: Config) -> None:
+    # the def after the mark, not the demo code below it (which would run at import)
+    assert _saved_names(d2lbook, """
+        #@save
+        def load(name):
+            return name.upper()
+
+        data = load('hotdog')
+        print(data)
+        """) == ["load"]
+    # one-line statements directly below the mark (comments between are fine) come along,
+    # up to a statement with an indented body, which closes the block
+    assert _saved_names(d2lbook, """
+        #@save
+        URL = 'http://example.org/'
+        # where the files go
+        ROOT = '../data'
+        class Hub:
+            base = URL
+
+        other = 1
+        """) == ["URL", "ROOT", "Hub"]
+    # a blank line ends the block
+    assert _saved_names(d2lbook, """
+        #@save
+        A = 1
+
+        B = 2
+        """) == ["A"]
+
+
+def test_save_cell_keeps_the_whole_cell_meaning(config: Config) -> None:
+    assert config.save == "cell"
+    assert _saved_names(config, """
+        #@save
+        def load(name):
+            return name.upper()
+
+        LIMIT = 3
+        """) == ["load", "LIMIT"]
+
+
+def test_save_key_is_checked(tmp_path: Path) -> None:
+    (tmp_path / "config.ini").write_text(CONFIG.replace("save = cell", "save = everything"))
+    with pytest.raises(BookError) as err:
+        load_config(tmp_path)
+    assert "config.ini:" in str(err.value) and "[library] save must be block" in str(err.value)

@@ -165,10 +165,34 @@ def line_mapper(fc: FrameworkCell, default_tab: str, multi_tab: bool) -> Callabl
     return lambda row: cell.line + removed + cell_row(row)
 
 
-def saved_chunks(fc: FrameworkCell, title: str, line_of: Callable[[int], int]
+def _block_after(row: int, spans: list[tuple[int, int]], lines: list[str]) -> set[int]:
+    """d2lbook's meaning of ``#@save`` alone on line ``row``: the statement that follows it,
+    with each next statement that starts on the very next line (or after comment lines only)
+    while the ones taken so far are one line each. A statement with an indented body or
+    continuation ends the block, as does a blank line."""
+    picked: set[int] = set()
+    after = [i for i, (a, _) in enumerate(spans) if a > row]
+    if not after:
+        return picked
+    i = after[0]
+    picked.add(i)
+    while spans[i][0] == spans[i][1] and i + 1 < len(spans):
+        gap = lines[spans[i][1]:spans[i + 1][0] - 1]  # rows strictly between, 0-based slice
+        if not all(g.startswith("#") for g in gap):
+            break
+        i += 1
+        picked.add(i)
+    return picked
+
+
+def saved_chunks(fc: FrameworkCell, title: str, line_of: Callable[[int], int], whole_cell: bool = False,
                  ) -> list[tuple[str, Origin, list[Loc]]]:
     """The saved statements of one ``#@save`` cell, each with its comments, markers removed,
-    and the Markdown location of each of its rows."""
+    and the Markdown location of each of its rows.
+
+    ``#@save`` alone on an unindented line saves the block after it, as in d2lbook
+    (:func:`_block_after`), or with ``whole_cell`` (``[library] save = cell``) every
+    statement of the cell."""
     path = fc.cell.path
     masked, magic_rows = ps.mask_magics(fc.source)
     try:
@@ -189,7 +213,10 @@ def saved_chunks(fc: FrameworkCell, title: str, line_of: Callable[[int], int]
         if alone:
             alone_rows.add(row)
             if col == 0 and inside is None:
-                whole = True
+                if whole_cell:
+                    whole = True
+                else:
+                    picked |= _block_after(row, spans, lines)
                 continue
             raise BookError(
                 "#@save marks a whole cell only when alone on an unindented line, and a statement "

@@ -160,6 +160,26 @@ def _assembled(piece: Piece) -> ast.stmt:
     return ast.parse(_assembled_text(piece)).body[0]
 
 
+class CallTimeName(BookError):
+    """Saved code uses a name no section saves, only inside function bodies.
+
+    The module still imports; only a call that reaches the name fails. A build that
+    runs nothing (execution off) reports these as warnings and goes on, as d2lbook
+    would; ``check``, ``lib`` and an executing build keep them errors.
+    """
+
+
+def _import_time_names(tree: ast.Module) -> set[str]:
+    """Names (and ``d2l.X`` attributes) read while the module is imported, not inside functions."""
+    nodes = [n for stmt in tree.body for n in deftime_nodes(stmt)]
+    names = set(names_loaded(nodes))
+    for root in nodes:
+        for n in ast.walk(root):
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == LIBRARY_NAME:
+                names.add(n.attr)
+    return names
+
+
 def _raise(errors: list[BookError]) -> None:
     if errors:
         unique = _unique(errors)
@@ -213,7 +233,7 @@ def _collect(config: Config, tab: str, sections: list[Section]
             if not saved:
                 continue
             try:
-                chunks = saved_chunks(fc, section.title, line_of)
+                chunks = saved_chunks(fc, section.title, line_of, whole_cell=config.save == "cell")
             except BookError as exc:
                 failed(exc, fc.source)
                 continue
@@ -277,7 +297,8 @@ def _sys_binding() -> Binding:
     return Binding("sys", "sys", None, None, "", 0, False)
 
 
-def framework_module(config: Config, tab: str, sections: list[Section], top: str = "") -> str:
+def framework_module(config: Config, tab: str, sections: list[Section], top: str = "",
+                     deferred: list[BookError] | None = None) -> str:
     """The text of ``d2l/<module>.py`` for one framework. Raises BookError(s).
 
     ``top``: the module's hand-written code, kept verbatim above the generated code."""
@@ -377,11 +398,16 @@ def framework_module(config: Config, tab: str, sections: list[Section], top: str
         _raise(errors or [BookError(f"generated code is not valid Python: {exc.msg}", top_path, exc.lineno)])
         raise
     known = defined | set(chosen)
+    at_import = _import_time_names(tree)
+
+    def missing_name(name: str, message: str, loc: Loc | None) -> BookError:
+        return (BookError if name in at_import else CallTimeName)(message, *where(loc))
+
     refs = [r for piece in lib.pieces for r in piece.all_refs()]
     for missing, loc, _ in refs:
         if missing not in known and missing not in unsure:
-            errors.append(BookError(
-                f"saved code uses d2l.{missing}, but no section saves {missing} ({label})", *where(loc)))
+            errors.append(missing_name(
+                missing, f"saved code uses d2l.{missing}, but no section saves {missing} ({label})", loc))
     # The check of the rewrite itself: each d2l.X written X must still reach the module's X.
     rewritten_at = {(r.name, r.loc) for r in refs if r.rewritten}
     # (A deferred plotting import put into a body binds the very object the module's would.)
@@ -398,18 +424,23 @@ def framework_module(config: Config, tab: str, sections: list[Section], top: str
             message = f"saved code uses d2l.{missing}, but no section saves {missing} ({label})"
         else:
             message = f"saved code uses {missing}, but no section saves it and no {label} cell imports it"
-        errors.append(BookError(message, *where(row_loc.get(row))))
+        errors.append(missing_name(missing, message, row_loc.get(row)))
+    if deferred is not None and errors and all(isinstance(e, CallTimeName) for e in errors):
+        deferred.extend(_unique(errors))
+        return text
     _raise(errors)
     return text
 
 
 def generate_library(config: Config, sections: list[Section],
-                     tops: dict[str, str] | None = None) -> dict[str, str]:
+                     tops: dict[str, str] | None = None, deferred: list[BookError] | None = None) -> dict[str, str]:
     """Paths relative to the book root → full text of every file of the ``d2l`` package.
 
     Pure: reads no file (``tops``: each tab's hand-written top, see
     :func:`hand_written_tops`). Errors of all frameworks are gathered and raised
     together (one per Markdown location) as :class:`BookError`/:class:`BookErrors`.
+    ``deferred``: a module whose only problems are :class:`CallTimeName` is still
+    generated, and those problems are appended there instead of raised.
     """
     pkg = package_dir(config)
     files = {f"{pkg}/__init__.py": init_text(config)}
@@ -417,7 +448,8 @@ def generate_library(config: Config, sections: list[Section],
     for tab in config.tabs:
         top = (tops or {}).get(tab, "")
         try:
-            files[f"{pkg}/{config.frameworks[tab].module}.py"] = framework_module(config, tab, sections, top)
+            files[f"{pkg}/{config.frameworks[tab].module}.py"] = framework_module(
+                config, tab, sections, top, deferred)
         except BookError as exc:
             errors.append(exc)
     _raise(errors)

@@ -55,12 +55,14 @@ def _check_save(section: Section, problems: list[BookError], tabs: tuple[str, ..
 
 
 def check_book(book: Book | Config, *, partial: bool = False,
-               warnings: list[BookError] | None = None) -> list[BookError]:
+               warnings: list[BookError] | None = None, executes: bool = True) -> list[BookError]:
     """All problems found in the book's sources (empty list: clean).
 
     ``partial``: the book is part of a larger one (a few chapters built on their own),
     so a reference to a label none of its pages defines is a warning, appended to
     ``warnings``, not an error: it renders as text, as d2lbook does.
+    ``executes=False`` (a build that runs nothing): saved code that uses, inside a
+    function, a name no section saves is a warning too; the call is never made.
     """
     if isinstance(book, Config):
         book = read_book(book, extra_files=not partial)
@@ -101,6 +103,10 @@ def check_book(book: Book | Config, *, partial: bool = False,
         # The book caches the result, so a build that checks first generates the library once.
         try:
             book.library  # noqa: B018 - generating is the check
+            if executes:
+                problems.extend(book.library_problems)
+            elif warnings is not None:
+                warnings.extend(book.library_problems)
         except BookError as exc:
             problems.extend(e for e in _errors(exc)
                             if e.location_message() not in {p.location_message() for p in problems})
