@@ -410,3 +410,13 @@ def test_save_key_is_checked(tmp_path: Path) -> None:
     with pytest.raises(BookError) as err:
         load_config(tmp_path)
     assert "config.ini:" in str(err.value) and "[library] save must be block" in str(err.value)
+
+
+def test_version_file_keeps_the_book_docstring_and_gets_the_release(d2lbook: Config) -> None:
+    from tabbook.library.generate import VERSION_FILE, versioned
+
+    own = '"""The book\'s own words about its package."""\n\n__version__ = "0.0.1"\n'
+    files = generate_library(d2lbook, [section(d2lbook, "a.md", "A", IMPORTS)],
+                             {VERSION_FILE: own, "pytorch": "import math\n"})
+    assert files["d2l/__init__.py"] == own.replace("0.0.1", d2lbook.version)
+    assert versioned('"""Doc."""\n', "2.0") == '"""Doc."""\n\n__version__ = "2.0"\n'

@@ -254,14 +254,36 @@ def hand_written_top(text: str) -> str:
     return ""
 
 
+#: Key of :func:`hand_written_tops` for d2lbook's ``[library] version_file`` as it is on disk.
+VERSION_FILE = "__init__"
+VERSION_LINE = re.compile(r'^__version__\s*=\s*["\'][^"\']*["\']', re.M)
+
+
+def version_file(config: Config) -> str:
+    """d2lbook's ``[library] version_file`` (root-relative), or "" when the book names none."""
+    return next((fw.library.version_file for fw in config.frameworks.values() if fw.library.version_file), "")
+
+
 def hand_written_tops(config: Config) -> dict[str, str]:
-    """Each framework's hand-written top, read from its module file as it is on disk."""
+    """Each framework's hand-written top, read from its module file as it is on disk; and under
+    :data:`VERSION_FILE` the book's own ``version_file``, which d2lbook only updates."""
     tops = {}
     for tab in config.tabs:
         path = config.library_dir / f"{config.frameworks[tab].module}.py"
         if path.is_file():
             tops[tab] = hand_written_top(path.read_text(encoding="utf-8"))
+    rel = version_file(config)
+    if rel and (config.root / rel).is_file():
+        tops[VERSION_FILE] = (config.root / rel).read_text(encoding="utf-8")
     return {tab: top for tab, top in tops.items() if top}
+
+
+def versioned(text: str, version: str) -> str:
+    """A hand-written version file with its ``__version__`` set (added when missing), as d2lbook does."""
+    line = f'__version__ = "{version}"'
+    if VERSION_LINE.search(text):
+        return VERSION_LINE.sub(line, text, count=1)
+    return text.rstrip("\n") + f"\n\n{line}\n"
 
 
 def _bound(tree: ast.Module) -> set[str]:
@@ -444,6 +466,8 @@ def generate_library(config: Config, sections: list[Section],
     """
     pkg = package_dir(config)
     files = {f"{pkg}/__init__.py": init_text(config)}
+    if VERSION_FILE in (tops or {}):  # a d2lbook book's own package docstring stays
+        files = {version_file(config): versioned(tops[VERSION_FILE], config.version)}  # type: ignore[index]
     errors: list[BookError] = []
     for tab in config.tabs:
         top = (tops or {}).get(tab, "")
