@@ -66,6 +66,7 @@ Mini Book
 
 ```toc
 :maxdepth: 2
+:numbered:
 
 chapter_a/index
 ```
@@ -141,7 +142,7 @@ def make_book(tmp: Path, *, eval_notebook: bool = False, ref: str = "chap_a",
     (book / "img" / "deep").mkdir()
     (book / "img" / "deep" / "x.md").write_text("# Deep\n\n:numref:`nowhere`\n")
     (book / "data.txt").write_text("a resource\n")
-    (book / "mini.bib").write_text("@book{knuth84, title={The TeXbook}, author={Knuth, D.}, year={1984}}\n")
+    (book / "mini.bib").write_text("@book{knuth84, title={The TeXbook}, author={Knuth, D.}, publisher={AW}, year={1984}}\n")
     overlay = tmp / "overlay" / "tabbook.ini"
     overlay.parent.mkdir()
     overlay.write_text(OVERLAY)
@@ -340,3 +341,50 @@ def test_a_no_op_build_runs_no_sphinx_and_any_input_change_does(tmp_path: Path) 
     # the same sources in a partial build are another Sphinx configuration
     proc = tabbook(book, overlay, "build", "--partial")
     assert proc.returncode == 0 and "nothing changed" not in proc.stdout
+
+
+APIDOC = """\
+# The API
+:label:`sec_api`
+
+```{.python .input}
+%%tab pytorch
+import torch  # not installed beside the builder: autodoc mocks it
+
+#@save
+class Thing(torch.nn.Module):
+    \"\"\"A thing the API page documents.\"\"\"
+
+    def grow(self, by):
+        \"\"\"Grow it by some amount.\"\"\"
+        return by
+```
+
+```eval_rst
+.. currentmodule:: d2l.torch
+```
+
+```eval_rst
+.. autoclass:: Thing
+   :members:
+```
+
+:bibliography:`../mini.bib`
+"""
+
+
+def test_api_page_with_autodoc_and_the_bibliography_where_the_book_puts_it(tmp_path: Path) -> None:
+    book, overlay = make_book(tmp_path)
+    (book / "chapter_a" / "api.md").write_text(APIDOC)
+    (book / "chapter_a" / "index.md").write_text(CHAPTER.replace("second\n", "second\napi\n"))
+    first = book / "chapter_a" / "first.md"
+    first.write_text(first.read_text() + "\nAs :citet:`knuth84` wrote.\n")
+    proc = tabbook(book, overlay, "build")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "WARNING" not in proc.stderr and "ERROR" not in proc.stderr, proc.stderr
+    api = (book / "build" / "html" / "chapter_a" / "api.html").read_text()
+    assert "A thing the API page documents." in api and "Grow it by some amount." in api
+    assert "The TeXbook" in api  # the bibliography, on the page that places it
+    assert not (book / "build" / "src" / "references.md").exists()  # and no second one
+    assert "api.html#id" in (book / "build" / "html" / "chapter_a" / "first.html").read_text() or \
+        "api.html#knuth84" in (book / "build" / "html" / "chapter_a" / "first.html").read_text()

@@ -11,6 +11,7 @@ are removed.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,8 @@ from tabbook.source.read import Section
 
 #: d2lbook's role that places the bibliography on a page of the book's own.
 BIBLIOGRAPHY_ROLE = ":bibliography:`"
+#: autodoc directives: the book documents its package on a page of its own.
+AUTODOC = re.compile(r"^\s*\.\. auto(class|function|module|data|exception)::", re.M)
 
 
 def source_dir(config: Config) -> Path:
@@ -32,12 +35,16 @@ def extra_pages(config: Config, library: dict[str, str], sections: Sequence[Sect
     """Pages the builder generates: the API reference, and the bibliography when there is one.
 
     A book that places its bibliography itself (d2lbook's ``:bibliography:`` role on
-    a page of its own) gets no second one.
+    a page of its own) gets no second one; a book that documents its package with
+    autodoc gets no generated API reference beside it.
     """
     from tabbook.render.apiref import api_reference_markdown
 
-    extra = {"api.md": api_reference_markdown(config, library)}
-    placed = any(BIBLIOGRAPHY_ROLE in cell.source for s in sections for cell in s.cells if cell.kind == "markdown")
+    prose = [cell.source for s in sections for cell in s.cells if cell.kind == "markdown"]
+    extra = {}
+    if not any(AUTODOC.search(text) for text in prose):  # a d2lbook book documents d2l with autodoc
+        extra["api.md"] = api_reference_markdown(config, library)
+    placed = any(BIBLIOGRAPHY_ROLE in text for text in prose)
     if config.bibfile is not None and not placed:
         extra["references.md"] = "# References\n\n```{bibliography}\n:all:\n```\n"
     return extra

@@ -7,6 +7,9 @@ fixture books and the real book share one configuration.
 
 from __future__ import annotations
 
+import ast
+import importlib.util
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +20,35 @@ from tabbook.render.site import load_site_options
 STATIC = Path(__file__).resolve().parent / "static"
 
 
+def missing_imports(library_dir: Path) -> list[str]:
+    """Top-level packages the generated library imports that the builder's Python lacks.
+
+    d2lbook books document their ``d2l`` package with autodoc (``.. autoclass::`` in an
+    ``eval_rst`` block); the builder has no framework installed, so autodoc imports the
+    package with these mocked, which is enough to read signatures and docstrings.
+    """
+    wanted: set[str] = set()
+    for path in sorted(library_dir.glob("*.py")) if library_dir.is_dir() else []:
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (SyntaxError, UnicodeDecodeError, OSError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                wanted.update(a.name.split(".")[0] for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                wanted.add(node.module.split(".")[0])
+    wanted.discard(library_dir.name)
+    return sorted(m for m in wanted if m not in sys.stdlib_module_names and importlib.util.find_spec(m) is None)
+
+
 def sphinx_settings(root: Path) -> dict[str, Any]:
     book = load_config(root)
     bib = book.bibfile
-    extensions = ["myst_nb", "sphinx_design", "tabbook.render.ext"]
+    extensions = ["myst_nb", "sphinx_design", "sphinx.ext.autodoc", "tabbook.render.ext"]
+    # autodoc imports the book's own package first (not another d2l on the path).
+    if str(book.root) not in sys.path:
+        sys.path.insert(0, str(book.root))
     if bib is not None:
         extensions.insert(2, "sphinxcontrib.bibtex")
     site = load_site_options(book)
@@ -44,9 +72,12 @@ def sphinx_settings(root: Path) -> dict[str, Any]:
                           "code-block": "Listing %s", "section": "Section %s"},
         "math_numfig": True,
         "math_eqref_format": "({number})",
-        "bibtex_bibfiles": [bib.name] if bib is not None else [],
+        # Absolute: Sphinx resolves bib files against the conf.py folder, which for a book
+        # without its own conf.py is under build/.
+        "bibtex_bibfiles": [str(bib)] if bib is not None else [],
         "bibtex_reference_style": "author_year",
-        "exclude_patterns": ["**.ipynb_checkpoints"],
+        # Resources (images, data) are linked into the sources: any Markdown in them is not a page.
+        "exclude_patterns": ["**.ipynb_checkpoints", *(f"{r}/**" for r in book.resources)],
         "html_theme": "furo",
         "html_theme_options": theme_options,
         "html_title": book.title,
@@ -66,6 +97,7 @@ def sphinx_settings(root: Path) -> dict[str, Any]:
         "tabbook_labels": {name: fw.label for name, fw in book.frameworks.items()},
         "tabbook_framework": book.default_tab,
         "suppress_warnings": ["mystnb.unknown_mime_type"],
+        "autodoc_mock_imports": missing_imports(book.library_dir),
         # ---- LaTeX / PDF (tabbook.render.latex_conf; owned by the PDF work) ----
         **latex_settings(root),
     }
