@@ -4,8 +4,10 @@ Every fixture is written here, small: ``tab.selected`` tests combined with ``and
 (item 2), statements kept in their blocks however deep the tests nest, d2lbook's reading of a
 test nested beside a ``def`` included (item 9), display math in list items, ``:eqlabel:`` on the
 math's own line, ```` ```eval_rst ```` and ``:bibliography:`` (item 6), tables labelled in d2l's
-order (item 10). The rendering items are also checked through a real Sphinx build of a small
-prose-only book.
+order (item 10); figures whose alt text spans lines or whose label follows a blank line, table
+captions that cite, references in double backticks, ``$$`` inside a paragraph and prose tabs
+that render nothing (what a scan of the whole d2l build found, ``bench/scan_site.py``). The
+rendering items are also checked through a real Sphinx build of a small prose-only book.
 """
 
 from __future__ import annotations
@@ -178,6 +180,7 @@ def write_book(root: Path, pages: dict[str, str]) -> Path:
         "globals().update(sphinx_settings(Path(__file__).resolve().parent))\n"
     )
     for name, text in pages.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(textwrap.dedent(text).lstrip("\n"))
     return root
 
@@ -468,7 +471,7 @@ def test_caption_label_table_order_becomes_a_numbered_table(caption_line: str) -
 def test_caption_table_label_order_still_works_without_a_space_after_the_colon() -> None:
     text = ":Latency (see :citet:`Doe.2020`)\n\n| a | b |\n| - | - |\n| 1 | 2 |\n:label:`tab_lat`\n"
     assert to_myst(text) == (
-        "```{table} Latency (see {cite:t}`Doe.2020`)\n:name: tab_lat\n\n| a | b |\n| - | - |\n| 1 | 2 |\n```"
+        "~~~{table} Latency (see {cite:t}`Doe.2020`)\n:name: tab_lat\n\n| a | b |\n| - | - |\n| 1 | 2 |\n~~~"
     )
 
 
@@ -476,6 +479,82 @@ def test_a_role_line_is_not_a_caption() -> None:
     text = ":numref:`fig_a` is a figure.\n:label:`not_a_table`\n\nText."
     out = to_myst(text)
     assert "{table}" not in out and "(not_a_table)=" in out
+
+
+def test_caption_with_a_role_in_d2l_order_gets_a_fence_its_info_string_may_hold() -> None:
+    """CommonMark ends a backtick fence's info string at a backtick: a caption citing a paper
+    in a ```` ``` ```` fence is no directive at all (the table loses its number and target)."""
+    text = (
+        ":Counts of pairs (adapted from :citet:`Doe.2020`)\n:label:`tab_counts`\n\n"
+        "|$w$|a|\n|:--|:-|\n|$p_1$|0.5|\n\nSee :numref:`tab_counts`."
+    )
+    out = to_myst(text)
+    assert out == (
+        "~~~{table} Counts of pairs (adapted from {cite:t}`Doe.2020`)\n:name: tab_counts\n\n"
+        "|$w$|a|\n|:--|:-|\n|$p_1$|0.5|\n~~~\n\nSee {numref}`tab_counts`."
+    )
+    fences = [t for t in MYST.parse(out) if t.type == "fence"]
+    assert [(f.info, f.markup) for f in fences] == [("{table} Counts of pairs (adapted from {cite:t}`Doe.2020`)", "~~~")]
+
+
+# --- figures: alt text over several lines, a blank line before the label ---------------------------
+
+def test_image_whose_alt_text_spans_lines_becomes_a_labelled_figure() -> None:
+    text = (
+        "As :numref:`fig_flow` shows.\n\n"
+        "![Values $\\mathbf{v}_i$ are pooled,\nwhere weights follow :citet:`Doe.2020`.](../img/flow.svg)\n"
+        ":label:`fig_flow`\n\nAfter."
+    )
+    assert to_myst(text) == (
+        "As {numref}`fig_flow` shows.\n\n```{figure} ../img/flow.svg\n:name: fig_flow\n\n"
+        "Values $\\mathbf{v}_i$ are pooled,\nwhere weights follow {cite:t}`Doe.2020`.\n```\n\nAfter."
+    )
+    section = read_section(f"# T\n\n{text}\n", "sec.md", TABS, "pytorch")
+    assert "fig_flow" in section.labels
+
+
+@pytest.mark.parametrize(
+    "attrs",
+    [
+        "\n:label:`fig_gate`",
+        "\n\n:label:`fig_gate`\n:width:`300px`",
+        ":width:`300px`\n\n:label:`fig_gate`",
+    ],
+)
+def test_blank_lines_between_an_image_and_its_attribute_lines_as_in_d2lbook(attrs: str) -> None:
+    text = f"See :numref:`fig_gate`.\n\n![The gate.](../img/gate.svg)\n{attrs}\n\n\n## Next"
+    out = to_myst(text)
+    width = ":width: 300px\n" if "width" in attrs else ""
+    assert out == (
+        f"See {{numref}}`fig_gate`.\n\n```{{figure}} ../img/gate.svg\n:name: fig_gate\n{width}\nThe gate.\n```"
+        "\n\n\n## Next"
+    )
+
+
+def test_a_figure_in_a_list_item_keeps_the_item_s_indent() -> None:
+    text = "1. First\n\n   ![A long\n   caption.](a.svg)\n\n   :label:`fig_item`\n\n   More.\n2. Second"
+    out = to_myst(text)
+    assert out == (
+        "1. First\n\n   ```{figure} a.svg\n   :name: fig_item\n\n   A long\n   caption.\n   ```\n\n"
+        "   More.\n2. Second"
+    )
+    items = [t for t in MYST.parse(out) if t.type in ("list_item_open", "fence")]
+    assert [t.type for t in items] == ["list_item_open", "fence", "list_item_open"]
+
+
+def test_a_paragraph_with_two_images_or_text_is_not_a_figure() -> None:
+    for text in ("![a](x.svg)\n![b\nc](y.svg)\n:label:`fig_two`", "![a](x.svg) and text\n:label:`fig_two`"):
+        out = to_myst(text)
+        assert "{figure}" not in out and "(fig_two)=" in out
+
+
+# --- what the whole-book scan found: a reference in double backticks, $$ inside a paragraph -------
+
+def test_a_reference_in_double_backticks_is_a_reference() -> None:
+    text = "The data we made in :numref:``sec_data`` and :cite:`A.2020`."
+    assert to_myst(text) == "The data we made in {numref}`sec_data` and {cite:p}`A.2020`."
+    section = read_section(f"# T\n:label:`sec_data`\n\n{text}\n", "sec.md", TABS, "pytorch")
+    assert section.refs == (("numref", "sec_data", 4),)
 
 
 # --- a real Sphinx build of a small prose-only book ---------------------------------------------
@@ -511,8 +590,53 @@ PAGE = """
     | ant | 1 |
     | cat | 30 |
 
+    The counts of :numref:`tab_counts`{tabcite} are drawn in :numref:`fig_flow`;
+    :numref:`fig_gate` shows the gate.
+
+    :Counts of pairs{tabcite}
+    :label:`tab_counts`
+
+    | Pair | Count |
+    |:--|:-|
+    | ab | 2 |
+
+    ![Values $\\mathbf{v}_i$ are pooled,
+    where the weights come from the pairs.](img/flow.svg)
+    :label:`fig_flow`
+
+    ![The gate.](img/gate.svg)
+
+    :label:`fig_gate`
+    :width:`120px`
+
+    If $X$ is discrete, $$H(X) = - \\sum_i p_i \\log p_i.$$
+
+    1. What are the eigenvalues of
+    $$
+    A = \\begin{bmatrix} 2 & 1 \\\\ 1 & 2 \\end{bmatrix}?
+    $$
+    2. And the eigenvectors?
+
+    :begin_tab:`alpha`
+
+    ```eval_rst
+    .. currentmodule:: json
+    ```
+
+    :end_tab:
+
+    :begin_tab:`beta`
+
+    ```eval_rst
+    .. currentmodule:: json
+    ```
+
+    :end_tab:
+
     Done.
 """
+
+SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="10" height="10"/></svg>\n'
 
 INDEX = """
     # Fixture Book
@@ -556,7 +680,9 @@ def html(book: Path, page: str) -> BeautifulSoup:
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     book = write_book(tmp_path_factory.mktemp("d2lbook") / "book", {
         "index.md": INDEX,
-        "page.md": PAGE.replace("{cite}", ", as :citet:`Doe.2020` did"),
+        "page.md": PAGE.replace("{cite}", ", as :citet:`Doe.2020` did").replace(
+            "{tabcite}", " (after :citet:`Doe.2020`)"),
+        "img/flow.svg": SVG, "img/gate.svg": SVG,
         "refs.md": "# References\n\n:bibliography:`../d2l.bib`\n",
         "references.bib": BIB,
     })
@@ -589,6 +715,47 @@ def test_built_table_in_d2l_order_is_numbered_captioned_and_referenced(built: Pa
     assert [td.get_text() for td in table.select("tbody td")] == ["ant", "1", "cat", "30"]
 
 
+def test_built_table_whose_caption_cites_is_numbered_and_the_citation_rendered(built: Path) -> None:
+    soup = html(built, "page.html")
+    caption = soup.select_one("table#tab-counts caption")
+    assert caption.select_one(".caption-number").get_text().strip() == "Table 1.2"
+    text = caption.select_one(".caption-text")
+    assert text.get_text().startswith("Counts of pairs (after ") and "`" not in text.get_text()
+    assert text.select_one(".bibtex-citation a")["href"].startswith("refs.html#")
+    assert soup.select_one('a[href="#tab-counts"] .std-numref').get_text() == "Table 1.2"
+    assert "{table}" not in soup.get_text()
+
+
+def test_built_figures_with_wrapped_alt_text_or_a_blank_line_are_numbered(built: Path) -> None:
+    soup = html(built, "page.html")
+    flow = soup.select_one("figure#fig-flow")
+    assert flow.select_one(".caption-number").get_text().strip() == "Figure 1.1"
+    caption = flow.select_one(".caption-text")
+    assert caption.get_text().startswith("Values ") and caption.get_text().endswith("come from the pairs.")
+    assert caption.select_one(".math") is not None and "$" not in caption.get_text()
+    assert flow.select_one("img")["src"].endswith("flow.svg")
+    gate = soup.select_one("figure#fig-gate")
+    assert gate.select_one(".caption-number").get_text().strip() == "Figure 1.2"
+    assert "width: 120px" in gate.select_one("img")["style"]
+    for label, number in (("fig-flow", "Figure 1.1"), ("fig-gate", "Figure 1.2")):
+        assert soup.select_one(f'a[href="#{label}"] .std-numref').get_text() == number
+    assert ":label:" not in soup.get_text() and ":width:" not in soup.get_text()
+
+
+def test_built_double_dollars_inside_a_paragraph_are_display_math(built: Path) -> None:
+    soup = html(built, "page.html")
+    para = next(p for p in soup.select("p") if p.get_text().startswith("If "))
+    assert para.select_one("div.math") is not None and "$" not in para.get_text()
+    item = next(li for li in soup.select("ol > li") if "eigenvalues" in li.get_text())
+    assert item.select_one("div.math") is not None and "$" not in item.get_text()
+
+
+def test_built_prose_tabs_that_render_nothing_make_no_empty_tab_set(built: Path) -> None:
+    soup = html(built, "page.html")
+    assert not soup.select(".sd-tab-set")  # both tabs hold only a currentmodule
+    assert "eval_rst" not in soup.get_text() and "currentmodule" not in soup.get_text()
+
+
 def test_built_eval_rst_is_rendered_as_restructuredtext(built: Path) -> None:
     note = html(built, "index.html").select_one("div.admonition.note")
     assert "Written in reStructuredText." in note.get_text() and note.select_one("em").get_text() == "reStructuredText"
@@ -606,7 +773,8 @@ def test_built_bibliography_lists_the_cited_entry_where_the_line_was(built: Path
 
 def test_bibliography_line_without_bib_files_renders_nothing(tmp_path: Path) -> None:
     book = write_book(tmp_path / "book", {
-        "index.md": INDEX, "page.md": PAGE.replace("{cite}", ""),
+        "index.md": INDEX, "page.md": PAGE.replace("{cite}", "").replace("{tabcite}", ""),
+        "img/flow.svg": SVG, "img/gate.svg": SVG,
         "refs.md": "# References\n\n:bibliography:`../d2l.bib`\n\nThe end.\n",
     })
     proc = build(book)

@@ -1,11 +1,13 @@
 """Dialect prose → MyST Markdown (what myst-nb parses). Pure functions of text.
 
 ``:label:`` after a heading becomes a ``(label)=`` target above it; an image
-followed by ``:label:``/``:width:`` becomes a ``{figure}``; ``$$…$$`` followed
+(its alt text on one line or several) followed by ``:label:``/``:width:``, blank
+lines between allowed as d2lbook allows them, becomes a ``{figure}``; ``$$…$$`` followed
 by ``:eqlabel:`` (on its own line or after the closing ``$$``) becomes labelled
 dollar math, and display math that continues a paragraph (a list item's line)
 starts a block of its own; a table with a ``:Caption`` line and a ``:label:``
-becomes a numbered ``{table}``; inline roles map to Sphinx roles; a
+becomes a numbered ``{table}`` (a ``~~~`` fence when the caption holds a role: a
+backtick fence's info string may hold no backtick); inline roles map to Sphinx roles; a
 ```` ```toc ```` block becomes a ``{toctree}``, an ```` ```eval_rst ```` block an
 ``{eval-rst}`` one, a ``:bibliography:`` line a ``{bibliography}``. Slide marks
 are removed.
@@ -23,6 +25,7 @@ from collections.abc import Sequence
 from tabbook.source.dialect import (
     ATTR_LINE,
     IMAGE_LINE,
+    IMAGE_PARAGRAPH,
     MATH_EQLABEL,
     ROLE,
     ROLE_MAP,
@@ -34,10 +37,10 @@ from tabbook.source.read import Block, Cell, parse_blocks
 
 def convert_roles(line: str) -> str:
     def sub(m: re.Match[str]) -> str:
-        target = m.group(2)
-        if m.group(1) in ("cite", "citet", "citep"):
+        role, target = m.group("role"), m.group("target")
+        if role in ("cite", "citet", "citep"):
             target = ",".join(t.strip() for t in target.split(","))
-        return f"{{{ROLE_MAP[m.group(1)]}}}`{target}`"
+        return f"{{{ROLE_MAP[role]}}}`{target}`"
 
     return ROLE.sub(sub, line)
 
@@ -164,8 +167,10 @@ def emit_myst(lines: list[str], blocks: Sequence[Block]) -> str:
         kind = attr.attr
         value = _attr_value(raw)
         if (target is not None and target.kind == "image" and t_row not in figured and kind != "eqlabel"
-                and all(r in attrs for r in range(target.end, i)) and owner and owner[-1] == t_row):
-            # A lone image line followed by :label: and/or :width: (either order) → figure.
+                and all(r in attrs or not lines[r].strip() for r in range(target.end, i))
+                and owner and owner[-1] in range(t_row, i)):
+            # An image paragraph (its alt text on one line or several) followed by :label: and/or
+            # :width: (either order, blank lines between allowed, as d2lbook reads them) → figure.
             name = width = None
             while i < n and i in attrs and attrs[i].attr in ("label", "width"):
                 v = _attr_value(lines[i])
@@ -176,16 +181,15 @@ def emit_myst(lines: list[str], blocks: Sequence[Block]) -> str:
                 else:
                     break
                 i += 1
-            img = IMAGE_LINE.match(out[-1])
-            caption = convert_roles(img.group("cap")) if img else ""
-            fig = ["```{figure} " + (img.group("src") if img else "")]
-            if name:
-                fig.append(f":name: {name}")
-            if width:
-                fig.append(f":width: {width}")
-            fig += ["", caption, "```"] if caption else ["```"]
-            out[-1:] = fig
-            owner[-1:] = [t_row] * len(fig)
+                j = i
+                while j < n and not lines[j].strip() and j not in copied and j not in math:
+                    j += 1
+                if j in attrs and attrs[j].attr in ("label", "width"):
+                    i = j  # the blank rows between two attribute lines go with them
+            at = anchor(t_row)
+            fig = _figure([x for x, o in zip(out[at:], owner[at:], strict=True) if o < target.end], name, width)
+            out[at:] = fig
+            owner[at:] = [t_row] * len(fig)
             figured.add(t_row)
             continue
         i += 1
@@ -205,7 +209,7 @@ def emit_myst(lines: list[str], blocks: Sequence[Block]) -> str:
             # d2l's order: a ":Caption" line, the :label: line, then the table → a numbered {table}.
             caption = TABLE_CAPTION.match(out[at]) if out[at:] else None
             rows = [convert_roles(x) for x in lines[table.start:table.end] if x.strip()]
-            block = ["```{table} " + (caption.group(1) if caption else ""), f":name: {value}", "", *rows, "```"]
+            block = _table(caption.group(1) if caption else "", value, rows)
             out[at:] = block
             owner[at:] = [t_row] * len(block)
             i = table.end
@@ -223,7 +227,7 @@ def emit_myst(lines: list[str], blocks: Sequence[Block]) -> str:
                 del out[j:at], owner[j:at]
                 at = j
             body = [x for x in out[at:] if x.strip()]
-            table = ["```{table} " + caption, f":name: {value}", "", *body, "```"]
+            table = _table(caption, value, body)
             out[at:] = table
             owner[at:] = [t_row] * len(table)
             continue
@@ -233,6 +237,33 @@ def emit_myst(lines: list[str], blocks: Sequence[Block]) -> str:
             out.insert(at, "")
             owner.insert(at, t_row)
     return "\n".join(out).strip("\n")
+
+
+def _table(caption: str, name: str, rows: list[str]) -> list[str]:
+    """A numbered ``{table}`` of pipe-table ``rows``. A caption with a role in it (backticks)
+    gets a tilde fence: CommonMark ends a backtick fence's info string at a backtick."""
+    fence = "~~~" if "`" in caption else "```"
+    return [f"{fence}{{table}} {caption}".rstrip(), f":name: {name}", "", *rows, fence]
+
+
+def _figure(rows: list[str], name: str | None, width: str | None) -> list[str]:
+    """A ``{figure}`` for the image paragraph ``rows`` (MyST already), in the rows' container."""
+    text = "\n".join(rows)
+    img = IMAGE_PARAGRAPH.match(text)
+    first = rows[0] if rows else ""
+    prefix = first[:first.find("![")] if "![" in first else ""  # a list item's indent, a quote's "> "
+    if img is None:
+        return rows
+    caption = [x[len(prefix):] if x.startswith(prefix) else x.lstrip() for x in img.group("cap").split("\n")]
+    fig = ["```{figure} " + img.group("src")]
+    if name:
+        fig.append(f":name: {name}")
+    if width:
+        fig.append(f":width: {width}")
+    if any(x.strip() for x in caption):
+        fig += ["", *(convert_roles(x).strip() for x in caption)]
+    fig.append("```")
+    return [(prefix + x) if x else prefix.rstrip() for x in fig]
 
 
 def _attr_value(line: str) -> str | None:

@@ -66,6 +66,9 @@ def sphinx_settings(root: Path) -> dict[str, Any]:
         "nb_execution_mode": "off",
         "nb_merge_streams": True,
         "myst_enable_extensions": ["dollarmath", "amsmath", "colon_fence"],
+        # $$…$$ inside a paragraph is display math, as pandoc (d2lbook's reader) takes it:
+        # "if $X$ is discrete, $$H(X) = …$$", or $$ lines continuing a list item's text.
+        "myst_dmath_double_inline": True,
         "myst_heading_anchors": 3,
         "numfig": True,
         "numfig_format": {"figure": "Figure %s", "table": "Table %s",

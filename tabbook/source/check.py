@@ -90,13 +90,13 @@ def check_book(book: Book | Config, *, partial: bool = False,
         for cell in section.cells:
             if cell.kind != "markdown":
                 continue
-            for i, raw in enumerate(cell.source.split("\n")):
-                for m in IMAGE.finditer(raw):
-                    src = m.group(1)
-                    if "://" in src:
-                        continue
-                    if not (config.root / Path(section.path).parent / src).resolve().is_file():
-                        problems.append(BookError(f"image file {src} does not exist", section.path, cell.line + i))
+            for m in IMAGE.finditer(cell.source):  # the alt text may span lines
+                src = m.group(1)
+                if "://" in src:
+                    continue
+                if not (config.root / Path(section.path).parent / src).resolve().is_file():
+                    i = cell.source.count("\n", 0, m.start())
+                    problems.append(BookError(f"image file {src} does not exist", section.path, cell.line + i))
         _check_save(section, problems, config.tabs)
     if not problems:
         # The library stage knows #@save rules best (add_to_class targets, syntax): ask it.

@@ -98,10 +98,11 @@ TABLE_CAPTION = re.compile(r"^\s*:(?![\w-]+:)[ \t]*(\S.*?)\s*$")
 BIBLIOGRAPHY = re.compile(r"^\s*:bibliography:`([^`]*)`\s*$")
 #: The info string of a fence whose content is reStructuredText (d2lbook's ```` ```eval_rst ````).
 EVAL_RST_INFO = "eval_rst"
-#: The inline roles that refer to labels; group 1 the role, group 2 the target.
-REF_ROLE = re.compile(r":(numref|ref|eqref):`([^`]+)`")
-#: Every inline role of the dialect (references and citations); group 1 the role, group 2 its text.
-ROLE = re.compile(r":(numref|ref|eqref|cite|citet|citep):`([^`]+)`")
+#: The inline roles that refer to labels; groups ``role`` and ``target``. The target may also be
+#: in double backticks (``:numref:``sec_x``, which d2l writes once): a reference all the same.
+REF_ROLE = re.compile(r":(?P<role>numref|ref|eqref):`(?P<tick>`?)(?P<target>[^`]+)(?P=tick)`")
+#: Every inline role of the dialect (references and citations); groups ``role`` and ``target``.
+ROLE = re.compile(r":(?P<role>numref|ref|eqref|cite|citet|citep):`(?P<tick>`?)(?P<target>[^`]+)(?P=tick)`")
 #: Dialect role → the MyST/Sphinx role it becomes.
 ROLE_MAP = {
     "numref": "numref",
@@ -115,6 +116,11 @@ ROLE_MAP = {
 IMAGE = re.compile(r"!\[[^\]]*\]\(([^)\s]+)")
 #: A line that is only an image (optionally with a title): a figure when an attribute line follows.
 IMAGE_LINE = re.compile(r"^\s*!\[(?P<cap>.*)\]\((?P<src>[^)\s]+)(?:\s+\"[^\"]*\")?\)\s*$")
+#: A paragraph that is only an image, its alt text over one line or several (d2l wraps long
+#: captions): a figure when an attribute line follows. Match the paragraph's rows joined by ``\n``.
+#: The alt text holds no ``](`` (a second image or a link would end it).
+IMAGE_PARAGRAPH = re.compile(
+    r"^\s*!\[(?P<cap>(?:[^\]]|\](?!\())*)\]\((?P<src>[^)\s]+)(?:\s+\"[^\"]*\")?\)\s*$", re.S)
 #: The table of contents fence's opening line, exactly (other spellings stay literal).
 TOC_OPENER = "```toc"
 

@@ -23,7 +23,7 @@ from tabbook.source.dialect import (
     BEGIN_TAB,
     END_TAB,
     FLAG_LINE,
-    IMAGE_LINE,
+    IMAGE_PARAGRAPH,
     LABEL_LINE,
     LEGACY_TAB,
     RAISES_LINE,
@@ -48,7 +48,7 @@ class Block:
     """One block of prose as the dialect's markdown-it parse found it.
 
     ``kind``: ``text`` (paragraph, heading, list, quote, HTML…), ``image`` (a
-    paragraph that is one image line), ``table``, ``math`` (display math;
+    paragraph that is one image, its alt text on one line or several), ``table``, ``math`` (display math;
     ``attr`` the ``:eqlabel:`` on its closing line, if any), ``attr``
     (``:label:``/``:eqlabel:``/``:width:``, named in ``attr``),
     ``literal``/``code``/``toc``/``rst`` (fences; ``rst`` is ```` ```eval_rst ````),
@@ -183,9 +183,9 @@ def _blocks(tokens: list[Token], text: str) -> tuple[Block, ...]:
             kind = "marker"
         elif tok.type == "table_open":
             kind = "table"
-        elif tok.type == "paragraph_open" and end - start == 1:
+        elif tok.type == "paragraph_open":
             rows = rows if rows is not None else text.split("\n")
-            if IMAGE_LINE.match(rows[start]):
+            if IMAGE_PARAGRAPH.match("\n".join(rows[start:end])):
                 kind = "image"
         blocks.append(Block(kind, start, end, tok.level, attr))
     return tuple(blocks)
@@ -364,7 +364,7 @@ def _scan_refs(
     for row, raw in enumerate(lines):
         if row not in quoted and ":" in raw:
             for r in REF_ROLE.finditer(raw):
-                refs.append((r.group(1), r.group(2).strip(), row + 1))
+                refs.append((r.group("role"), r.group("target").strip(), row + 1))
     return labels, refs, errors
 
 

@@ -8,6 +8,9 @@ directives build, so sphinx-design makes the HTML radio tabs, synced by framewor
 ``tab``: ``?tab=jax`` and localStorage work). For any other format (one PDF per framework)
 the same transform keeps only the cells of ``tabbook_framework`` and no tab structure.
 
+A run whose every cell renders nothing (prose tabs that only set an ``eval_rst``
+``currentmodule``) makes no tab set: it would be a row of empty panels.
+
 Also here, because it is about tabs and nothing else: each HTML tab set opens on the book's
 default framework (also without JavaScript), and the tab script and stylesheet are shipped.
 
@@ -57,6 +60,14 @@ def _runs(parent: nodes.Element) -> list[list[nodes.Element]]:
     if current:
         runs.append(current)
     return runs
+
+
+_VISIBLE = (nodes.image, nodes.raw, nodes.math, nodes.math_block, nodes.table, nodes.literal_block)
+
+
+def _shows_nothing(node: nodes.Element) -> bool:
+    """True when ``node`` renders nothing a reader sees: no text, image, math or raw output."""
+    return not node.astext().strip() and not any(isinstance(n, _VISIBLE) for n in node.findall())
 
 
 def _tab_set(run: list[nodes.Element], order: list[str], labels: dict[str, str]) -> nodes.Element:
@@ -112,7 +123,9 @@ class GroupFrameworkTabs(SphinxPostTransform):
                 at = parent.index(run[0])
                 for node in run:
                     parent.remove(node)
-                parent.insert(at, _tab_set(run, order, labels))
+                if not all(_shows_nothing(node) for node in run):
+                    parent.insert(at, _tab_set(run, order, labels))
+                # else: a tab set of empty panels (prose tabs holding only a ``currentmodule``) is left out
 
 
 class SelectDefaultTab(SphinxPostTransform):
