@@ -15,8 +15,10 @@ before executing anything if there are any.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
 
 from tabbook.config import Config
@@ -50,10 +52,25 @@ def _errors(exc: BookError) -> list[BookError]:
     return list(exc.errors) if isinstance(exc, BookErrors) else [exc]
 
 
-def read_page(config: Config, rel: str) -> Section:
+def read_page(config: Config, rel: str, hashes: dict[str, str] | None = None) -> Section:
     """Read one page of the book by its root-relative path (raises its parse errors)."""
     text = (config.root / rel).read_text(encoding="utf-8")
+    if hashes is not None:
+        hashes[rel] = hashlib.sha256(text.encode()).hexdigest()
     return read_section(text, rel, config.tabs, config.default_tab)
+
+
+@cache
+def _builder_code_hash() -> str:
+    """The builder's own code: a cached library is only as good as the code that made it."""
+    h = hashlib.sha256()
+    here = Path(__file__).resolve().parent
+    for path in sorted(here.rglob("*.py")):
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+LIBRARY_CACHE = "library-cache.json"
 
 
 @dataclass
@@ -66,6 +83,7 @@ class Book:
     labels: dict[str, tuple[str, int]]  # label -> (page, line) of its first definition
     problems: list[BookError] = field(default_factory=list)  # reading, toc and label problems
     library_problems: list[BookError] = field(default_factory=list)  # call-time names nothing saves
+    page_hashes: dict[str, str] = field(default_factory=dict)  # page -> sha256 of its text
 
     @property
     def sections(self) -> list[Section]:
@@ -85,10 +103,39 @@ class Book:
         (:class:`~tabbook.library.generate.CallTimeName`) do not stop generation: they
         are kept in :attr:`library_problems` for each command to judge.
         """
-        from tabbook.library.generate import generate_library, hand_written_tops
+        from tabbook.execute.store import write_atomic
+        from tabbook.library.generate import CallTimeName, generate_library, hand_written_tops
 
-        return generate_library(self.config, self.sections, hand_written_tops(self.config),
-                                self.library_problems)
+        sections = self.sections
+        tops = hand_written_tops(self.config)
+        key = self._library_key(tops)
+        cache = self.config.build_dir / LIBRARY_CACHE
+        try:
+            cached = json.loads(cache.read_text(encoding="utf-8"))
+            if cached.get("key") == key:
+                self.library_problems.extend(CallTimeName(m, p, n) for m, p, n in cached["problems"])
+                return dict(cached["files"])
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # no cache, or an unreadable one: generate
+        files = generate_library(self.config, sections, tops, self.library_problems)
+        record = {"key": key, "files": files,
+                  "problems": [[e.message, e.path, e.line] for e in self.library_problems]}
+        try:
+            write_atomic(cache, json.dumps(record))
+        except OSError:
+            pass  # a cache that cannot be written only costs time
+        return files
+
+    def _library_key(self, tops: dict[str, str]) -> str:
+        """What the generated library depends on: the pages in toc order, the configuration, the
+        hand-written tops and the builder's code. Equal keys: the same files (a no-op rebuild
+        of a book of hundreds of sections skips seconds of generation)."""
+        config = self.config
+        parts = [_builder_code_hash(), [config.rel(f) for f in (config.root / "config.ini", config.overlay) if f],
+                 [(f.read_bytes() if f and f.is_file() else b"").hex()
+                  for f in (config.root / "config.ini", config.overlay)],
+                 tops, [(rel, self.page_hashes.get(rel)) for rel in self.toc], str(config.root)]
+        return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 
 def read_book(config: Config, extra_files: bool = True) -> Book:
@@ -96,6 +143,7 @@ def read_book(config: Config, extra_files: bool = True) -> Book:
     index = Path(config.index)
     problems: list[BookError] = []
     pages: dict[str, Section] = {}
+    hashes: dict[str, str] = {}
     failed: set[str] = set()
 
     def read(rel: str) -> Section | None:
@@ -104,7 +152,7 @@ def read_book(config: Config, extra_files: bool = True) -> Book:
         if rel in failed:
             return None
         try:
-            pages[rel] = read_page(config, rel)
+            pages[rel] = read_page(config, rel, hashes)
         except BookError as exc:
             problems.extend(_errors(exc))
             failed.add(rel)
@@ -129,4 +177,4 @@ def read_book(config: Config, extra_files: bool = True) -> Book:
             else:
                 labels[name] = (section.path, line)
     problems.sort(key=lambda e: (e.path or "", e.line or 0))
-    return Book(config, pages, [rel for rel in toc if rel in pages], labels, problems)
+    return Book(config, pages, [rel for rel in toc if rel in pages], labels, problems, page_hashes=hashes)

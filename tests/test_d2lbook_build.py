@@ -388,3 +388,23 @@ def test_api_page_with_autodoc_and_the_bibliography_where_the_book_puts_it(tmp_p
     assert not (book / "build" / "src" / "references.md").exists()  # and no second one
     assert "api.html#id" in (book / "build" / "html" / "chapter_a" / "first.html").read_text() or \
         "api.html#knuth84" in (book / "build" / "html" / "chapter_a" / "first.html").read_text()
+
+
+def test_the_library_is_generated_again_only_when_its_inputs_change(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tabbook.library.generate as generate
+    from tabbook.book import read_book
+
+    book, overlay = make_book(tmp_path)
+    monkeypatch.setenv(OVERLAY_ENV, str(overlay))
+    first = read_book(load_config(book)).library
+    calls: list[int] = []
+    real = generate.generate_library
+    monkeypatch.setattr(generate, "generate_library", lambda *a, **k: calls.append(1) or real(*a, **k))
+    assert read_book(load_config(book)).library == first and calls == []  # from the cache
+    page = book / "chapter_a" / "second.md"
+    page.write_text(page.read_text().replace("print('mxnet second')", "def twice(x):  #@save\n    return 2 * x"))
+    again = read_book(load_config(book)).library
+    assert calls == [1] and "def twice(x):" in again["d2l/mxnet.py"]
+    (book / "build" / "library-cache.json").write_text("{not json")  # a broken cache is only slower
+    assert read_book(load_config(book)).library == again and calls == [1, 1]
