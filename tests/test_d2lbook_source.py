@@ -24,6 +24,7 @@ from bs4 import BeautifulSoup
 from markdown_it.renderer import RendererHTML
 from myst_parser.config.main import MdParserConfig
 from myst_parser.parsers.mdit import create_md_parser
+from runtime_tab import RuntimeTab
 
 from tabbook.config import load_config
 from tabbook.errors import BookError
@@ -41,18 +42,9 @@ def resolve(source: str, framework: str) -> str:
     return resolve_tabs(textwrap.dedent(source).strip("\n"), framework, WHERE)
 
 
-class _Tab:
-    """What ``tab`` is when d2lbook runs a cell in Jupyter: ``selected`` is true for one framework."""
-
-    def __init__(self, framework: str) -> None:
-        self.framework = framework
-
-    def selected(self, *names: object) -> bool:
-        flat = [n for a in names for n in (a if isinstance(a, (list, tuple)) else [a])]
-        return self.framework in flat
 
 
-def run(source: str, tab: _Tab | None = None) -> list:
+def run(source: str, tab: RuntimeTab | None = None) -> list:
     out: list = []
     env = {"out": out, "flag": True}
     if tab is not None:
@@ -83,7 +75,7 @@ COMBINED = [
 def test_combined_tests_resolve_to_what_the_framework_runs(source: str, framework: str) -> None:
     resolved = resolve_tabs(source, framework, WHERE)
     assert "tab" not in resolved
-    assert run(resolved) == run(source, _Tab(framework))
+    assert run(resolved) == run(source, RuntimeTab(framework))
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from runtime_tab import RuntimeTab
 
 from tabbook.errors import BookError, BookErrors
 from tabbook.render.merge import merge_section
@@ -250,13 +251,6 @@ def test_seeds_parse_and_split() -> None:
 
 # --- split semantics: resolving branches never changes what a framework runs --------------------
 
-class _Tab:
-    def __init__(self, framework: str) -> None:
-        self.framework = framework
-
-    def selected(self, *names: object) -> bool:
-        flat = [n for a in names for n in (a if isinstance(a, (list, tuple)) else [a])]
-        return self.framework in flat
 
 
 _counter = st.integers(0, 999)
@@ -314,7 +308,7 @@ def _stmts(draw: st.DrawFn, depth: int, pad: str, in_sel: bool = False) -> list[
 
 def _run(source: str, framework: str | None) -> list[int]:
     out: list[int] = []
-    exec(compile(source, "<cell>", "exec"), {"out": out, "tab": _Tab(framework or "")})
+    exec(compile(source, "<cell>", "exec"), {"out": out, "tab": RuntimeTab(framework or "")})
     return out
 
 
