@@ -58,6 +58,10 @@ def parser() -> argparse.ArgumentParser:
     ch.add_argument("--partial", action="store_true", help="undefined references are warnings")
     lib = sub.add_parser("lib", help="generate the d2l package from the book's #@save code")
     lib.add_argument("--check", action="store_true", help="exit 1 if the committed d2l/ is stale")
+    lib.add_argument("--import", dest="import_", action="store_true",
+                     help="then import each generated module in its framework's environment")
+    lib.add_argument("--no-generate", action="store_true",
+                     help="with --import: import the modules as the last build wrote them")
     lt = sub.add_parser("libtest", help="build the d2l wheel and test it in every framework env")
     lt.add_argument("frameworks", nargs="*", help="tabs to test (default: all)")
     lt.add_argument("--no-generate", action="store_true", help="package d2l/ as it is")
@@ -122,6 +126,12 @@ def _lib(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
     from tabbook.book import read_book
     from tabbook.library.generate import stale_library, write_library
 
+    if args.no_generate:
+        if not args.import_:
+            raise BookError("lib --no-generate does nothing without --import")
+        from tabbook.library.wheeltest import import_modules
+
+        return 1 if any(o.status == "failed" for o in import_modules(config)) else 0
     book = read_book(config, extra_files=False)
     files = book.library
     if book.library_problems:
@@ -135,6 +145,12 @@ def _lib(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
         return 1 if stale else 0
     for rel in write_library(config, files):
         print(f"[library] wrote {rel}")
+    if args.import_:
+        from tabbook.library.wheeltest import import_modules
+
+        outcomes = import_modules(config)
+        if any(o.status == "failed" for o in outcomes):
+            return 1
     return 0
 
 

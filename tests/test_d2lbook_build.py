@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -352,12 +353,33 @@ APIDOC = """\
 import torch  # not installed beside the builder: autodoc mocks it
 
 #@save
+def device_count():
+    \"\"\"How many devices torch sees.\"\"\"
+    return torch.cuda.device_count()
+
+#@save
 class Thing(torch.nn.Module):
     \"\"\"A thing the API page documents.\"\"\"
+
+    # Evaluated when d2l.torch is imported: with torch mocked, int() of a mock fails, so
+    # importing the module for autodoc would lose the whole page.
+    def __init__(self, sizes, gpus=int(device_count())):
+        super().__init__()
 
     def grow(self, by):
         \"\"\"Grow it by some amount.\"\"\"
         return by
+
+    def _hidden(self):
+        \"\"\"Private: not listed.\"\"\"
+
+    def quiet(self):
+        return 0
+
+@d2l.add_to_class(Thing)  #@save
+def shrink(self, by, *, floor=0):
+    \"\"\"Shrink it, added to the class in a later cell.\"\"\"
+    return max(by, floor)
 ```
 
 ```eval_rst
@@ -367,6 +389,8 @@ class Thing(torch.nn.Module):
 ```eval_rst
 .. autoclass:: Thing
    :members:
+
+.. autofunction:: device_count
 ```
 
 :bibliography:`../mini.bib`
@@ -384,6 +408,16 @@ def test_api_page_with_autodoc_and_the_bibliography_where_the_book_puts_it(tmp_p
     assert "WARNING" not in proc.stderr and "ERROR" not in proc.stderr, proc.stderr
     api = (book / "build" / "html" / "chapter_a" / "api.html").read_text()
     assert "A thing the API page documents." in api and "Grow it by some amount." in api
+    # Read from the generated source (tabbook.render.ext.apidoc), not by importing it: the class
+    # signature is __init__'s without self, methods added with add_to_class are members,
+    # private and undocumented methods are not (autodoc's defaults).
+    text = re.sub(r"<[^>]+>", "", api[api.index('<dl class="py class">'):])  # the entries, not the cell
+    assert "Thing(sizes, gpus=int(device_count()))" in text
+    assert "shrink(by, *, floor=0)" in text and "added to the class in a later cell" in api
+    assert "_hidden" not in text and "quiet" not in text
+    assert "device_count()" in text and "How many devices torch sees." in api
+    assert 'id="d2l.torch.Thing.grow"' in api and 'id="d2l.torch.device_count"' in api
+    assert 'href="api.html"' in api or 'href="#"' in api  # "Defined in" links to its section
     assert "The TeXbook" in api  # the bibliography, on the page that places it
     assert not (book / "build" / "src" / "references.md").exists()  # and no second one
     assert "api.html#id" in (book / "build" / "html" / "chapter_a" / "first.html").read_text() or \
@@ -408,3 +442,62 @@ def test_the_library_is_generated_again_only_when_its_inputs_change(
     assert calls == [1] and "def twice(x):" in again["d2l/mxnet.py"]
     (book / "build" / "library-cache.json").write_text("{not json")  # a broken cache is only slower
     assert read_book(load_config(book)).library == again and calls == [1, 1]
+
+
+# --- an environment's lock may name a local package beside it (books/d2l-en's torchvision shim) ---
+
+def test_a_lock_names_a_local_package_relative_to_itself(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tabbook.config import Framework
+    from tabbook.execute.envs import ensure_env, local_requirements, lock_hash
+
+    locks = tmp_path / "locks"
+    (locks / "shim").mkdir(parents=True)
+    (locks / "shim" / "mod.py").write_text("X = 1\n")
+    lock = locks / "fw.txt"
+    lock.write_text("numpy==2.3.5\n./shim  # beside this file\n../elsewhere.whl\n")
+    assert local_requirements(lock) == [(2, locks / "shim"), (3, tmp_path / "elsewhere.whl")]
+    fw = Framework("fw", "FW", "fw", "fw", lock, None, "3.11")
+    before = lock_hash(fw)
+    (locks / "shim" / "mod.py").write_text("X = 2\n")  # the package changed: a new environment
+    assert lock_hash(fw) != before
+    # A path that is not there is a located error before any venv is made.
+    config = load_config(make_book(tmp_path)[0])
+    monkeypatch.setenv("TABBOOK_VENVS", str(tmp_path / "venvs"))
+    with pytest.raises(BookError) as err:
+        ensure_env(config, fw)
+    assert err.value.line == 3 and "elsewhere.whl, which does not exist" in err.value.message
+    assert not (tmp_path / "venvs").exists()
+
+
+LIBRARY_SECTION = """\
+# Library
+
+```{.python .input}
+%%tab pytorch
+import json  #@save
+
+#@save
+def dumps(x):
+    return json.dumps(x)
+```
+
+```{.python .input}
+%%tab mxnet
+import not_a_module_anywhere  #@save
+
+#@save
+def dumps(x):
+    return not_a_module_anywhere.dumps(x)
+```
+"""
+
+
+def test_lib_import_imports_each_generated_module_in_its_environment(tmp_path: Path) -> None:
+    book, overlay = make_book(tmp_path)
+    (book / "chapter_a" / "second.md").write_text(LIBRARY_SECTION)
+    proc = tabbook(book, overlay, "lib", "--import")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    lines = {line.split()[1]: line for line in proc.stdout.splitlines() if line.startswith("[lib] ")}
+    assert "passed" in lines["pytorch"] and "import d2l.torch" in lines["pytorch"]
+    assert "failed" in lines["mxnet"] and "d2l/mxnet.py" in lines["mxnet"]
+    assert "No module named 'not_a_module_anywhere'" in lines["mxnet"]

@@ -112,7 +112,7 @@ def test_a_call_in_a_test_that_is_not_only_calls_becomes_a_constant() -> None:
 
 def test_split_section_resolves_combined_tests() -> None:
     text = (
-        "# T\n\n```{.python .input}\n%%tab all\n"
+        "# T\n\n```{.python .input}\n%%tab pytorch, jax, tensorflow, mxnet\n"
         "if tab.selected('pytorch') or tab.selected('jax'):\n    x = 1\nelse:\n    x = 2\n```\n"
     )
     section = read_section(text, "sec.md", TABS, "pytorch")
@@ -181,7 +181,7 @@ SAVED = '''
     # Saved
 
     ```{.python .input}
-    %%tab all
+    %%tab alpha, beta
     class Model:  #@save
         """A model."""
         if tab.selected('alpha') or tab.selected('beta'):
@@ -774,3 +774,49 @@ def test_bibliography_line_without_bib_files_renders_nothing(tmp_path: Path) -> 
     refs = html(book, "refs.html")
     assert refs.select_one("section h1") is not None and "The end." in refs.get_text()
     assert ":bibliography:" not in refs.get_text() and not refs.select('[role="doc-biblioentry"]')
+
+
+# --- a section exists for the tabs its cells name (d2lbook's get_tab_notebook) -----------------
+
+ONLY_ALL_AND_TWO = """\
+# Hybrid
+
+```{.python .input}
+#@tab all
+#@save
+def shared():
+    return 1
+```
+
+```{.python .input}
+%%tab mxnet
+print('mx', shared())
+```
+
+:begin_tab:`tensorflow`
+TensorFlow prose names the tab too.
+:end_tab:
+"""
+
+
+def test_an_all_cell_belongs_to_the_tabs_the_section_names_and_the_default() -> None:
+    section = read_section(ONLY_ALL_AND_TWO, "sec.md", TABS, "pytorch")
+    shared = section.code_cells[0]
+    # pytorch: the default tab; mxnet: a code cell; tensorflow: a prose tab. Not jax.
+    assert shared.tabs == ("pytorch", "tensorflow", "mxnet") and shared.every_tab
+    assert split_section(section, "jax") == []  # no JAX unit, nothing saved into d2l/jax.py
+    assert [c.source.splitlines()[-1] for c in split_section(section, "mxnet")] == [
+        "    return 1", "print('mx', shared())"]
+
+
+def test_a_section_with_only_all_cells_exists_for_the_default_tab_only() -> None:
+    text = "# Only all\n\n```{.python .input}\n%%tab all\nx = 1\n```\n"
+    assert read_section(text, "sec.md", TABS, "jax").code_cells[0].tabs == ("jax",)
+    # one explicit cell naming every tab keeps them all (what chapter_gpus/utilities.md does)
+    text += "\n```{.python .input}\n%%tab pytorch, jax, tensorflow, mxnet\ny = 2\n```\n"
+    assert read_section(text, "sec.md", TABS, "jax").code_cells[0].tabs == TABS
+
+
+def test_a_section_without_code_keeps_its_all_prose_for_every_tab() -> None:
+    text = "# Prose\n\n:begin_tab:`all`\nFor everyone.\n:end_tab:\n"
+    assert read_section(text, "sec.md", TABS, "pytorch").cells[-1].tabs == TABS

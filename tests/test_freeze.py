@@ -107,8 +107,9 @@ def test_code_change_changes_only_its_frameworks(text: str, old: str, new: str, 
 
 
 def test_reordering_cells_changes_the_key() -> None:
-    a = "```{.python .input}\n%%tab all\na = 1\n```\n\n```{.python .input}\n%%tab all\nb = 2\n```\n"
-    b = "```{.python .input}\n%%tab all\nb = 2\n```\n\n```{.python .input}\n%%tab all\na = 1\n```\n"
+    every = "```{.python .input}\n%%tab pytorch, jax, tensorflow, mxnet\n```\n\n"  # names the tabs
+    a = every + "```{.python .input}\n%%tab all\na = 1\n```\n\n```{.python .input}\n%%tab all\nb = 2\n```\n"
+    b = every + "```{.python .input}\n%%tab all\nb = 2\n```\n\n```{.python .input}\n%%tab all\na = 1\n```\n"
     assert changed(a, b) == set(TABS)
 
 

@@ -160,7 +160,7 @@ def test_tab_selected_imports_at_the_top_of_a_saved_cell_feed_the_header(config:
                 return torch.zeros(1)
             if tab.selected('jax'):
                 return jax.numpy.zeros(1)
-    """, "all"))])
+    """, "pytorch, jax"))])
     assert body(files["d2l/torch.py"]).split("__all__")[0].strip() == "import torch"
     assert body(files["d2l/jax.py"]).split("__all__")[0].strip() == "import jax"
 

@@ -61,12 +61,42 @@ def _python_version(python: Path) -> str:
     return out.stdout.strip()
 
 
+def local_requirements(lock: Path) -> list[tuple[int, Path]]:
+    """Folders and files a lock names by a relative path (``./pkg``, ``../wheels/x.whl``).
+
+    pip reads such paths against its working directory; the builder runs pip in the lock's
+    folder, so a book's overlay can ship a small local package beside its lock and the path
+    means the same from any directory the build starts in.
+    """
+    found = []
+    for number, line in enumerate(lock.read_text(encoding="utf-8").splitlines(), 1):
+        word = line.split("#", 1)[0].strip()
+        if word.startswith(("./", "../")):
+            found.append((number, (lock.parent / word).resolve()))
+    return found
+
+
+def _tree_bytes(path: Path) -> bytes:
+    """The content of a local requirement, so that editing it makes a new environment."""
+    if path.is_file():
+        return path.read_bytes()
+    if not path.is_dir():
+        return b"missing"
+    h = hashlib.sha256()
+    for item in sorted(p for p in path.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        h.update(item.relative_to(path).as_posix().encode() + b"\0" + item.read_bytes())
+    return h.hexdigest().encode()
+
+
 def lock_hash(fw: Framework) -> str:
     """Hash of everything that decides what the venv contains."""
     h = hashlib.sha256()
     for path in (fw.requirements, fw.constraints):
         h.update(path.read_bytes() if path else b"-")
         h.update(b"\0")
+    if fw.requirements:
+        for _, local in local_requirements(fw.requirements):
+            h.update(_tree_bytes(local))
     h.update(fw.python.encode())
     return h.hexdigest()[:16]
 
@@ -98,16 +128,22 @@ def ensure_env(config: Config, fw: Framework, create: bool = True, log=print) ->
         if target.exists():
             log(f"[env] {fw.name}: removing incomplete environment {target}")
             shutil.rmtree(target)
+        for number, local in local_requirements(fw.requirements):
+            if not local.exists():
+                raise BookError(f"the {fw.name} lock names {local}, which does not exist",
+                                config.rel(fw.requirements), number)
         base = find_python(fw.python)
         log(f"[env] {fw.name}: creating {target} (Python {_python_version(base)})")
         target.parent.mkdir(parents=True, exist_ok=True)
         subprocess.run([str(base), "-m", "venv", str(target)], check=True)
         pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
         if fw.constraints:
-            pip += ["-c", str(fw.constraints)]
+            pip += ["-c", str(fw.constraints.resolve())]
         assert fw.requirements is not None
         try:
-            subprocess.run(pip + ["-r", str(fw.requirements)], check=True)
+            # In the lock's folder: its relative paths (a local package) mean what they say.
+            subprocess.run(pip + ["-r", str(fw.requirements.resolve())], check=True,
+                           cwd=fw.requirements.parent)
         except subprocess.CalledProcessError as exc:
             raise BookError(
                 f"installing the {fw.name} environment failed (pip exit {exc.returncode})",
@@ -140,13 +176,19 @@ def pylib_dir(config: Config) -> Path:
     return config.build_dir / "pylib"
 
 
-def write_kernelspec(config: Config, fw: Framework, env: Env) -> None:
-    """Write the project-local kernelspec for ``fw`` (never into ~/.local)."""
+def ensure_pylib(config: Config) -> Path:
+    """``build/pylib`` with its link to the book's library folder, made when missing."""
     lib = pylib_dir(config)
     lib.mkdir(parents=True, exist_ok=True)
     link = lib / config.library_dir.name
     if not link.exists():
         link.symlink_to(config.library_dir.resolve(), target_is_directory=True)
+    return lib
+
+
+def write_kernelspec(config: Config, fw: Framework, env: Env) -> None:
+    """Write the project-local kernelspec for ``fw`` (never into ~/.local)."""
+    lib = ensure_pylib(config)
     spec_dir = jupyter_dir(config) / "kernels" / fw.kernel_name
     spec_dir.mkdir(parents=True, exist_ok=True)
     spec = {

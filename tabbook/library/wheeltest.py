@@ -146,6 +146,47 @@ def check_fresh_venv(config: Config, wheel: Path, work: Path, log=print) -> Outc
     return Outcome("python3.12 venv", "passed", f"installed {', '.join(added)}")
 
 
+def import_modules(config: Config, frameworks: list[str] | None = None, log=print) -> list[Outcome]:
+    """Import each generated ``d2l/<module>.py`` in its framework's environment (``lib --import``).
+
+    What a reader does first (``from d2l import torch as d2l``), tried before any section runs:
+    a module that names a package its environment lacks (d2l-en's ``d2l/jax.py`` imports
+    TensorFlow Datasets) fails here with the import error, not in the middle of an execution.
+    Only the generated package is on the path (through ``build/pylib``, as in the kernels).
+    A framework whose environment is not installed is skipped, not created.
+    """
+    from tabbook.execute.envs import ensure_pylib
+
+    outcomes = []
+    path = str(ensure_pylib(config).resolve())
+    package = config.library_dir.name
+    for tab in frameworks or config.tabs:
+        if tab not in config.frameworks:
+            raise BookError(f"unknown framework {tab!r}; config.ini has {', '.join(config.tabs)}")
+        fw = config.frameworks[tab]
+        module = config.library_dir / f"{fw.module}.py"
+        if not module.is_file():
+            outcomes.append(Outcome(tab, "skipped", f"no {config.rel(module)}"))
+            continue
+        try:
+            python = ensure_env(config, fw, create=False).python
+        except BookError as exc:
+            outcomes.append(Outcome(tab, "skipped", exc.message))
+            continue
+        code = f"import {package}.{fw.module} as m; print(len([n for n in vars(m) if not n.startswith('_')]))"
+        env = {**os.environ, "PYTHONPATH": path, "TF_CPP_MIN_LOG_LEVEL": "2", "MPLBACKEND": "Agg"}
+        with tempfile.TemporaryDirectory(prefix="tabbook-import-") as tmp:
+            proc = subprocess.run([str(python), "-c", code], cwd=tmp, env=env, capture_output=True, text=True)
+        if proc.returncode == 0:
+            names = proc.stdout.strip().splitlines()[-1]
+            outcomes.append(Outcome(tab, "passed", f"import {package}.{fw.module}: {names} public names"))
+        else:
+            tail = [line for line in proc.stderr.strip().splitlines() if line.strip()][-1:]
+            outcomes.append(Outcome(tab, "failed", f"{config.rel(module)}: {' '.join(tail)}"))
+        log(f"[lib] {tab:<12} {outcomes[-1].status:<8} {outcomes[-1].detail}")
+    return outcomes
+
+
 def libtest(config: Config, frameworks: list[str] | None = None, *, generate: bool = True,
             overrides: dict[str, str] | None = None, any_env: bool = False, venv_check: bool = True) -> int:
     """``python -m tabbook libtest``: exit status 1 if any framework's tests failed."""

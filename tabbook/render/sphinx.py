@@ -118,6 +118,10 @@ def site_stamp(config: Config, cmd: list[str]) -> str:
         h.update(path.read_bytes() if path.is_file() else b"-")
     for name in config.resources:
         h.update(json.dumps(_tree_stat(config.root / name)).encode())
+    # API pages read the generated library (tabbook.render.ext.apidoc); it is rewritten only
+    # when its text changes, so its stat is stable across no-op builds.
+    if config.library_dir.is_dir():
+        h.update(json.dumps(_tree_stat(config.library_dir)).encode())
     return h.hexdigest()
 
 

@@ -100,6 +100,9 @@ def sphinx_settings(root: Path) -> dict[str, Any]:
         "tabbook_labels": {name: fw.label for name, fw in book.frameworks.items()},
         "tabbook_framework": book.default_tab,
         "suppress_warnings": ["mystnb.unknown_mime_type"],
+        # autoclass/autofunction of the book's own package are read from its source
+        # (tabbook.render.ext.apidoc); the mocks serve autodoc of anything else it imports.
+        "tabbook_library_dir": str(book.library_dir),
         "autodoc_mock_imports": missing_imports(book.library_dir),
         # ---- LaTeX / PDF (tabbook.render.latex_conf; owned by the PDF work) ----
         **latex_settings(root),

@@ -13,7 +13,7 @@ without parsing again."""
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from markdown_it.token import Token
@@ -86,6 +86,9 @@ class Cell:
     # Prose: the blocks markdown-it found in ``source`` (rows 0-based in ``source``), which
     # render emits MyST from without parsing again; empty when not recorded.
     blocks: tuple[Block, ...] = field(default=(), compare=False, repr=False)
+    # The cell's tab line said ``all``: it belongs to every tab the section exists for
+    # (see :func:`section_tabs`), not necessarily to every tab of the book.
+    every_tab: bool = False
 
     @property
     def where(self) -> str:
@@ -115,6 +118,28 @@ class Section:
     @property
     def code_cells(self) -> tuple[Cell, ...]:
         return tuple(c for c in self.cells if c.kind == "code")
+
+
+def _names_all(text: str) -> bool:
+    return "all" in (n.strip() for n in TAB_NAME_SEP.split(text.strip()))
+
+
+def section_tabs(cells: list[Cell], tabs: tuple[str, ...], default_tab: str) -> list[Cell]:
+    """Narrow ``all`` cells to the tabs the section exists for, as d2lbook does.
+
+    A section with code exists for a tab other than the default only when one of its cells
+    (code or prose) names that tab; ``all`` alone does not. d2lbook skips the section for
+    the other tabs: nothing runs, nothing is saved into their library, no tab on the page.
+    So d2l-en's ``hybridize.md``, with ``all`` cells and MXNet, PyTorch and TensorFlow cells,
+    has no JAX version, and ``d2l/jax.py`` gets none of its saved code.
+    """
+    if not any(c.kind == "code" for c in cells):
+        return cells
+    named = {default_tab} | {t for c in cells if c.tabs and not c.every_tab for t in c.tabs}
+    present = tuple(t for t in tabs if t in named)
+    if len(present) == len(tabs):
+        return cells
+    return [replace(c, tabs=present) if c.every_tab else c for c in cells]
 
 
 def parse_tab_names(text: str, tabs: tuple[str, ...], where: tuple[str, int]) -> tuple[str, ...]:
@@ -227,6 +252,7 @@ def _code_cell(content: str, path: str, line: int, tabs: tuple[str, ...], defaul
     if lines and lines[-1] == "":
         lines.pop()
     cell_tabs: tuple[str, ...] = (default,)
+    every_tab = False
     flags: set[str] = set()
     raises: str | None = None
     kept: list[str] = []
@@ -239,6 +265,7 @@ def _code_cell(content: str, path: str, line: int, tabs: tuple[str, ...], defaul
             if first_code_seen:
                 raise BookError("%%tab must be the first line of its code cell", path, lineno)
             cell_tabs = parse_tab_names(m.group(1), tabs, (path, lineno))
+            every_tab = _names_all(m.group(1))
             first_code_seen = True
             continue
         if raw.strip():
@@ -269,7 +296,8 @@ def _code_cell(content: str, path: str, line: int, tabs: tuple[str, ...], defaul
         return None  # the d2lbook tab-selection cell: meaningless outside Jupyter
     for row, message in unknown_selected(body, tabs):
         raise BookError(message, path, kept_lines[row])
-    return Cell("code", body, path, line, cell_tabs, frozenset(flags), raises, tuple(kept_lines))
+    return Cell("code", body, path, line, cell_tabs, frozenset(flags), raises, tuple(kept_lines),
+                every_tab=every_tab)
 
 
 def _prose_cells(
@@ -293,7 +321,8 @@ def _prose_cells(
         if text.strip():
             first = buf_start + lead
             cells.append(Cell("markdown", text, path, first + 1, state["tab"] or (),
-                              blocks=cell_blocks(blocks, first, first + text.count("\n") + 1)))
+                              blocks=cell_blocks(blocks, first, first + text.count("\n") + 1),
+                              every_tab=state.get("tab_all", False)))
 
     for i, raw in enumerate(lines):
         row = start + i
@@ -310,6 +339,7 @@ def _prose_cells(
                     f":begin_tab: is never closed by :end_tab:; it ends at line {lineno}, "
                     "where the next :begin_tab: opens", path, state["tab_line"]))
             state["tab"] = parse_tab_names(marker.info, tabs, (path, lineno))
+            state["tab_all"] = _names_all(marker.info)
             state["tab_line"] = lineno
         elif marker is not None:
             if state["tab"] is None:
@@ -428,6 +458,7 @@ def read_section(text: str, path: str, tabs: tuple[str, ...], default_tab: str) 
     cells.extend(_prose_cells(lines[pos:], pos, path, tabs, state, markers, blocks))
     if state["tab"] is not None:
         raise BookError(":begin_tab: is never closed by :end_tab:", path, state["tab_line"])
+    cells = section_tabs(cells, tabs, default_tab)
     labels, refs, errors = _scan_refs(tokens, lines, quoted, path)
     if errors:
         raise errors[0] if len(errors) == 1 else BookErrors(errors)

@@ -5,7 +5,7 @@ as tab sets, every format), :mod:`.latex` (the per-framework PDFs), :mod:`.html`
 site), :mod:`.math` (KaTeX at build time, fonts cut to the book's glyphs), :mod:`.preview`
 (the live preview's error banner, only under ``make serve``), :mod:`.partial` (references
 out of a partial build shown as text) and :mod:`.bib` (the dialect's ``:bibliography:`` in a
-book without bib files). Each module is also
+book without bib files) and :mod:`.apidoc` (autodoc of the book's own library, read from source). Each module is also
 an extension on its own, so a test or a book can load just the parts it needs.
 """
 
@@ -17,7 +17,7 @@ from sphinx.application import Sphinx
 
 PARTS = ("tabbook.render.ext.tabs", "tabbook.render.ext.latex", "tabbook.render.ext.html",
          "tabbook.render.ext.math", "tabbook.render.ext.preview", "tabbook.render.ext.partial",
-         "tabbook.render.ext.bib")
+         "tabbook.render.ext.bib", "tabbook.render.ext.apidoc")
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
