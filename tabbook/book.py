@@ -17,14 +17,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 from functools import cache, cached_property
 from pathlib import Path
 
 from tabbook.config import Config
 from tabbook.errors import BookError, BookErrors
 from tabbook.source.read import Section, read_section
-from tabbook.source.toc import walk_toc
+from tabbook.source.toc import entry_path, is_external, walk_toc
 
 #: The repository's own documents at the book root are not book pages.
 REPO_DOCS = frozenset({"README.MD", "CONTRIBUTING.MD", "BENCHMARKS.MD", "CHANGELOG.MD", "LICENSE.MD",
@@ -37,6 +38,8 @@ def book_markdown_files(config: Config) -> list[Path]:
     """Every Markdown file that belongs to the book (what ``check`` lints and ``serve`` watches)."""
     out = []
     for path in sorted(config.root.rglob("*.md")):
+        if not path.is_file():  # a folder named x.md holds pages; it is not one
+            continue
         rel = path.relative_to(config.root)
         if rel.parts[0] in IGNORED_DIRS or rel.parts[0].startswith("."):
             continue
@@ -52,12 +55,58 @@ def _errors(exc: BookError) -> list[BookError]:
     return list(exc.errors) if isinstance(exc, BookErrors) else [exc]
 
 
+def page_exists(path: Path) -> bool | str:
+    """True for a page file; otherwise why the path is none (what a toc entry error says)."""
+    if path.is_file():
+        return True
+    if path.is_dir():
+        return "is a directory, not a Markdown file"
+    if path.suffix == ".md" and path.with_suffix("").is_dir():
+        return f"does not exist ({path.stem} is a directory: list its page, e.g. {path.stem}/index)"
+    return "does not exist"
+
+
+def decode_page(data: bytes, rel: str) -> tuple[str, list[BookError]]:
+    """A page's bytes as text, and warnings about how they were written.
+
+    Anything can be in a file: bytes that are not UTF-8 are an error at their line and
+    column; a byte-order mark (some Windows editors write one) and CRLF line ends are read
+    through, each with a warning; an empty (or blank) file is an error, since a page needs
+    at least its title.
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise BookError(f"not UTF-8 text: byte 0x{data[exc.start]:02x} at column {column} "
+                        "(save the file as UTF-8)", rel, line, column) from None
+    warnings: list[BookError] = []
+    if text.startswith("\ufeff"):
+        text = text[1:]
+        warnings.append(BookError("the file starts with a byte-order mark (U+FEFF); it is ignored", rel, 1))
+    if "\r" in text:
+        line = text.count("\n", 0, text.index("\r")) + 1
+        warnings.append(BookError("CRLF (Windows) line ends, read as LF", rel, line))
+    if not text.strip():
+        raise BookError("the file is empty: a page needs at least a # title", rel, 1)
+    return text, warnings
+
+
 def read_page(config: Config, rel: str, hashes: dict[str, str] | None = None) -> Section:
-    """Read one page of the book by its root-relative path (raises its parse errors)."""
-    text = (config.root / rel).read_text(encoding="utf-8")
+    """Read one page of the book by its root-relative path (raises its problems as BookError)."""
+    path = config.root / rel
+    try:
+        data = path.read_bytes()
+    except IsADirectoryError:
+        raise BookError("is a directory, not a Markdown file", rel) from None
+    except OSError as exc:
+        raise BookError(f"cannot be read: {exc.strerror or exc}", rel) from None
+    text, warnings = decode_page(data, rel)
     if hashes is not None:
-        hashes[rel] = hashlib.sha256(text.encode()).hexdigest()
-    return read_section(text, rel, config.tabs, config.default_tab)
+        hashes[rel] = hashlib.sha256(data).hexdigest()
+    section = read_section(text, rel, config.tabs, config.default_tab)
+    return replace(section, warnings=(*warnings, *section.warnings)) if warnings else section
 
 
 @cache
@@ -84,6 +133,11 @@ class Book:
     problems: list[BookError] = field(default_factory=list)  # reading, toc and label problems
     library_problems: list[BookError] = field(default_factory=list)  # call-time names nothing saves
     page_hashes: dict[str, str] = field(default_factory=dict)  # page -> sha256 of its text
+    # What pages that failed to read seem to define (their labels, their toc entries), read
+    # from the raw text: references and toc membership that depend on such a page are not
+    # reported again, since its own parse error is the one cause (issue 13: no cascades).
+    unread_labels: set[str] = field(default_factory=set)
+    unread_entries: set[str] = field(default_factory=set)
 
     @property
     def sections(self) -> list[Section]:
@@ -138,6 +192,26 @@ class Book:
         return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 
+_SALVAGE_LABEL = re.compile(r":(?:label|eqlabel):`([^`]+)`")
+_SALVAGE_TOC = re.compile(r"^\s*(`{3,}|~{3,})\s*toc\s*$(.*?)^\s*\1\s*$", re.M | re.S)
+
+
+def salvage(config: Config, rel: str) -> tuple[set[str], set[str]]:
+    """Labels and toc entries a page that did not read seems to have (a lenient regex scan)."""
+    try:
+        text = (config.root / rel).read_bytes().decode("utf-8", errors="replace")
+    except OSError:
+        return set(), set()
+    labels = set(_SALVAGE_LABEL.findall(text))
+    entries = set()
+    for m in _SALVAGE_TOC.finditer(text):
+        for raw in m.group(2).splitlines():
+            entry = raw.strip()
+            if entry and not entry.startswith(":") and not is_external(entry):
+                entries.add(entry_path(rel, entry))
+    return labels, entries
+
+
 def read_book(config: Config, extra_files: bool = True) -> Book:
     """Read every page once. ``extra_files``: also read book Markdown that no toc lists (``check``)."""
     index = Path(config.index)
@@ -166,7 +240,7 @@ def read_book(config: Config, extra_files: bool = True) -> Book:
         problems.append(BookError(f"the table of contents root {config.rel(index)} does not exist", "config.ini"))
         return Book(config, pages, [], {}, problems)
     root = index.resolve().relative_to(config.root.resolve()).as_posix()
-    toc, toc_problems = walk_toc(root, read, lambda rel: (config.root / rel).is_file())
+    toc, toc_problems = walk_toc(root, read, lambda rel: page_exists(config.root / rel))
     problems.extend(toc_problems)
     labels: dict[str, tuple[str, int]] = {}
     for section in pages.values():
@@ -177,4 +251,9 @@ def read_book(config: Config, extra_files: bool = True) -> Book:
             else:
                 labels[name] = (section.path, line)
     problems.sort(key=lambda e: (e.path or "", e.line or 0))
-    return Book(config, pages, [rel for rel in toc if rel in pages], labels, problems, page_hashes=hashes)
+    book = Book(config, pages, [rel for rel in toc if rel in pages], labels, problems, page_hashes=hashes)
+    for rel in failed:
+        found_labels, found_entries = salvage(config, rel)
+        book.unread_labels |= found_labels
+        book.unread_entries |= found_entries
+    return book

@@ -199,6 +199,9 @@ class Config:
     # d2lbook's ``[build] resources``: root-relative files and folders pages refer to
     # (images, data), made visible to Sphinx beside the pages.
     resources: tuple[str, ...] = ("img", "static")
+    # Book files placed at the root of Sphinx's sources (book-relative): what a book's own CI
+    # copies there before building (d2l-en's index.md includes frontpage.html that way).
+    root_files: tuple[str, ...] = ()
     overlay: Path | None = None  # the overlay file that was read, if any
     # What ``#@save`` alone on a line saves: "block" (d2lbook: the statement after it, with the
     # unindented lines that directly follow) or "cell" (every statement of the cell).
@@ -430,6 +433,7 @@ def load_config(root: Path) -> Config:
         exclusions=tuple(get("build", "exclusions", "").split()),
         notebooks=tuple(get("build", "notebooks", "").split()),
         resources=resources,
+        root_files=tuple(get("build", "root_files", "").split()),
         overlay=overlay,
         save=save,
     )

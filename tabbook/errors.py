@@ -10,10 +10,12 @@ class BookError(Exception):
     the offending line.
     """
 
-    def __init__(self, message: str, path: str | None = None, line: int | None = None):
+    def __init__(self, message: str, path: str | None = None, line: int | None = None,
+                 column: int | None = None):
         self.message = message
         self.path = path
         self.line = line
+        self.column = column  # 1-based, where a line alone is not enough (a bad byte)
         super().__init__(self.location_message())
 
     def location_message(self) -> str:
@@ -21,6 +23,8 @@ class BookError(Exception):
             return self.message
         if self.line is None:
             return f"{self.path}: {self.message}"
+        if self.column is not None:
+            return f"{self.path}:{self.line}:{self.column}: {self.message}"
         return f"{self.path}:{self.line}: {self.message}"
 
 

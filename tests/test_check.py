@@ -45,3 +45,36 @@ def test_save_on_nested_statement_is_reported(tmp_path: Path) -> None:
     sec.write_text(sec.read_text().replace("    return 2 * x", "    y = 2 * x  #@save\n    return y"))
     msgs = [e.location_message() for e in check_book(load_config(book))]
     assert any("#@save marks a statement that is not top-level" in m and m.startswith("sec.md:") for m in msgs)
+
+
+def test_every_problem_of_one_file_in_one_run(tmp_path: Path) -> None:
+    """A file with several independent mistakes gets one message for each, not the first only."""
+    book = _book(tmp_path)
+    (book / "index.md").write_text((book / "index.md").read_text().replace("sec\n", "sec\nmany\n"))
+    (book / "many.md").write_text(
+        "# Many\n\n"                                                     # 1-2
+        "```{.python .input}\n%%tab gamma\nx = 1\n```\n\n"               # 3-7: unknown framework (4)
+        ":end_tab:\n\n"                                                  # 8: no matching :begin_tab:
+        "```{.python .input}\n%%tab alpha\nif tab.selected('alhpa'):\n    y = 1\n```\n\n"  # 12: misspelt
+        "```{.python .input}\n%%tab beta\nif True:\n    a = 1\n\tb = 2\n```\n\n"  # 20: tabs and spaces
+        "```toc\n:maxdepth: deep\n```\n")                                # 24
+    msgs = [e.location_message() for e in check_book(load_config(book))]
+    assert [m for m in msgs if m.startswith("many.md:")] == [
+        "many.md:4: unknown framework 'gamma' (config.ini tabs: alpha, beta)",
+        "many.md:8: :end_tab: without a matching :begin_tab:",
+        "many.md:12: tab.selected names unknown framework 'alhpa' (config.ini tabs: alpha, beta)",
+        "many.md:20: the code cell indents with both tabs and spaces; Python reads that ambiguously: "
+        "use spaces only",
+        "many.md:24: :maxdepth: needs an integer",
+    ]
+
+
+def test_a_page_that_does_not_parse_causes_no_errors_elsewhere(tmp_path: Path) -> None:
+    """One cause, one message: its labels and its toc entries are not reported missing again."""
+    book = _book(tmp_path)
+    (book / "index.md").write_text((book / "index.md").read_text().replace("sec\n", "sec\nparent\n"))
+    (book / "parent.md").write_text("# Parent\n:label:`sec_parent`\n\n```toc\nchild\n```\n\n"
+                                    "```{.python .input}\nx = 1\n")  # line 8: never closed
+    (book / "child.md").write_text("# Child\n\nBack to :numref:`sec_parent`.\n")
+    msgs = [e.location_message() for e in check_book(load_config(book))]
+    assert msgs == ["parent.md:8: code fence is never closed"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import re
+import shutil
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
@@ -322,3 +323,80 @@ def test_split_keeps_semantics(lines: list[str], wrap: str) -> None:
         resolved = resolve_tabs(source, fw, ("s.md", 1))
         assert "tab.selected" not in resolved
         assert _run(resolved, None) == _run(source, fw), (fw, source, resolved)
+
+
+# --- the whole check + library path, from bytes (issue 13) ----------------------------------------
+
+BOOK_CONFIG = """\
+[project]
+name = fuzz
+title = Fuzz
+
+[build]
+tabs = pytorch, jax, tensorflow, mxnet
+
+[library]
+save = cell
+"""
+BOOK_INDEX = "# Fuzz book\n\n```toc\n:maxdepth: 2\n\nchapter_x/fuzz\n```\n"
+
+
+@st.composite
+def page_bytes(draw: st.DrawFn) -> bytes:
+    """A page as bytes: grammar text or a mutated chapter, encoded, then maybe damaged."""
+    text = draw(st.one_of(dialect_text(), mutated_chapter()))
+    data = bytearray(text.encode("utf-8"))
+    for _ in range(draw(st.integers(0, 3))):
+        op = draw(st.sampled_from(["byte", "bom", "crlf", "truncate"]))
+        at = draw(st.integers(0, len(data)))
+        if op == "byte":
+            data[at:at] = bytes([draw(st.integers(0x80, 0xFF))])
+        elif op == "bom":
+            data[:0] = b"\xef\xbb\xbf"
+        elif op == "crlf":
+            data = bytearray(bytes(data).replace(b"\n", b"\r\n"))
+        else:
+            del data[at:]
+    return bytes(data)
+
+
+def _fuzz_book(root: Path) -> Path:
+    (root / "chapter_x").mkdir(parents=True, exist_ok=True)
+    (root / "config.ini").write_text(BOOK_CONFIG)
+    (root / "index.md").write_text(BOOK_INDEX)
+    return root / "chapter_x" / "fuzz.md"
+
+
+def check_book_error(err: BookError, lines: int) -> None:
+    """A problem of the fuzzed book: at a line of the page (or the page, or the index), or config."""
+    for e in err.errors if isinstance(err, BookErrors) else [err]:
+        assert e.path in ("chapter_x/fuzz.md", "index.md", "config.ini"), str(e)
+        if e.path == "chapter_x/fuzz.md" and e.line is not None:
+            assert 1 <= e.line <= lines, str(e)
+
+
+@SETTINGS
+@given(page_bytes())
+def test_check_and_library_take_any_bytes(tmp_path_factory, data: bytes) -> None:  # noqa: ANN001 - pytest fixture
+    """``check`` and the library stage: a random page passes or fails with located errors only."""
+    from tabbook.book import read_book
+    from tabbook.config import load_config
+    from tabbook.source.check import check_book
+
+    root = tmp_path_factory.getbasetemp() / "fuzz-book"
+    page = _fuzz_book(root)
+    page.write_bytes(data)
+    shutil.rmtree(root / "build", ignore_errors=True)  # no library cache from the last example
+    lines = data.count(b"\n") + data.count(b"\r") + 1
+    config = load_config(root)
+    for problem in check_book(config):
+        check_book_error(problem, lines)
+    book = read_book(config, extra_files=False)
+    try:
+        library = book.library
+    except BookError as err:
+        check_book_error(err, lines)
+        return
+    for rel, text in library.items():
+        assert rel.startswith("d2l/") and rel.endswith(".py")
+        compile(text, rel, "exec")  # what is generated is Python

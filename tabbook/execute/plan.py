@@ -94,7 +94,8 @@ def plan(config: Config, sections: list[Section], library: dict[str, str], store
             elif selection.frozen_only:
                 why = "missing" if entry is None else "stale (its code, environment or library changed)"
                 rel = config.rel(store.path(section.path, fw))
-                stale.append(BookError(f"[{fw}] freeze entry {rel} is {why}", section.path))
+                # At the unit's first code cell: the store keeps no finer record of what changed.
+                stale.append(BookError(f"[{fw}] freeze entry {rel} is {why}", section.path, cells[0].cell.line))
             else:
                 framework = config.framework(fw)
                 unit = Unit(

@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from tabbook.execute.store import provenance as store_provenance
-from tabbook.render.myst import cell_to_myst, toc_to_toctree, wrap_div
+from tabbook.render.myst import cell_to_myst_lines, toc_to_toctree, wrap_div, wrap_div_lines
 from tabbook.render.names import FW_PREFIX, PROVENANCE_CLASS, RUN_PREFIX
 from tabbook.source.read import Section
 
@@ -92,12 +92,17 @@ def merge_section(
     tabs: tuple[str, ...],
     labels: dict[str, str],
     downloads: dict[str, str] | None = None,
+    line_maps: list[list[int]] | None = None,
 ) -> dict[str, Any]:
     """Merge ``executed[framework]`` notebooks (keyed by cell index) into one notebook.
 
     ``labels`` maps framework name → display label; ``downloads`` maps framework
     → relative link to that framework's notebook, shown beside the provenance.
+    ``line_maps``, when given, receives one list per cell of the result: the line of
+    ``section.path`` each line of the cell's source came from (what maps a Sphinx
+    warning about the merged notebook back to the Markdown).
     """
+    origin: dict[int, list[int]] = {}  # id(cell) -> its line map
     # The k-th code cell a framework runs is the k-th cell of its executed
     # notebook: the freeze key covers exactly that sequence, so this holds
     # whenever an entry is reused, whatever prose changed around it.
@@ -111,9 +116,13 @@ def merge_section(
         if cell.kind == "markdown" and not cell.tabs:
             last_kind = None
             if cell.source.lstrip().startswith("```toc"):
-                cells.append(_md(toc_to_toctree(cell.source.strip())))
+                toc = toc_to_toctree(cell.source.strip())
+                cells.append(_md(toc))
+                origin[id(cells[-1])] = [cell.line] * (toc.count("\n") + 1)
             else:
-                cells.append(_md(cell_to_myst(cell)))
+                text, rows = cell_to_myst_lines(cell)
+                cells.append(_md(text))
+                origin[id(cells[-1])] = rows
             continue
         kind = "code" if cell.kind == "code" else "prose"
         if kind != last_kind:
@@ -123,10 +132,12 @@ def merge_section(
             if fw not in cell.tabs:
                 continue
             if kind == "prose":
-                body = cell_to_myst(cell)
+                body, rows = cell_to_myst_lines(cell)
                 if multi:
                     body = wrap_div(body, ["tabbook-tab", FW_PREFIX + fw, f"{RUN_PREFIX}{run}"])
+                    rows = wrap_div_lines(rows)
                 cells.append(_md(body))
+                origin[id(cells[-1])] = rows
                 continue
             k = ordinal[fw]
             ordinal[fw] += 1
@@ -139,6 +150,7 @@ def merge_section(
                 tags += [FW_PREFIX + fw, f"{RUN_PREFIX}{run}"]
             new["metadata"] = {"tags": tags}
             cells.append(new)
+            origin[id(new)] = list(cell.source_lines) or [cell.line]
     provenance = {fw: store_provenance(nb) for fw, nb in executed.items()}
     reasons = {p.get("not_executed") for p in provenance.values()}
     if provenance and len(provenance) == len(executed) and len(reasons) == 1 and None not in reasons:
@@ -156,6 +168,8 @@ def merge_section(
         cells.append(_md(wrap_div("\n".join(lines), [PROVENANCE_CLASS])))
     if multi:
         cells = share_identical_runs(cells, tabs)
+    if line_maps is not None:
+        line_maps[:] = [origin.get(id(cell), []) for cell in cells]  # []: the builder's own cell
     for i, cell in enumerate(cells):
         cell["id"] = f"cell-{i}"
     return {

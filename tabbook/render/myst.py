@@ -74,7 +74,15 @@ def _targets(blocks: Sequence[Block]) -> dict[int, Block | None]:
 
 
 def emit_myst(lines: list[str], blocks: Sequence[Block]) -> str:
-    """MyST for prose ``lines`` whose structure the dialect parse gave as ``blocks``.
+    """MyST for prose ``lines`` whose structure the dialect parse gave as ``blocks``."""
+    return emit_myst_rows(lines, blocks)[0]
+
+
+def emit_myst_rows(lines: list[str], blocks: Sequence[Block]) -> tuple[str, list[int]]:
+    """:func:`emit_myst`, and for each line of the result the 0-based input row it came from.
+
+    The row map is what lets a Sphinx warning about the generated page be reported at the
+    Markdown line the author wrote (:mod:`tabbook.render.diagnostics`).
 
     Rows in literal fences and display math are copied; a toc fence becomes a
     ``{toctree}``; an attribute line is applied to the block before it; roles in
@@ -236,7 +244,13 @@ def emit_myst(lines: list[str], blocks: Sequence[Block]) -> str:
         if at > 0 and out[at - 1].strip():
             out.insert(at, "")
             owner.insert(at, t_row)
-    return "\n".join(out).strip("\n")
+    rows: list[int] = []
+    for text, row in zip(out, owner, strict=True):
+        rows += [max(row, 0)] * (text.count("\n") + 1)
+    joined = "\n".join(out)
+    lead = len(joined) - len(joined.lstrip("\n"))
+    text = joined.strip("\n")
+    return text, rows[lead:lead + text.count("\n") + 1]
 
 
 def _table(caption: str, name: str, rows: list[str]) -> list[str]:
@@ -273,9 +287,14 @@ def _attr_value(line: str) -> str | None:
 
 def to_myst(text: str) -> str:
     """Convert one prose cell of the dialect to MyST Markdown (parsing it with the dialect's parser)."""
+    return to_myst_rows(text)[0]
+
+
+def to_myst_rows(text: str) -> tuple[str, list[int]]:
+    """:func:`to_myst` with :func:`emit_myst_rows`'s row map."""
     text = strip_slide_marks(text).replace("\r\n", "\n").replace("\r", "\n")
     _, blocks = parse_blocks(text)
-    return emit_myst(text.split("\n"), blocks)
+    return emit_myst_rows(text.split("\n"), blocks)
 
 
 def _shape(line: str) -> tuple:
@@ -291,19 +310,32 @@ def cell_to_myst(cell: Cell) -> str:
     change the block structure (a line's start, end, table pipes, math or
     emptiness changed) the stripped text is parsed again instead.
     """
+    return cell_to_myst_lines(cell)[0]
+
+
+def cell_to_myst_lines(cell: Cell) -> tuple[str, list[int]]:
+    """:func:`cell_to_myst`, and the 1-based line of ``cell.path`` each result line came from."""
     if not cell.blocks:
-        return to_myst(cell.source)
-    text = strip_slide_marks(cell.source)
-    lines = text.split("\n")
-    if text != cell.source:
+        text, rows = to_myst_rows(cell.source)
+    else:
+        stripped = strip_slide_marks(cell.source)
+        lines = stripped.split("\n")
         before = cell.source.split("\n")
-        if len(before) != len(lines) or any(
-                a != b and _shape(a) != _shape(b) for a, b in zip(before, lines, strict=True)):
-            return to_myst(cell.source)
-    return emit_myst(lines, cell.blocks)
+        if stripped != cell.source and (len(before) != len(lines) or any(
+                a != b and _shape(a) != _shape(b) for a, b in zip(before, lines, strict=True))):
+            text, rows = to_myst_rows(cell.source)
+        else:
+            text, rows = emit_myst_rows(lines, cell.blocks)
+    return text, [cell.line + r for r in rows]
 
 
 def wrap_div(text: str, classes: list[str]) -> str:
     """A MyST ``{div}`` whose fence is longer than any fence inside ``text``."""
     fence = "`" * _fence_len(text)
     return f"{fence}{{div}} {' '.join(classes)}\n\n{text}\n{fence}"
+
+
+def wrap_div_lines(lines: list[int]) -> list[int]:
+    """The line map of :func:`wrap_div`'s result, given the wrapped text's."""
+    first, last = (lines[0], lines[-1]) if lines else (1, 1)
+    return [first, first, *lines, last]

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tabbook.config import Config
+from tabbook.errors import BookError
 from tabbook.execute.store import write_atomic
 from tabbook.render.names import APPENDIX_CAPTION
 from tabbook.source.read import Section
@@ -69,19 +70,30 @@ def write_sources(
     for section in sections:
         stem = section.path[:-3]
         executed = {fw: notebooks[(section.path, fw)] for fw in config.tabs if (section.path, fw) in notebooks}
+        maps: list[list[int]] = []
         if section.code_cells:
-            doc = merge_section(section, executed, config.tabs, labels)
+            doc = merge_section(section, executed, config.tabs, labels, line_maps=maps)
             changed += write_if_changed(src / f"{stem}.ipynb",
                                         json.dumps(doc, indent=1, ensure_ascii=False, sort_keys=True))
             wanted.add(src / f"{stem}.ipynb")
+            line_map = {"source": section.path, "cells": maps}
         else:
-            doc = merge_section(section, {}, config.tabs, labels)
+            doc = merge_section(section, {}, config.tabs, labels, line_maps=maps)
             text = "\n\n".join(c["source"] for c in doc["cells"])
+            lines: list[int] = []
+            for cell, rows in zip(doc["cells"], maps, strict=True):
+                if lines:
+                    lines.append(lines[-1])  # the blank line between two cells
+                n = cell["source"].count("\n") + 1
+                lines += (rows + [rows[-1] if rows else 0] * n)[:n]  # 0: a line the builder wrote
             if config.root / section.path == config.index and extra:
                 pages = "\n".join(p[:-3] for p in extra)
                 text += f"\n\n```{{toctree}}\n:caption: {APPENDIX_CAPTION}\n:maxdepth: 1\n\n{pages}\n```"
             changed += write_if_changed(src / f"{stem}.md", text + "\n")
             wanted.add(src / f"{stem}.md")
+            line_map = {"source": section.path, "lines": lines}
+        # Beside the sources, not among them: Sphinx reads build/src, the warnings step this.
+        write_if_changed(line_map_path(config, stem), json.dumps(line_map))
     for rel, text in (extra or {}).items():
         changed += write_if_changed(src / rel, text)
         wanted.add(src / rel)
@@ -91,6 +103,15 @@ def write_sources(
             link.parent.mkdir(parents=True, exist_ok=True)
             link.symlink_to(target.resolve(), target_is_directory=target.is_dir())
             changed += 1
+    for name in config.root_files:  # [build] root_files: at the root of the sources, by name
+        target, link = config.root / name, src / Path(name).name
+        if not target.is_file():
+            where = config.rel(config.overlay) if config.overlay else "config.ini"
+            raise BookError(f"[build] root_files names {name}, which does not exist", where)
+        if not link.is_symlink() or link.resolve() != target.resolve():
+            link.unlink(missing_ok=True)
+            link.symlink_to(target.resolve())
+            changed += 1
     if config.bibfile is not None:
         changed += write_if_changed(src / config.bibfile.name, config.bibfile.read_text(encoding="utf-8"))
     for path in list(src.rglob("*")):
@@ -99,6 +120,11 @@ def write_sources(
             path.unlink()
             changed += 1
     return changed
+
+
+def line_map_path(config: Config, stem: str) -> Path:
+    """Where the line map of the generated page ``<stem>.ipynb``/``<stem>.md`` is kept."""
+    return config.build_dir / "linemaps" / f"{stem}.json"
 
 
 def write_if_changed(path: Path, text: str) -> bool:

@@ -139,9 +139,23 @@ def render(config: Config, builder: str = "html", out: Path | None = None,
     if sources_changed == 0 and stamp_file.is_file() and stamp_file.read_text() == stamp:
         return False
     stamp_file.unlink(missing_ok=True)
-    proc = subprocess.run(cmd, env=sphinx_env(), capture_output=True, text=True)
-    sys.stderr.write(proc.stderr)
+    from tabbook.errors import BookErrors
+    from tabbook.render.diagnostics import collect
+    from tabbook.render.ext.diagnostics import ENV_VAR
+
+    records = config.build_dir / "warnings" / f"{builder}-{hashlib.sha256(str(out).encode()).hexdigest()[:8]}.json"
+    records.unlink(missing_ok=True)
+    proc = subprocess.run(cmd, env={**sphinx_env(), ENV_VAR: str(records)}, capture_output=True, text=True)
+    # Every warning is an error at the Markdown line it is about (tabbook.render.diagnostics);
+    # Sphinx's own rendering of them names generated files, so it is not shown.
+    errors = collect(config, records)
     if proc.returncode != 0:
-        raise BookError(f"Sphinx failed (exit {proc.returncode}); see the messages above")
+        sys.stderr.write(proc.stderr)
+        errors.append(BookError(f"Sphinx failed (exit {proc.returncode}); see the messages above"))
+    elif not records.is_file():
+        sys.stderr.write(proc.stderr)
+        errors.append(BookError("Sphinx ran without tabbook's extensions: its warnings cannot be checked"))
+    if errors:
+        raise errors[0] if len(errors) == 1 else BookErrors(errors)
     stamp_file.write_text(stamp)
     return True

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tabbook.book import Book, read_book
+from tabbook.book import Book, page_exists, read_book
 from tabbook.config import Config
 from tabbook.errors import BookError, BookErrors
 from tabbook.library.pysource import mask_magics
@@ -50,8 +50,8 @@ def _check_save(section: Section, problems: list[BookError], tabs: tuple[str, ..
                 break
         for i, raw in enumerate(cell.source.split("\n")):
             if SAVE_MARK.search(raw) and raw[:1] in (" ", "\t") and raw.strip() != "#@save":
-                problems.append(BookError("#@save marks a statement that is not top-level", cell.path,
-                                          cell.line + 1 + i))
+                line = cell.source_lines[i] if i < len(cell.source_lines) else cell.line + 1 + i
+                problems.append(BookError("#@save marks a statement that is not top-level", cell.path, line))
 
 
 def check_book(book: Book | Config, *, partial: bool = False,
@@ -74,19 +74,21 @@ def check_book(book: Book | Config, *, partial: bool = False,
             warnings.extend(section.warnings)
         for role, target, line in section.refs:
             name = target.rsplit("<", 1)[-1].rstrip(">").strip()  # "text <label>" or "label"
-            if name not in book.labels:
+            if name not in book.labels and name not in book.unread_labels:
                 problem = BookError(f":{role}: to undefined label {name!r}", section.path, line)
                 if partial:
                     if warnings is not None:
                         warnings.append(problem)
                 else:
                     problems.append(problem)
-        if section.path not in members:
+        if section.path not in members and section.path not in book.unread_entries:
             problems.append(BookError("section is not listed in any ```toc block", section.path, 1))
         if section.path not in book.toc:  # the toc walk checked the entries of the pages it reached
             for block, entry, target in page_entries(section):
-                if not (config.root / target).is_file():
-                    problems.append(BookError(f"toc entry {entry!r}: {target} does not exist", section.path, block.line))
+                found = page_exists(config.root / target)
+                if found is not True:
+                    problems.append(BookError(f"toc entry {entry!r}: {target} {found}", section.path,
+                                              block.line_of(entry)))
         for cell in section.cells:
             if cell.kind != "markdown":
                 continue

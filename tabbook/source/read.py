@@ -101,6 +101,13 @@ class TocBlock:
     entries: tuple[str, ...]
     maxdepth: int | None
     numbered: bool
+    entry_lines: tuple[int, ...] = ()  # the line of each entry, for messages about it
+
+    def line_of(self, entry: str) -> int:
+        """The line an entry is written on (the block's first line when not recorded)."""
+        if entry in self.entries and len(self.entry_lines) == len(self.entries):
+            return self.entry_lines[self.entries.index(entry)]
+        return self.line
 
 
 @dataclass(frozen=True)
@@ -247,7 +254,38 @@ def _swallowed_cell(fence: _Fence) -> int | None:
     return None
 
 
-def _code_cell(content: str, path: str, line: int, tabs: tuple[str, ...], default: str) -> Cell | None:
+def _tab_names(text: str, tabs: tuple[str, ...], where: tuple[str, int], errors: list[BookError],
+               fallback: tuple[str, ...]) -> tuple[str, ...]:
+    """:func:`parse_tab_names`, an error recorded instead of raised: reading goes on with the
+    names that are known (``fallback`` when none is), so one typo is one message."""
+    try:
+        return parse_tab_names(text, tabs, where)
+    except BookError as exc:
+        errors.append(exc)
+        known = tuple(t for t in tabs if t in {n.strip() for n in TAB_NAME_SEP.split(text)})
+        return known or fallback
+
+
+def _mixed_indentation(lines: list[str]) -> int | None:
+    """The first row indented differently (tab vs space) from the cell's first indented row."""
+    first: str | None = None
+    for row, line in enumerate(lines):
+        indent = line[:len(line) - len(line.lstrip(" \t"))]
+        if not indent or not line.strip():
+            continue
+        kinds = set(indent)
+        if len(kinds) > 1:
+            return row
+        if first is None:
+            first = indent[0]
+        elif indent[0] != first:
+            return row
+    return None
+
+
+def _code_cell(content: str, path: str, line: int, tabs: tuple[str, ...], default: str,
+               errors: list[BookError]) -> Cell | None:
+    """One code cell; problems that leave the rest of the file readable go to ``errors``."""
     lines = content.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
@@ -263,8 +301,9 @@ def _code_cell(content: str, path: str, line: int, tabs: tuple[str, ...], defaul
         m = TAB_MAGIC.match(raw) or (None if first_code_seen else LEGACY_TAB.match(raw))
         if m:
             if first_code_seen:
-                raise BookError("%%tab must be the first line of its code cell", path, lineno)
-            cell_tabs = parse_tab_names(m.group(1), tabs, (path, lineno))
+                errors.append(BookError("%%tab must be the first line of its code cell", path, lineno))
+                continue
+            cell_tabs = _tab_names(m.group(1), tabs, (path, lineno), errors, (default,))
             every_tab = _names_all(m.group(1))
             first_code_seen = True
             continue
@@ -294,8 +333,11 @@ def _code_cell(content: str, path: str, line: int, tabs: tuple[str, ...], defaul
     body = "\n".join(kept)
     if body and all(SETUP_LINES.match(x) or not x.strip() for x in kept):
         return None  # the d2lbook tab-selection cell: meaningless outside Jupyter
-    for row, message in unknown_selected(body, tabs):
-        raise BookError(message, path, kept_lines[row])
+    errors.extend(BookError(message, path, kept_lines[row]) for row, message in unknown_selected(body, tabs))
+    mixed = _mixed_indentation(kept)
+    if mixed is not None:
+        errors.append(BookError("the code cell indents with both tabs and spaces; Python reads that "
+                                "ambiguously: use spaces only", path, kept_lines[mixed]))
     return Cell("code", body, path, line, cell_tabs, frozenset(flags), raises, tuple(kept_lines),
                 every_tab=every_tab)
 
@@ -338,12 +380,12 @@ def _prose_cells(
                 state["warnings"].append(BookError(
                     f":begin_tab: is never closed by :end_tab:; it ends at line {lineno}, "
                     "where the next :begin_tab: opens", path, state["tab_line"]))
-            state["tab"] = parse_tab_names(marker.info, tabs, (path, lineno))
+            state["tab"] = _tab_names(marker.info, tabs, (path, lineno), state["errors"], tabs)
             state["tab_all"] = _names_all(marker.info)
             state["tab_line"] = lineno
         elif marker is not None:
             if state["tab"] is None:
-                raise BookError(":end_tab: without a matching :begin_tab:", path, lineno)
+                state["errors"].append(BookError(":end_tab: without a matching :begin_tab:", path, lineno))
             state["tab"] = None
         else:
             buf.append(raw)
@@ -351,10 +393,11 @@ def _prose_cells(
     return cells
 
 
-def _toc(content: str, line: int, path: str) -> TocBlock:
+def _toc(content: str, line: int, path: str, errors: list[BookError]) -> TocBlock:
     maxdepth: int | None = None
     numbered = False
     entries: list[str] = []
+    entry_lines: list[int] = []
     for i, raw in enumerate(content.split("\n")):
         s = raw.strip()
         if not s:
@@ -362,15 +405,16 @@ def _toc(content: str, line: int, path: str) -> TocBlock:
         if s.startswith(":maxdepth:"):
             try:
                 maxdepth = int(s.split(":", 2)[2])
-            except ValueError as exc:
-                raise BookError(":maxdepth: needs an integer", path, line + 1 + i) from exc
+            except ValueError:
+                errors.append(BookError(":maxdepth: needs an integer", path, line + 1 + i))
         elif s.startswith(":numbered:"):
             numbered = True
         elif s.startswith(":"):
-            raise BookError(f"unknown toc option {s.split()[0]}", path, line + 1 + i)
+            errors.append(BookError(f"unknown toc option {s.split()[0]}", path, line + 1 + i))
         else:
             entries.append(s)
-    return TocBlock(line, tuple(entries), maxdepth, numbered)
+            entry_lines.append(line + 1 + i)
+    return TocBlock(line, tuple(entries), maxdepth, numbered, tuple(entry_lines))
 
 
 def _scan_refs(
@@ -413,7 +457,7 @@ def read_section(text: str, path: str, tabs: tuple[str, ...], default_tab: str) 
     lines = text.split("\n")
     cells: list[Cell] = []
     tocs: list[TocBlock] = []
-    state: dict = {"tab": None, "tab_line": 0, "warnings": []}
+    state: dict = {"tab": None, "tab_line": 0, "warnings": [], "errors": []}
     tokens, blocks = parse_blocks(text)
     fences = [
         _Fence(t.map[0], t.map[1], t.info.strip(), t.content, t.markup, t.meta.get("dialect", "literal"))
@@ -443,24 +487,24 @@ def read_section(text: str, path: str, tabs: tuple[str, ...], default_tab: str) 
             continue
         cells.extend(_prose_cells(lines[pos:start], pos, path, tabs, state, markers, blocks))
         if fence.kind == "toc":
-            tocs.append(_toc(fence.content, start + 1, path))
+            tocs.append(_toc(fence.content, start + 1, path, state["errors"]))
             cells.append(Cell("markdown", "\n".join(lines[start:end]), path, start + 1,
                               blocks=cell_blocks(blocks, start, end)))
         else:
             if state["tab"] is not None:
-                raise BookError(
-                    f"code cell inside the prose tab opened at line {state['tab_line']}", path, start + 1
-                )
-            cell = _code_cell(fence.content, path, start + 1, tabs, default_tab)
+                state["errors"].append(BookError(
+                    f"code cell inside the prose tab opened at line {state['tab_line']}", path, start + 1))
+            cell = _code_cell(fence.content, path, start + 1, tabs, default_tab, state["errors"])
             if cell is not None:
                 cells.append(cell)
         pos = end
     cells.extend(_prose_cells(lines[pos:], pos, path, tabs, state, markers, blocks))
     if state["tab"] is not None:
-        raise BookError(":begin_tab: is never closed by :end_tab:", path, state["tab_line"])
+        state["errors"].append(BookError(":begin_tab: is never closed by :end_tab:", path, state["tab_line"]))
     cells = section_tabs(cells, tabs, default_tab)
     labels, refs, errors = _scan_refs(tokens, lines, quoted, path)
-    if errors:
+    errors = sorted([*state["errors"], *errors], key=lambda e: e.line or 0)
+    if errors:  # every independent problem of the file, in one message
         raise errors[0] if len(errors) == 1 else BookErrors(errors)
     title = _title(tokens)
     return Section(path, strip_slide_marks(title), tuple(cells), tuple(tocs), labels, tuple(refs),

@@ -41,11 +41,13 @@ def page_entries(section: Section) -> Iterator[tuple[TocBlock, str, str]]:
 
 
 def walk_toc(root: str, page: Callable[[str], Section | None],
-             exists: Callable[[str], bool]) -> tuple[list[str], list[BookError]]:
+             exists: Callable[[str], bool | str]) -> tuple[list[str], list[BookError]]:
     """Pages reachable from ``root`` in reading order, and every toc problem found on the way.
 
     ``page(rel)`` returns the read page, or ``None`` when it could not be read (its own
     error is reported by whoever read it: the walk does not repeat it, nor descend).
+    ``exists(rel)``: True, or False / a reason ("is a directory") when the entry is no page.
+    Problems are reported at the entry's own line.
     """
     order: list[str] = []
     errors: list[BookError] = []
@@ -57,15 +59,18 @@ def walk_toc(root: str, page: Callable[[str], Section | None],
         if section is None:
             return
         for block, entry, child in page_entries(section):
+            at = block.line_of(entry)
             if child in seen:
                 first, line = seen[child]
                 errors.append(BookError(f"{child} is listed twice in the table of contents "
-                                        f"(first at {first}:{line})", rel, block.line))
+                                        f"(first at {first}:{line})", rel, at))
                 continue
-            if not exists(child):
-                errors.append(BookError(f"toc entry {entry!r}: {child} does not exist", rel, block.line))
+            found = exists(child)
+            if found is not True:
+                why = found if isinstance(found, str) else "does not exist"
+                errors.append(BookError(f"toc entry {entry!r}: {child} {why}", rel, at))
                 continue
-            seen[child] = (rel, block.line)
+            seen[child] = (rel, at)
             visit(child)
 
     visit(root)
