@@ -210,3 +210,18 @@ def test_fault_is_located_leaves_the_tree_and_recovers(fault: Fault, clean_book:
     if fault.args[0] == "pdf":
         return
     assert os.path.isfile(book / "build" / "html" / "index.html")
+
+
+def test_a_rendering_problem_is_reported_again_until_it_is_fixed(clean_book: tuple[Path, Path],
+                                                                  tmp_path: Path) -> None:
+    """Sphinx reads a page again only when it changed; the warning must not vanish on the next build."""
+    src, overlay = clean_book
+    book = tmp_path / "book"
+    shutil.copytree(src, book, symlinks=True)
+    first = book / FIRST
+    first.write_text(first.read_text() + "\nAs :cite:`nobody2022` showed.\n")
+    line = first.read_text().count("\n")  # the appended line
+    want = f'{FIRST}:{line}: could not find bibtex key "nobody2022"'
+    for _ in range(2):  # the second build changes nothing, and still fails the same way
+        proc = tabbook(book, overlay, "build")
+        assert proc.returncode == 1 and want in proc.stdout + proc.stderr, proc.stdout + proc.stderr
