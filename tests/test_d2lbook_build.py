@@ -501,3 +501,20 @@ def test_lib_import_imports_each_generated_module_in_its_environment(tmp_path: P
     assert "passed" in lines["pytorch"] and "import d2l.torch" in lines["pytorch"]
     assert "failed" in lines["mxnet"] and "d2l/mxnet.py" in lines["mxnet"]
     assert "No module named 'not_a_module_anywhere'" in lines["mxnet"]
+
+
+def test_an_environment_is_checked_once_not_before_every_build(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The subprocess import of the framework runs once per venv; later builds read its record."""
+    import tabbook.execute.envs as envs
+    from tabbook.config import Framework
+
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    env = envs.Env("fw", venv / "bin" / "python", "hash")
+    fw = Framework("fw", "FW", "fw", "fw", tmp_path / "lock.txt", None, "3.11")
+    calls: list[str] = []
+    monkeypatch.setattr(envs, "check_env", lambda config, fw, env: calls.append(fw.name) or "1.2.3")
+    config = load_config(make_book(tmp_path)[0])
+    assert [envs.checked_env(config, fw, env) for _ in range(3)] == ["1.2.3"] * 3
+    assert calls == ["fw"] and (venv / envs.CHECKED).read_text() == "1.2.3\n"

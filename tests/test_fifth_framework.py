@@ -225,13 +225,27 @@ def test_the_real_books_gpu_probes_report_what_the_old_hard_coded_probe_did(tmp_
     }
     for tab, gpus in expected.items():
         fw = config.framework(tab)
-        proc = subprocess.run([sys.executable, "-c", probe_source(fw.import_name, fw.gpu_probe)],
-                              capture_output=True, text=True, cwd=tmp_path,
+        # as after a section whose cells imported the framework
+        code = f"import {fw.import_name}\n" + probe_source(fw.import_name, fw.gpu_probe)
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
                               env={**os.environ, "PYTHONPATH": str(tmp_path)})
         assert proc.returncode == 0, proc.stderr
         info = json.loads(proc.stdout.split("TABBOOK-PROBE ", 1)[1])
         assert info["gpus"] == gpus, tab
         assert "gpu_probe_error" not in info, info
+
+
+def test_the_probe_never_imports_the_framework_itself(tmp_path: Path) -> None:
+    """Cells that never imported the framework: its version from the installed metadata, no GPU
+    probed, and the module still not imported (an import only for a version costs seconds)."""
+    code = probe_source("pytest", "[pytest.no_such_gpu()]") + "\nimport sys; print('IMPORTED', 'pytest' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    info = json.loads(proc.stdout.split("TABBOOK-PROBE ", 1)[1].splitlines()[0])
+    import pytest as installed
+
+    assert info["framework_version"] == installed.__version__ and info["framework_imported"] is False
+    assert info["gpus"] == [] and "gpu_probe_error" not in info
+    assert "IMPORTED False" in proc.stdout
 
 
 def test_a_failing_probe_records_no_gpu_and_why() -> None:

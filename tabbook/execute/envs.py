@@ -157,6 +157,34 @@ def ensure_env(config: Config, fw: Framework, create: bool = True, log=print) ->
     return Env(fw.name, python, lock_hash(fw))
 
 
+CHECKED = ".tabbook-checked"
+
+
+def checked_env(config: Config, fw: Framework, env: Env) -> str:
+    """:func:`check_env` once per environment: its result is kept in the venv.
+
+    A locked venv does not change after it is installed (a new lock is a new venv), so
+    importing the framework in a subprocess before every build that runs code (seconds per
+    framework, one after another) only repeats the first answer. Should the venv break
+    later, the kernel's own import fails and the unit reports it.
+    """
+    if fw.python == "current":
+        return check_env(config, fw, env)
+    record = env.python.parent.parent / CHECKED
+    try:
+        recorded = record.read_text(encoding="utf-8").strip()
+        if recorded:
+            return recorded
+    except OSError:
+        pass
+    version = check_env(config, fw, env)
+    try:
+        record.write_text(version + "\n", encoding="utf-8")
+    except OSError:
+        pass  # a read-only environment is checked every time
+    return version
+
+
 def check_env(config: Config, fw: Framework, env: Env) -> str:
     """Import the framework in its env; return its version or raise a clear error."""
     code = f"import {fw.import_name} as m; print(getattr(m, '__version__', '?'))"

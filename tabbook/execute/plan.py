@@ -133,12 +133,12 @@ def kernel_env(config: Config) -> dict[str, str]:
 
 def prepare_kernels(config: Config, frameworks: set[str], log: Callable[[str], Any] = print) -> None:
     """Create (if needed), check and register the kernel of each framework about to run."""
-    from tabbook.execute.envs import check_env, ensure_env, write_kernelspec
+    from tabbook.execute.envs import checked_env, ensure_env, write_kernelspec
 
     for fw in sorted(frameworks, key=config.tabs.index):
         framework = config.framework(fw)
         env = ensure_env(config, framework, create=True, log=log)
-        check_env(config, framework, env)
+        checked_env(config, framework, env)  # imports the framework once per venv, not per build
         write_kernelspec(config, framework, env)
 
 
@@ -170,7 +170,12 @@ def run(config: Config, the_plan: Plan, store: FreezeStore, jobs: int = 0,
         return notebooks, []
     prepare_kernels(config, {u.framework for u, _ in the_plan.todo}, log=log)
     runner = Runner(jobs or os.cpu_count() or 1, kernel_env(config), progress=log)
-    results = runner.run([u for u, _ in the_plan.todo])
+    # Longest first (the time each took when last run; never run: first of all), so the
+    # build does not end waiting on one long unit started last while the other cores idle.
+    last = [store.last_seconds(u.section, u.framework) for u, _ in the_plan.todo]
+    order = sorted(range(len(last)), key=lambda i: -(last[i] if last[i] is not None else float("inf")))
+    ran = runner.run([the_plan.todo[i][0] for i in order])
+    results = [res for _, res in sorted(zip(order, ran, strict=True))]
     failures: list[BookError] = []
     statuses = the_plan.statuses
     for (unit, parts), res in zip(the_plan.todo, results, strict=False):

@@ -124,6 +124,12 @@ class FreezeStore:
         except (OSError, json.JSONDecodeError):
             return None
 
+    def last_seconds(self, section: str, framework: str) -> float | None:
+        """How long the unit took when its stored entry was made (None: never run)."""
+        nb = self.load(section, framework)
+        seconds = ((nb or {}).get("metadata") or {}).get(META, {}).get("seconds")
+        return float(seconds) if isinstance(seconds, int | float) else None
+
     def lookup(self, section: str, framework: str, key: str) -> tuple[dict[str, Any] | None, bool]:
         """``(entry, current)``: the stored notebook (or ``None``) and whether its key is ``key``."""
         nb = self.load(section, framework)

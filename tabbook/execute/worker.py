@@ -21,16 +21,25 @@ from typing import Any
 # ``gpu_probe`` from config.ini: run in a namespace of its own with the framework
 # imported; its last statement is an expression giving the GPU names. A probe that
 # fails never fails the build: no GPUs are recorded, and why, in the provenance.
+# The framework is never imported here: when the section's cells did not import it
+# (numpy-only code, prose sections), its version comes from the installed
+# distribution's metadata and no GPU can have been used, so none is probed. An import
+# of TensorFlow or MXNet only to read a version string costs seconds per unit.
 PROBE = r"""
-import json as _j, importlib as _il, platform as _pl, ast as _ast
-_info = {"python": _pl.python_version()}
-try:
-    _m = _il.import_module($mod)
+import json as _j, platform as _pl, ast as _ast, sys as _sys
+_info = {"python": _pl.python_version(), "gpus": []}
+_m = _sys.modules.get($mod)
+if _m is not None:
     _info["framework_version"] = getattr(_m, "__version__", "?")
-except Exception as _e:  # the framework may not even import; record why
-    _info["framework_version"] = "unavailable: %s" % _e
-_info["gpus"] = []
-if $probe:
+else:
+    _info["framework_imported"] = False
+    try:
+        from importlib import metadata as _md
+        _d = _md.packages_distributions().get($mod.split(".")[0], [])
+        _info["framework_version"] = _md.version(_d[0]) if _d else "?"
+    except Exception as _e:
+        _info["framework_version"] = "unavailable: %s" % _e
+if $probe and _m is not None:
     try:
         _ns = {}
         exec("import " + $mod, _ns)
@@ -201,6 +210,8 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
     }
     if info.get("gpu_probe_error"):
         provenance["gpu_probe_error"] = info["gpu_probe_error"]
+    if info.get("framework_imported") is False:
+        provenance["framework_imported"] = False  # the outputs do not depend on it, nor on a GPU
     return {"notebook": dict(nb), "provenance": provenance}
 
 
