@@ -36,6 +36,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("-C", "--root", type=Path, default=Path.cwd(), help="book root (holds config.ini)")
     p.add_argument("--overlay", type=Path, metavar="INI",
                    help="settings read after config.ini (default: tabbook.ini at the root, if any)")
+    p.add_argument("--python", dest="interpreters", action="append", default=[], metavar="TAB=PATH",
+                   help="run a tab's code with this existing interpreter (installs nothing into it)")
     sub = p.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="execute what is stale and render the site")
     b.add_argument("--force", action="store_true", help="re-execute every selected unit")
@@ -172,6 +174,11 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.overlay:  # the environment carries it to Sphinx and the workers
         os.environ[OVERLAY_ENV] = str(args.overlay.resolve())
+    if args.interpreters:  # likewise: --python pytorch=/path → $TABBOOK_PYTHON
+        from tabbook.config import PYTHON_ENV
+
+        chosen = [os.environ[PYTHON_ENV]] if os.environ.get(PYTHON_ENV) else []
+        os.environ[PYTHON_ENV] = ",".join(chosen + args.interpreters)
 
     try:
         if args.command == "linkcheck":  # works on any built site, with or without a book

@@ -158,6 +158,10 @@ class Framework:
     import_stack: str = ""
     # d2lbook's [library-<tab>] keys (a d2lbook book's aliases and lib_file); empty for ours.
     library: LibraryKeys = LibraryKeys()
+    # An existing interpreter to run this tab's code with (a conda env, a CUDA image's Python):
+    # nothing is installed into it (``[framework:X] interpreter``, ``--python X=PATH`` or
+    # ``$TABBOOK_PYTHON``); None: the locked venv.
+    interpreter: Path | None = None
 
     @property
     def kernel_name(self) -> str:
@@ -165,8 +169,8 @@ class Framework:
 
     @property
     def has_env(self) -> bool:
-        """Whether code of this tab can run: a lock file to install, or the builder's Python."""
-        return self.requirements is not None or self.python == "current"
+        """Whether code of this tab can run: a lock file to install, an interpreter, or the builder's Python."""
+        return self.requirements is not None or self.python == "current" or self.interpreter is not None
 
 
 @dataclass(frozen=True)
@@ -298,6 +302,28 @@ def check_import_stack(source: str) -> str | None:
     return None
 
 
+PYTHON_ENV = "TABBOOK_PYTHON"
+
+
+def chosen_interpreters(tabs: tuple[str, ...]) -> dict[str, Path]:
+    """``$TABBOOK_PYTHON`` (``--python`` sets it): ``pytorch=/opt/conda/bin/python,jax=...``."""
+    chosen: dict[str, Path] = {}
+    for item in os.environ.get(PYTHON_ENV, "").replace(";", ",").split(","):
+        if not item.strip():
+            continue
+        tab, sep, path = item.partition("=")
+        tab, path = tab.strip(), path.strip()
+        if not sep or not path:
+            raise BookError(f"--python / ${PYTHON_ENV}: {item.strip()!r} is not TAB=PATH")
+        if tab not in tabs:
+            raise BookError(f"--python / ${PYTHON_ENV}: unknown framework {tab!r} (tabs: {', '.join(tabs)})")
+        interpreter = Path(os.path.expanduser(path))
+        if not interpreter.exists():
+            raise BookError(f"--python / ${PYTHON_ENV}: {tab}={path}: no such interpreter")
+        chosen[tab] = interpreter.absolute()
+    return chosen
+
+
 def load_config(root: Path) -> Config:
     """Read ``root/config.ini`` and the overlay; every problem is a :class:`BookError` naming the file."""
     root = root.resolve()
@@ -357,6 +383,7 @@ def load_config(root: Path) -> Config:
     if default_tab not in tabs:
         raise BookError(f"default_tab {default_tab!r} is not one of tabs {list(tabs)}", "config.ini")
     frameworks: dict[str, Framework] = {}
+    chosen = chosen_interpreters(tabs)
     for tab in tabs:
         section = f"framework:{tab}"
         known_label, known_module, known_import = KNOWN_FRAMEWORKS.get(tab, (tab, tab, tab))
@@ -385,7 +412,17 @@ def load_config(root: Path) -> Config:
         stack = get(section, "import_stack", f"import {import_name}")
         if why := check_import_stack(stack):
             raise bad(section, "import_stack", why)
+        interpreter = None
+        if tab in chosen:
+            interpreter = chosen[tab]
+        elif value := get(section, "interpreter", ""):
+            interpreter = Path(os.path.expanduser(value))
+            if not interpreter.is_absolute():
+                interpreter = source(section, "interpreter")[2] / interpreter
+            if not interpreter.exists():
+                raise bad(section, "interpreter", f"names {value}, which does not exist")
         frameworks[tab] = Framework(
+            interpreter=interpreter,
             name=tab,
             label=get(section, "label", known_label),
             module=module,

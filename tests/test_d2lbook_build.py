@@ -518,3 +518,45 @@ def test_an_environment_is_checked_once_not_before_every_build(tmp_path: Path,
     config = load_config(make_book(tmp_path)[0])
     assert [envs.checked_env(config, fw, env) for _ in range(3)] == ["1.2.3"] * 3
     assert calls == ["fw"] and (venv / envs.CHECKED).read_text() == "1.2.3\n"
+
+
+# --- an existing interpreter instead of a locked venv (issue 17, item 1) ------------------------
+
+def test_a_tab_runs_in_an_existing_interpreter_given_on_the_command_line(tmp_path: Path) -> None:
+    """``--python mxnet=PATH``: the builder's own venv plays the foreign environment (it has
+    ipykernel, as a CUDA image with Jupyter would); nothing is installed, the kernel runs there."""
+    book, overlay = make_book(tmp_path, eval_notebook=True)
+    overlay.write_text(overlay.read_text().replace("[framework:mxnet]\npython = current\n", "[framework:mxnet]\n"))
+    foreign = Path(sys.executable)
+    proc = tabbook(book, overlay, "--python", f"mxnet={foreign}", "build")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"[env] mxnet: existing interpreter {foreign} (json " in proc.stdout
+    assert statuses(book)[("chapter_a/second.md", "mxnet")] == "executed"
+    assert "mxnet second" in (book / "build" / "html" / "chapter_a" / "second.html").read_text()
+    assert not (tmp_path / ".cache" / "venvs").exists()  # no venv was made for it
+    # the same through the environment variable, and through the overlay's `interpreter` key
+    env_proc = subprocess.run(
+        [sys.executable, "-m", "tabbook", "-C", str(book), "--overlay", str(overlay), "build"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "TABBOOK_CACHE": str(tmp_path / ".cache"),
+             "TABBOOK_PYTHON": f"mxnet={foreign}"})
+    assert env_proc.returncode == 0, env_proc.stdout + env_proc.stderr
+    overlay.write_text(overlay.read_text().replace("[framework:mxnet]\n", f"[framework:mxnet]\ninterpreter = {foreign}\n"))
+    assert tabbook(book, overlay, "build").returncode == 0
+
+
+def test_an_existing_interpreter_without_a_kernel_is_a_clear_error(tmp_path: Path) -> None:
+    import glob
+
+    bare = sorted(glob.glob(str(Path.home() / ".pyenv" / "versions" / "3.1[23]*" / "bin" / "python3.1[23]")))
+    if not bare:
+        pytest.skip("no bare Python 3.12/3.13 under ~/.pyenv")
+    book, overlay = make_book(tmp_path, eval_notebook=True)
+    overlay.write_text(overlay.read_text().replace("[framework:mxnet]\npython = current\n", "[framework:mxnet]\n"))
+    proc = tabbook(book, overlay, "--python", f"mxnet={bare[0]}", "build")
+    assert proc.returncode == 1
+    assert f"the mxnet interpreter {bare[0]} cannot run a kernel (no ipykernel)" in proc.stderr
+    proc = tabbook(book, overlay, "--python", "mxnet=/no/such/python", "build")
+    assert proc.returncode == 1 and "mxnet=/no/such/python: no such interpreter" in proc.stderr
+    proc = tabbook(book, overlay, "--python", "gluon=/usr/bin/python3", "build")
+    assert proc.returncode == 1 and "unknown framework 'gluon'" in proc.stderr

@@ -89,7 +89,13 @@ def _tree_bytes(path: Path) -> bytes:
 
 
 def lock_hash(fw: Framework) -> str:
-    """Hash of everything that decides what the venv contains."""
+    """Hash of everything that decides what the venv contains.
+
+    An existing interpreter is named by its path: what is installed there is its owner's
+    business, and the versions actually used are recorded in each entry's provenance.
+    """
+    if fw.interpreter is not None:
+        return hashlib.sha256(f"interpreter:{fw.interpreter}".encode()).hexdigest()[:16]
     h = hashlib.sha256()
     for path in (fw.requirements, fw.constraints):
         h.update(path.read_bytes() if path else b"-")
@@ -109,6 +115,10 @@ def venv_dir(fw: Framework) -> Path:
 
 def ensure_env(config: Config, fw: Framework, create: bool = True, log=print) -> Env:
     """Return the framework's env, creating and installing it when missing."""
+    if fw.interpreter is not None:  # someone else's environment: used as it is, never installed into
+        if not os.access(fw.interpreter, os.X_OK) or fw.interpreter.is_dir():
+            raise BookError(f"the {fw.name} interpreter {fw.interpreter} is not an executable file")
+        return Env(fw.name, fw.interpreter, lock_hash(fw))
     if fw.python == "current":
         return Env(fw.name, Path(sys.executable), lock_hash(fw))
     if fw.requirements is None:
@@ -168,9 +178,15 @@ def checked_env(config: Config, fw: Framework, env: Env) -> str:
     framework, one after another) only repeats the first answer. Should the venv break
     later, the kernel's own import fails and the unit reports it.
     """
-    if fw.python == "current":
+    if fw.python == "current" and fw.interpreter is None:
         return check_env(config, fw, env)
-    record = env.python.parent.parent / CHECKED
+    if fw.interpreter is not None:  # not ours to write into: the record lives in build/
+        stat = fw.interpreter.resolve().stat()
+        tag = hashlib.sha256(f"{fw.interpreter}:{stat.st_mtime_ns}:{stat.st_size}".encode()).hexdigest()[:16]
+        record = config.build_dir / "checked" / f"{fw.name}-{tag}"
+        record.parent.mkdir(parents=True, exist_ok=True)
+    else:
+        record = env.python.parent.parent / CHECKED
     try:
         recorded = record.read_text(encoding="utf-8").strip()
         if recorded:
@@ -186,7 +202,18 @@ def checked_env(config: Config, fw: Framework, env: Env) -> str:
 
 
 def check_env(config: Config, fw: Framework, env: Env) -> str:
-    """Import the framework in its env; return its version or raise a clear error."""
+    """Import the framework in its env; return its version or raise a clear error.
+
+    An existing interpreter must also run a kernel (``ipykernel``): a CUDA image often has
+    the frameworks and no Jupyter, and that should be said before any unit starts.
+    """
+    if fw.interpreter is not None:
+        probe = subprocess.run([str(env.python), "-c", "import ipykernel"], capture_output=True, text=True)
+        if probe.returncode != 0:
+            raise BookError(
+                f"the {fw.name} interpreter {env.python} cannot run a kernel (no ipykernel): install it "
+                "there, or make a venv beside it with `python -m venv --system-site-packages DIR` and "
+                "install ipykernel into that (README: Executing on a GPU machine)")
     code = f"import {fw.import_name} as m; print(getattr(m, '__version__', '?'))"
     proc = subprocess.run(
         [str(env.python), "-c", code], capture_output=True, text=True,
@@ -195,6 +222,8 @@ def check_env(config: Config, fw: Framework, env: Env) -> str:
     if proc.returncode != 0:
         tail = "\n".join(proc.stderr.strip().splitlines()[-5:])
         where = config.rel(fw.requirements) if fw.requirements else "config.ini"
+        if fw.interpreter is not None:
+            where = str(fw.interpreter)
         raise BookError(f"the {fw.name} environment cannot import {fw.import_name}:\n{tail}", where)
     return proc.stdout.strip().splitlines()[-1]
 

@@ -138,7 +138,9 @@ def prepare_kernels(config: Config, frameworks: set[str], log: Callable[[str], A
     for fw in sorted(frameworks, key=config.tabs.index):
         framework = config.framework(fw)
         env = ensure_env(config, framework, create=True, log=log)
-        checked_env(config, framework, env)  # imports the framework once per venv, not per build
+        version = checked_env(config, framework, env)  # imports the framework once per venv, not per build
+        if framework.interpreter is not None:
+            log(f"[env] {fw}: existing interpreter {framework.interpreter} ({framework.import_name} {version})")
         write_kernelspec(config, framework, env)
 
 
