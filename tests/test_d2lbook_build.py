@@ -214,7 +214,7 @@ def test_executing_a_tab_without_environment_says_how_to_give_one(tmp_path: Path
     book, _ = make_book(tmp_path, eval_notebook=True)
     proc = tabbook(book, None, "build", "--no-render")
     assert proc.returncode == 1
-    assert "config.ini: tab 'pytorch' has no environment to run its code" in proc.stderr
+    assert "config.ini:12: tab 'pytorch' has no environment to run its code" in proc.stderr  # [build] tabs
     assert "--no-execute" in proc.stderr and "Traceback" not in proc.stderr
     assert not (book / "_freeze").exists()
 

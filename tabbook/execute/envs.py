@@ -124,13 +124,13 @@ def ensure_env(config: Config, fw: Framework, create: bool = True, log=print) ->
     if fw.requirements is None:
         from tabbook.config import _key_line
 
-        where = config.overlay.name if config.overlay else "config.ini"
+        where = config.overlay.name if config.overlay else "tabbook.ini"
         ini = config.root / "config.ini"
         line = _key_line(ini.read_text(encoding="utf-8"), "build", "tabs") if ini.is_file() else None
         raise BookError(
             f"tab {fw.name!r} has no environment to run its code: give [framework:{fw.name}] a "
-            f"requirements lock file in config.ini or an overlay ({where}), or build with "
-            "--no-execute", "config.ini", line)
+            f"requirements lock file in config.ini or an overlay ({where}), an existing interpreter "
+            f"(--python {fw.name}=PATH), or build with --no-execute", "config.ini", line)
     target = venv_dir(fw)
     python = target / "bin" / "python"
     if not (target / MARKER).is_file():
