@@ -23,6 +23,7 @@ from tabbook.config import Config
 from tabbook.errors import BookError, BookErrors
 from tabbook.execute.plan import Selection, UnitStatus
 from tabbook.execute.store import FreezeStore, write_atomic
+from tabbook.execute.store import provenance as store_provenance
 
 
 @dataclass(frozen=True)
@@ -45,10 +46,29 @@ class BuildResult:
     sphinx_seconds: float = 0.0
     execute_seconds: float = 0.0  # wall time of the execution stage (units run in parallel)
     library_changed: list[str] = field(default_factory=list)
+    # (section, framework) -> where its outputs were computed ("1× NVIDIA H100…", "CPU only",
+    # "" when it shows no outputs), read from the entries the pages show.
+    devices: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    def gpu_summary(self) -> str:
+        """"GPU outputs in 3 of 20 units (pytorch 3/5, jax 0/5, …)": what the build's last line says."""
+        shown = {k: v for k, v in self.devices.items() if v}
+        if not shown:
+            return ""
+        per: dict[str, list[int]] = {}
+        for (_, fw), device in shown.items():
+            count = per.setdefault(fw, [0, 0])
+            count[0] += device != "CPU only"
+            count[1] += 1
+        gpu = sum(c[0] for c in per.values())
+        parts = ", ".join(f"{fw} {c[0]}/{c[1]}" for fw, c in per.items())
+        return f"GPU outputs in {gpu} of {len(shown)} units ({parts})"
 
     def as_report(self) -> dict[str, Any]:
         units = [{"section": u.section, "framework": u.framework, "status": u.status,
-                  "seconds": round(u.seconds, 3), **({"error": u.error} if u.error else {})} for u in self.units]
+                  "seconds": round(u.seconds, 3), **({"error": u.error} if u.error else {}),
+                  **({"device": self.devices[(u.section, u.framework)]}
+                     if self.devices.get((u.section, u.framework)) else {})} for u in self.units]
         return {"units": units, "seconds": round(self.seconds, 3), "sphinx_seconds": round(self.sphinx_seconds, 3),
                 "execute_seconds": round(self.execute_seconds, 3), "library_changed": self.library_changed}
 
@@ -89,6 +109,9 @@ def build(config: Config, opts: Options, log: Callable[[str], Any] = print) -> B
                 notebooks = plan.skip_execution(the_plan)
         finally:
             result.execute_seconds = time.monotonic() - t_exec
+        for unit_id, nb in notebooks.items():
+            prov = store_provenance(nb)
+            result.devices[unit_id] = "" if not prov or prov.get("not_executed") else str(prov.get("device", ""))
         if opts.render:
             # Every page renders even when units failed (they show their code without
             # outputs); the build then fails listing every failure.

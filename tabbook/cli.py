@@ -105,7 +105,8 @@ def _build(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
     for u in result.units:
         counts[u.status] = counts.get(u.status, 0) + 1
     summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "no code units"
-    print(f"[done] {summary} in {result.seconds:.1f}s; report: build/report.json")
+    gpu = result.gpu_summary()
+    print(f"[done] {summary} in {result.seconds:.1f}s{'; ' + gpu if gpu else ''}; report: build/report.json")
     return 0
 
 

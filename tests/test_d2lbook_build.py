@@ -560,3 +560,36 @@ def test_an_existing_interpreter_without_a_kernel_is_a_clear_error(tmp_path: Pat
     assert proc.returncode == 1 and "mxnet=/no/such/python: no such interpreter" in proc.stderr
     proc = tabbook(book, overlay, "--python", "gluon=/usr/bin/python3", "build")
     assert proc.returncode == 1 and "unknown framework 'gluon'" in proc.stderr
+
+
+# --- GPU outputs survive CPU builds (issue 17, item 3) -------------------------------------------
+
+def test_a_gpu_entry_survives_a_cpu_build_until_its_code_changes(tmp_path: Path) -> None:
+    book, overlay = make_book(tmp_path, eval_notebook=True)
+    cpu_overlay = overlay.read_text()
+    # "The GPU machine": another interpreter (another environment in the key) whose probe finds a GPU.
+    overlay.write_text(cpu_overlay.replace("[framework:mxnet]\npython = current\nimport = json\n",
+                                           "[framework:mxnet]\nimport = json\ngpu_probe = ['Fake GPU 0']\n"))
+    proc = tabbook(book, overlay, "--python", f"mxnet={sys.executable}", "build")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "GPU outputs in 2 of 4 units (pytorch 0/2, mxnet 2/2)" in proc.stdout
+    entry = book / "_freeze" / "chapter_a" / "second" / "mxnet.ipynb"
+    gpu_entry = entry.read_bytes()
+    # "The CPU host": the locked (here: the builder's own) environment, no GPU.
+    overlay.write_text(cpu_overlay)
+    proc = tabbook(book, overlay, "build")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert statuses(book)[("chapter_a/second.md", "mxnet")] == "reused" and entry.read_bytes() == gpu_entry
+    report = json.loads((book / "build" / "report.json").read_text())
+    devices = {(u["section"], u["framework"]): u.get("device") for u in report["units"]}
+    assert devices[("chapter_a/second.md", "mxnet")] == "1× Fake GPU 0"
+    assert devices[("chapter_a/second.md", "pytorch")] == "CPU only"
+    assert "Outputs computed on 1× Fake GPU 0" in (book / "build" / "html" / "chapter_a" / "second.html").read_text() \
+        or "computed on 1× Fake GPU 0" in (book / "build" / "html" / "chapter_a" / "second.html").read_text()
+    assert tabbook(book, overlay, "build", "--frozen").returncode == 0  # make test's freshness check agrees
+    # Its code changed: stale like any entry, executed on this host, CPU outputs from now on.
+    second = book / "chapter_a" / "second.md"
+    second.write_text(second.read_text().replace("print('mxnet second')", "print('mxnet second, edited')"))
+    proc = tabbook(book, overlay, "build")
+    assert proc.returncode == 0 and statuses(book)[("chapter_a/second.md", "mxnet")] == "executed"
+    assert "GPU outputs in 1 of 4 units (pytorch 0/2, mxnet 1/2)" in proc.stdout

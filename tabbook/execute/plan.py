@@ -86,7 +86,7 @@ def plan(config: Config, sections: list[Section], library: dict[str, str], store
             parts, cells = unit_key(config, section, fw, library)
             if not cells:
                 continue
-            entry, current = store.lookup(section.path, fw, parts.key)
+            entry, current = store.lookup(section.path, fw, parts.key, parts)
             selected = selection.selects(section.path, fw)
             if current and not (selection.force and selected):
                 out.notebooks[(section.path, fw)] = entry  # type: ignore[assignment]

@@ -82,6 +82,23 @@ def entry_key(nb: dict[str, Any] | None) -> str | None:
     return nb.get("metadata", {}).get(META, {}).get("key")
 
 
+def gpu_entry_current(nb: dict[str, Any] | None, parts: KeyParts) -> bool:
+    """Whether an entry computed on a GPU still stands for ``parts`` on this host.
+
+    GPU outputs come from another environment (a GPU machine's own interpreter, another
+    Python, another kernel) than a CPU host's locked venv, so their key never equals the CPU
+    key. They stay current while what they show can only be the same code's: the unit's
+    cells and the generated library are unchanged. A CPU build then keeps them (it never
+    replaces a current GPU entry); when the code changes they are stale like any other, and
+    whatever host builds next executes them. ``make exec-check`` re-runs everything on the
+    CPU into a scratch store regardless, so GPU outputs cannot hide code that no longer runs.
+    """
+    meta = ((nb or {}).get("metadata") or {}).get(META) or {}
+    stored = meta.get("key_parts") or {}
+    gpus = (meta.get("provenance") or {}).get("gpus") or []
+    return bool(gpus) and stored.get("cells") == parts.cells and stored.get("library") == parts.library
+
+
 def provenance(nb: dict[str, Any] | None) -> dict[str, Any]:
     """Where an entry was computed (device, framework versions, date), as the worker recorded it."""
     return dict((nb or {}).get("metadata", {}).get(META, {}).get("provenance", {}))
@@ -130,10 +147,17 @@ class FreezeStore:
         seconds = ((nb or {}).get("metadata") or {}).get(META, {}).get("seconds")
         return float(seconds) if isinstance(seconds, int | float) else None
 
-    def lookup(self, section: str, framework: str, key: str) -> tuple[dict[str, Any] | None, bool]:
-        """``(entry, current)``: the stored notebook (or ``None``) and whether its key is ``key``."""
+    def lookup(self, section: str, framework: str, key: str,
+               parts: KeyParts | None = None) -> tuple[dict[str, Any] | None, bool]:
+        """``(entry, current)``: the stored notebook (or ``None``) and whether it is current.
+
+        Current: stored under ``key``; or (given ``parts``) made on a GPU from the same code
+        and the same generated library (:func:`gpu_entry_current`).
+        """
         nb = self.load(section, framework)
-        return nb, entry_key(nb) == key
+        if entry_key(nb) == key:
+            return nb, True
+        return nb, parts is not None and gpu_entry_current(nb, parts)
 
     def store(self, section: str, framework: str, nb: dict[str, Any], parts: KeyParts,
               provenance: dict[str, Any], seconds: float) -> Path:
