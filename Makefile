@@ -9,7 +9,7 @@ TB        := $(VPY) -m tabbook
 BUILDER_STAMP := $(VENV)/.installed-$(shell sha256sum envs/builder.txt 2>/dev/null | cut -c1-12)
 export TF_CPP_MIN_LOG_LEVEL := 2
 
-.PHONY: html test check lib envs clean serve unit freeze-check exec-check lint pdf tex libtest dist browser bench d2lbook-book
+.PHONY: html test check lib envs clean serve unit freeze-check exec-check lint pdf tex libtest dist browser bench d2lbook-book wheelhouse
 
 html: $(BUILDER_STAMP)
 	$(TB) build $(if $(FORCE),--force)
@@ -62,6 +62,11 @@ test: lint unit freeze-check exec-check libtest
 	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; TABBOOK_VENVS=$$tmp $(TB) build --frozen
 	$(TB) linkcheck build/html
 	@echo "make test: all checks passed"
+
+# What a GPU build machine without network needs to execute the book (README: Executing on a
+# GPU machine): wheels for its Python into build/wheelhouse.
+wheelhouse: $(BUILDER_STAMP)
+	$(TB) wheelhouse $(if $(PYVER),--python-version $(PYVER))
 
 # Live preview: rebuilds on save (a prose edit starts no kernel) and reloads the page.
 serve: $(BUILDER_STAMP)

@@ -81,6 +81,9 @@ def parser() -> argparse.ArgumentParser:
     lc.add_argument("site", nargs="?", type=Path, help="the site (default: build/html)")
     ev = sub.add_parser("envs", help="create the framework environments")
     ev.add_argument("frameworks", nargs="*", help="tabs (default: all)")
+    wh = sub.add_parser("wheelhouse", help="download what an offline (GPU) machine needs to execute")
+    wh.add_argument("--dest", type=Path, help="where (default: build/wheelhouse)")
+    wh.add_argument("--python-version", default="3.12", help="that machine's Python (default 3.12)")
     sub.add_parser("katex", help="install KaTeX now (builds do it on demand) and print where")
     sub.add_parser("clean", help="remove build/")
     return p
@@ -213,6 +216,14 @@ def main(argv: list[str] | None = None) -> int:
                            any_env=args.any_env, venv_check=not args.no_venv_check)
         if args.command == "pdf":
             return _pdf(config, args)
+        if args.command == "wheelhouse":
+            from tabbook.execute.wheelhouse import REQUIREMENTS, gather
+
+            dest = args.dest or config.build_dir / "wheelhouse"
+            count, size = gather(dest, args.python_version)
+            print(f"[wheelhouse] {count} wheels, {size / 1e6:.1f} MB in {dest} "
+                  f"(CPython {args.python_version}, manylinux x86-64; from {REQUIREMENTS.name})")
+            return 0
         if args.command == "envs":
             from tabbook.execute.envs import create_envs
 
