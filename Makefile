@@ -9,7 +9,7 @@ TB        := $(VPY) -m tabbook
 BUILDER_STAMP := $(VENV)/.installed-$(shell sha256sum envs/builder.txt 2>/dev/null | cut -c1-12)
 export TF_CPP_MIN_LOG_LEVEL := 2
 
-.PHONY: html test check lib envs clean serve unit freeze-check exec-check lint pdf tex libtest dist browser bench d2lbook-book wheelhouse
+.PHONY: html test check lib envs clean serve unit freeze-check exec-check lint pdf tex libtest dist browser bench d2lbook-book d2l-side-by-side wheelhouse
 
 html: $(BUILDER_STAMP)
 	$(TB) build $(if $(FORCE),--force)
@@ -98,3 +98,11 @@ d2lbook-book: $(BUILDER_STAMP)
 	@test -n "$(BOOK)" || { echo "usage: make d2lbook-book BOOK=/path/to/book [EXECUTE=1] [PARTIAL=1]" >&2; exit 2; }
 	$(TB) -C $(BOOK) --overlay $(OVERLAY) build $(if $(EXECUTE),--execute,--no-execute) $(if $(PARTIAL),--partial)
 	@echo "site: $(BOOK)/build/html/index.html"
+
+# tabbook and d2lbook 1.0.3 timed in one run on the same copy of the book, execution off,
+# interleaved, REPEAT rounds (medians; one JSON object on stdout; ~7 min a round for d2l-en):
+#   make d2l-side-by-side BOOK=/path/to/d2l-en [REPEAT=3]
+REPEAT ?= 3
+d2l-side-by-side: $(BUILDER_STAMP)
+	@test -n "$(BOOK)" || { echo "usage: make d2l-side-by-side BOOK=/path/to/book [REPEAT=3]" >&2; exit 2; }
+	$(VPY) bench/d2l_side_by_side.py --book $(BOOK) --repeat $(REPEAT) --overlay $(OVERLAY)

@@ -820,3 +820,31 @@ def test_a_section_with_only_all_cells_exists_for_the_default_tab_only() -> None
 def test_a_section_without_code_keeps_its_all_prose_for_every_tab() -> None:
     text = "# Prose\n\n:begin_tab:`all`\nFor everyone.\n:end_tab:\n"
     assert read_section(text, "sec.md", TABS, "pytorch").cells[-1].tabs == TABS
+
+
+# --- the tab-selection cell with d2l-en's ``#required_libs`` comment ------------------------------
+
+SETUP_WITH_LIBS = """\
+```{.python .input}
+%load_ext d2lbook.tab
+tab.interact_select(["pytorch"])
+#required_libs("somepkg==1.0")
+```
+
+# A PyTorch-only section
+
+```{.python .input}
+%%tab pytorch
+import math
+print(math.pi)
+```
+"""
+
+
+def test_a_setup_cell_naming_required_libs_is_not_executed() -> None:
+    # d2lbook drops every cell with ``%load_ext d2lbook.tab``; kept, it would fail in a kernel
+    # without d2lbook ("No module named 'd2lbook'")
+    section = read_section(SETUP_WITH_LIBS, "sec.md", TABS, "pytorch")
+    cells = split_section(section, "pytorch")
+    assert [c.source for c in cells] == ["import math\nprint(math.pi)"]
+    assert not any("d2lbook" in c.source or "required_libs" in c.source for c in section.cells)

@@ -277,6 +277,19 @@ def test_setup_cell_only_dropped_when_nothing_else() -> None:
     assert len(code(sec)) == 1
 
 
+def test_setup_cell_with_comment_lines_is_dropped() -> None:
+    # d2l-en writes the extra packages a section needs as a comment in its setup cell
+    sec = read("```{.python .input}\n%load_ext d2lbook.tab\ntab.interact_select([\"pytorch\"])\n"
+               "#required_libs(\"somepkg==1.0\", \"other\")\n\n# another note\n```\n\n"
+               "# Title\n\n```{.python .input}\nx = 1\n```\n")
+    assert [c.source for c in code(sec)] == ["x = 1"]
+
+
+def test_a_cell_of_comments_alone_is_not_a_setup_cell() -> None:
+    sec = read("```{.python .input}\n#required_libs(\"somepkg\")\n# just a note\n```\n")
+    assert len(code(sec)) == 1
+
+
 def test_prose_between_cells_lines() -> None:
     text = "```{.python .input}\nx = 1\n```\n\n\nAfter.\n\nMore.\n```{.python .input}\ny = 2\n```\n"
     sec = read(text)

@@ -54,7 +54,8 @@ SAVE_MARK = re.compile(r"#\s*@save\s*$")
 SAVE_COMMENT = re.compile(r"^#\s*@save\s*$")
 #: ``#@raises`` or ``#@raises ValueError``: the cell must raise; group 1: the class name, if any.
 RAISES_LINE = re.compile(r"^\s*#\s*@raises\b\s*([A-Za-z_][\w.]*)?\s*$")
-#: Lines of d2lbook's tab-selection cell, meaningless outside Jupyter: such a cell is dropped.
+#: Lines of d2lbook's tab-selection cell, meaningless outside Jupyter: a cell of only these,
+#: blank lines and comments is dropped (:func:`tabbook.source.read.is_setup_cell`).
 SETUP_LINES = re.compile(r"^\s*(%load_ext\s+d2lbook\.tab|tab\.interact_select\(.*\))\s*$")
 #: An IPython magic (``%time``, ``%%writefile``) or shell escape (``!nvidia-smi``) line.
 #: ``!=`` is not a shell escape: at a line's start it can only continue an expression.

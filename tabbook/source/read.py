@@ -331,7 +331,7 @@ def _code_cell(content: str, path: str, line: int, tabs: tuple[str, ...], defaul
         kept.pop()
         kept_lines.pop()
     body = "\n".join(kept)
-    if body and all(SETUP_LINES.match(x) or not x.strip() for x in kept):
+    if is_setup_cell(kept):
         return None  # the d2lbook tab-selection cell: meaningless outside Jupyter
     errors.extend(BookError(message, path, kept_lines[row]) for row, message in unknown_selected(body, tabs))
     mixed = _mixed_indentation(kept)
@@ -340,6 +340,23 @@ def _code_cell(content: str, path: str, line: int, tabs: tuple[str, ...], defaul
                                 "ambiguously: use spaces only", path, kept_lines[mixed]))
     return Cell("code", body, path, line, cell_tabs, frozenset(flags), raises, tuple(kept_lines),
                 every_tab=every_tab)
+
+
+def is_setup_cell(lines: list[str]) -> bool:
+    """d2lbook's tab-selection cell: ``%load_ext d2lbook.tab`` and ``tab.interact_select(...)``.
+
+    Only such lines, blank lines and comments (d2l-en adds ``#required_libs("gym==0.21.0")``,
+    which d2lbook reads for its Colab notebooks), at least one of them a setup line. d2lbook
+    drops every cell with a ``%load_ext d2lbook.tab`` line; a cell with other code in it is
+    kept whole here.
+    """
+    setup = False
+    for line in lines:
+        if SETUP_LINES.match(line):
+            setup = True
+        elif line.strip() and not line.lstrip().startswith("#"):
+            return False
+    return setup
 
 
 def _prose_cells(
