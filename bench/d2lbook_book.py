@@ -42,7 +42,7 @@ build fails those imports, and Sphinx re-reads that page on every build, no-op i
 does any page whose autodoc failed): d2lbook would then do less on a full build and more on a
 no-op than on d2l-en's own CI. So the venv also gets ``AUTODOC_PINS`` (books/d2l-en/pytorch.txt's
 pins plus torchvision 0.28.0) and a small import hook (``_tabbook_torchvision_shim.pth``) that
-lets the registry's CUDA-built torchvision import beside the CPU torch wheel; see ``SHIM_MODULE``.
+lets the registry's CUDA-built torchvision import beside the CPU torch wheel; see ``SHIM_PACKAGE``.
 ``--no-autodoc`` leaves them out (its own venv, ``~/.cache/tabbook/d2lbook-venv-bare``).
 
 Measured on the whole d2l-en book (1.0.3: 192 pages, 4 tabs, 192 HTML pages out, 125 of them
@@ -79,36 +79,11 @@ PINS = ["d2lbook==1.0.3", "setuptools<81", "pybtex==0.24.0"]
 # What d2l/torch.py imports, for the d2l API page's autodoc (books/d2l-en/pytorch.txt's pins).
 AUTODOC_PINS = ["torch==2.13.0", "torchvision==0.28.0", "numpy==2.3.5", "pandas==2.3.3", "scipy==1.16.3",
                 "matplotlib==3.10.8", "matplotlib-inline==0.2.2", "requests==2.32.5", "pillow==13.0.0"]
-# torchvision 0.28.0 from the registry is a CUDA build: its C++ ops cannot load beside the CPU
-# torch wheel, and its import then fails on an unguarded ``register_fake("torchvision::nms")``.
-# Defining the two schemas first lets it import (its Python parts work; its C++ ops raise when
-# called). Installed as a .pth hook that acts only when torchvision is first imported, so no
-# other process (d2lbook itself, sphinx) pays for importing torch.
-SHIM_MODULE = '''"""Let a CUDA-built torchvision import beside CPU torch (bench/d2lbook_book.py)."""
-import sys
-
-_libs = []
-
-
-class _TorchvisionSchemas:
-    def find_spec(self, name, path=None, target=None):
-        if name != "torchvision":
-            return None
-        sys.meta_path.remove(self)
-        import torch
-
-        if not hasattr(torch.ops.torchvision, "nms"):
-            lib = torch.library.Library("torchvision", "DEF")
-            lib.define("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
-            lib.define("qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
-            _libs.append(lib)
-        return None
-
-
-def install():
-    sys.meta_path.insert(0, _TorchvisionSchemas())
-'''
-SHIM_PTH = "import _tabbook_torchvision_shim; _tabbook_torchvision_shim.install()\n"
+# torchvision 0.28.0 from the registry is a CUDA build that cannot import beside the CPU torch
+# wheel on its own: the same local package as books/d2l-en/pytorch.txt's makes it import (its
+# Python parts work; its C++ ops raise when called), acting only when torchvision is imported.
+SHIM_PACKAGE = Path(__file__).resolve().parent.parent / "books" / "d2l-en" / "torchvision-cpu-shim"
+AUTODOC_PINS.append(str(SHIM_PACKAGE))
 DEFAULT_VENV = Path.home() / ".cache" / "tabbook" / "d2lbook-venv"
 BARE_VENV = Path.home() / ".cache" / "tabbook" / "d2lbook-venv-bare"  # --no-autodoc
 COPY_IGNORE = shutil.ignore_patterns(".git", "_build", "__pycache__", ".ipynb_checkpoints")
@@ -144,10 +119,6 @@ def ensure_venv(venv: Path, autodoc: bool) -> Path:
     subprocess.run([find_python311(), "-m", "venv", str(venv)], check=True)
     subprocess.run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *pins], check=True)
     if autodoc:
-        site = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                   check=True, capture_output=True, text=True).stdout.strip())
-        (site / "_tabbook_torchvision_shim.py").write_text(SHIM_MODULE)
-        (site / "_tabbook_torchvision_shim.pth").write_text(SHIM_PTH)
         subprocess.run([python, "-c", "import torchvision"], check=True)
     marker.write_text(want)
     return venv

@@ -72,10 +72,8 @@ def source_line(config: Config, generated: Path, line: int | None) -> tuple[str,
 
 def to_error(config: Config, record: dict[str, Any]) -> BookError:
     """One recorded warning as an error at the Markdown source (or where Sphinx put it)."""
-    message = " ".join(str(record.get("message", "")).split("\n")[0:1]).strip() or "(no message)"
-    rest = str(record.get("message", "")).split("\n")[1:]
-    if rest:
-        message += "".join(f"\n    {x}" for x in rest if x.strip())
+    first, *rest = str(record.get("message", "")).split("\n")
+    message = (first.strip() or "(no message)") + "".join(f"\n    {x}" for x in rest if x.strip())
     kind = f" [{record['type']}.{record['subtype']}]" if record.get("type") and record.get("subtype") else ""
     level = str(record.get("level", "WARNING")).lower()
     text = f"{message}{kind}" if level == "warning" else f"{level}: {message}{kind}"
