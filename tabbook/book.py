@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from dataclasses import dataclass, field, replace
 from functools import cache, cached_property
@@ -35,20 +36,32 @@ IGNORED_DIRS = frozenset({"build", "_freeze", ".venv", "tests", "d2l", "envs", "
 
 
 def book_markdown_files(config: Config) -> list[Path]:
-    """Every Markdown file that belongs to the book (what ``check`` lints and ``serve`` watches)."""
+    """Every Markdown file that belongs to the book (what ``check`` lints and ``serve`` watches).
+
+    A walk that never enters a folder that cannot hold a page (the ignored top-level folders,
+    hidden ones, and any folder outside the ``notebooks`` patterns' reach): walking everything
+    and filtering afterwards read the whole ``.venv`` and took most of a no-op build.
+    """
     out = []
-    for path in sorted(config.root.rglob("*.md")):
-        if not path.is_file():  # a folder named x.md holds pages; it is not one
+    root = config.root
+    seen: set[str] = set()
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
+        here = Path(dirpath)
+        real = os.path.realpath(dirpath)
+        if real in seen:  # a symlink loop
+            dirnames[:] = []
             continue
-        rel = path.relative_to(config.root)
-        if rel.parts[0] in IGNORED_DIRS or rel.parts[0].startswith("."):
-            continue
-        if len(rel.parts) == 1 and rel.name.upper() in REPO_DOCS:
-            continue
-        if config.excluded(rel.as_posix()):
-            continue
-        out.append(path)
-    return out
+        seen.add(real)
+        parts = here.relative_to(root).parts
+        dirnames[:] = sorted(d for d in dirnames if not (
+            not parts and (d in IGNORED_DIRS or d.startswith("."))) and config.may_hold_pages((*parts, d)))
+        for name in filenames:
+            if not name.endswith(".md") or (not parts and name.upper() in REPO_DOCS):
+                continue
+            path = here / name
+            if path.is_file() and not config.excluded("/".join((*parts, name))):
+                out.append(path)
+    return sorted(out)
 
 
 def _errors(exc: BookError) -> list[BookError]:
