@@ -196,11 +196,29 @@ def _heading_levels(app: Sphinx, pagename: str, templatename: str, context: dict
             context[key] = HEADING_WITHOUT_LEVEL.sub('role="heading" aria-level="2"', value)
 
 
+def _template_bytecode(app: Sphinx) -> None:
+    """Keep the theme's compiled Jinja templates between runs (beside the doctrees).
+
+    Why: every Sphinx run makes a new template environment and compiles furo's templates from
+    source again, ~0.2 s of each incremental build (a prose edit's, a live preview's). Jinja's
+    file cache keys each template by name and a checksum of its source, so an edited template
+    is compiled again; entries are written to a temporary file and renamed (parallel-safe).
+    """
+    import jinja2
+
+    environment = getattr(getattr(app.builder, "templates", None), "environment", None)
+    if isinstance(environment, jinja2.Environment) and environment.bytecode_cache is None:
+        folder = Path(app.doctreedir) / "jinja-bytecode"
+        folder.mkdir(parents=True, exist_ok=True)
+        environment.bytecode_cache = jinja2.FileSystemBytecodeCache(str(folder))
+
+
 def setup_html(app: Sphinx) -> None:
     """Register the reader's site parts: downloads, lazy images, lean markup, per-page assets."""
     app.add_config_value("tabbook_site", {}, "html", types=(dict,))
     app.add_post_transform(LazyImages)
     app.connect("builder-inited", _lean_highlighting)
+    app.connect("builder-inited", _template_bytecode)
     app.connect("env-get-outdated", _links_changed)
     app.connect("doctree-resolved", _downloads_bar)
     app.connect("html-page-context", _page_assets)
