@@ -18,7 +18,10 @@ book: its Markdown, images, bibliography and generated ``d2l/`` package.
 What d2lbook cannot build as it is: a cell meant to raise (``#@raises``: tabbook shows its
 traceback; d2lbook's executor stops at the first error). The sections whose PyTorch code has
 one are found by reading the book; in both tools' copies those cells (in every tab) are wrapped
-in ``try``/``except`` that prints the error, so both run the same code.
+in ``try``/``except`` that prints the error, so both run the same code. And a cell that branches
+on ``tab.selected`` in a way d2lbook 1.0.3 resolves wrongly (``if tab.selected('tensorflow'): …
+else: …`` loses its ``if``): in both copies every such cell is split into one ``%%tab`` cell per
+framework, resolved as tabbook resolves it (:func:`resolved_per_tab`).
 
 Figures, rounds alternating the tools and swapping who goes first, median of ``--repeat`` with
 min and max: cold (output and caches removed: tabbook ``build/`` and ``_freeze/``; d2lbook
@@ -124,6 +127,37 @@ def with_raising_cells_caught(text: str) -> str:
     return "".join(out + (cell or []))
 
 
+def resolved_per_tab(book_root: Path) -> dict[str, str]:
+    """Pages whose cells branch on ``tab.selected``, rewritten with each such cell split into one
+    ``%%tab`` cell per framework, its branches resolved as tabbook resolves them.
+
+    Why: d2lbook 1.0.3 resolves ``if tab.selected('tensorflow'): … else: …`` in a PyTorch
+    notebook by dropping the ``if`` branch and keeping a bare ``else:`` (a ``SyntaxError`` when
+    the cell runs). Both tools get the resolved cells, so they run the same code.
+    """
+    book = read_book(load_config(book_root))
+    out = {}
+    for rel in book.toc:
+        section = book.pages[rel]
+        per_fw = {fw: {fc.index: fc.source for fc in split_section(section, fw)} for fw in book.config.tabs}
+        lines = (book_root / rel).read_text().splitlines(keepends=True)
+        spans = []
+        for i, cell in enumerate(section.cells):
+            if cell.kind != "code" or "tab.selected" not in cell.source:
+                continue
+            start = cell.line - 1
+            end = next(j for j in range(start + 1, len(lines)) if lines[j].strip() == "```")
+            cells = [f"```{{.python .input}}\n%%tab {fw}\n{per_fw[fw][i]}\n```\n"
+                     for fw in cell.tabs if i in per_fw.get(fw, {})]
+            spans.append((start, end, "\n".join(cells)))
+        if not spans:
+            continue
+        for start, end, text in reversed(spans):
+            lines[start:end + 1] = [text]
+        out[rel] = "".join(lines)
+    return out
+
+
 def make_copy(dest: Path, left_out: dict[str, str]) -> None:
     """A scratch copy of the book; in a section d2lbook cannot execute as it is, the cells meant
     to raise catch their error, in both tools' copies alike."""
@@ -134,6 +168,8 @@ def make_copy(dest: Path, left_out: dict[str, str]) -> None:
             shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
         elif src.is_file():
             shutil.copy2(src, dest / name)
+    for rel, text in resolved_per_tab(ROOT).items():
+        (dest / rel).write_text(text)
     for rel in left_out:
         page = dest / rel
         page.write_text(with_raising_cells_caught(page.read_text()))
