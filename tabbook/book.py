@@ -177,15 +177,17 @@ class Book:
         tops = hand_written_tops(self.config)
         key = self._library_key(tops)
         cache = self.config.build_dir / LIBRARY_CACHE
+        pages = [self.page_hashes.get(rel) for rel in self.toc]
         try:
             cached = json.loads(cache.read_text(encoding="utf-8"))
-            if cached.get("key") == key:
+            # Problems name Markdown lines, which prose edits move: kept only for the same pages.
+            if cached.get("key") == key and (not cached["problems"] or cached.get("pages") == pages):
                 self.library_problems.extend(CallTimeName(m, p, n) for m, p, n in cached["problems"])
                 return dict(cached["files"])
         except (OSError, ValueError, KeyError, TypeError):
             pass  # no cache, or an unreadable one: generate
         files = generate_library(self.config, sections, tops, self.library_problems)
-        record = {"key": key, "files": files,
+        record = {"key": key, "files": files, "pages": pages,
                   "problems": [[e.message, e.path, e.line] for e in self.library_problems]}
         try:
             write_atomic(cache, json.dumps(record))
@@ -194,14 +196,19 @@ class Book:
         return files
 
     def _library_key(self, tops: dict[str, str]) -> str:
-        """What the generated library depends on: the pages in toc order, the configuration, the
-        hand-written tops and the builder's code. Equal keys: the same files (a no-op rebuild
-        of a book of hundreds of sections skips seconds of generation)."""
+        """What the generated library depends on: each toc page's title and code cells (their
+        text, tabs and marks; not the prose, which saves nothing), in toc order, the
+        configuration, the hand-written tops and the builder's code. Equal keys: the same files,
+        so a no-op rebuild, and a prose edit, skip the generation (a second on this book's
+        chapter; more on a book of hundreds of sections)."""
         config = self.config
+        code = [(rel, self.pages[rel].title,
+                 [(c.source, c.tabs, sorted(c.flags), c.raises, c.every_tab)
+                  for c in self.pages[rel].cells if c.kind == "code"]) for rel in self.toc]
         parts = [_builder_code_hash(), [config.rel(f) for f in (config.root / "config.ini", config.overlay) if f],
                  [(f.read_bytes() if f and f.is_file() else b"").hex()
                   for f in (config.root / "config.ini", config.overlay)],
-                 tops, [(rel, self.page_hashes.get(rel)) for rel in self.toc], str(config.root)]
+                 tops, code, str(config.root)]
         return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 

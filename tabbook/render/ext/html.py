@@ -196,6 +196,70 @@ def _heading_levels(app: Sphinx, pagename: str, templatename: str, context: dict
             context[key] = HEADING_WITHOUT_LEVEL.sub('role="heading" aria-level="2"', value)
 
 
+HIGHLIGHT_CACHE = "tabbook-highlight.pickle"
+#: Builds an unused highlighted block is kept for (a page not written again keeps its entries
+#: that long; a code edit's old text ages out).
+HIGHLIGHT_KEEP = 50
+
+
+def _cached_highlighting(app: Sphinx) -> None:
+    """Keep Pygments' HTML for each code block between runs (beside the doctrees).
+
+    Why: a page is written again whenever its prose changes, and highlighting its code is the
+    largest part of that (~0.6 s for the hundred blocks of this book's training page, four
+    tabs each); the code itself did not change. A block's HTML is reused when its text,
+    language, options, the formatter (styles, the lean token classes) and the builder's render
+    code are the same. A block whose highlighting warned is not kept, so its warning repeats.
+    """
+    import hashlib
+    import pickle
+
+    highlighter = getattr(app.builder, "highlighter", None)
+    if app.builder.format != "html" or highlighter is None or highlighter.dest != "html":
+        return
+    from tabbook.render.sphinx import _render_code_hash
+
+    path = Path(app.doctreedir) / HIGHLIGHT_CACHE
+    try:
+        store = pickle.loads(path.read_bytes())
+        assert isinstance(store, dict) and isinstance(store["entries"], dict)
+    except Exception:  # noqa: BLE001 - no cache, or one from another version: start empty
+        store = {"build": 0, "entries": {}}
+    store["build"] += 1
+    entries: dict[str, tuple[str, int]] = store["entries"]
+    style = highlighter.formatter_args.get("style")
+    salt = repr((_render_code_hash(), highlighter.formatter.__qualname__, getattr(style, "__name__", style),
+                 sorted((k, repr(v)) for k, v in highlighter.formatter_args.items() if k != "style")))
+    original = highlighter.highlight_block
+
+    def highlight_block(source: str, lang: str, opts: dict[str, Any] | None = None, force: bool = False,
+                        location: Any = None, **kwargs: Any) -> str:
+        key = hashlib.sha256(repr((salt, source, lang, sorted((opts or {}).items()), force,
+                                   sorted(kwargs.items()))).encode()).hexdigest()
+        hit = entries.get(key)
+        if hit is not None:
+            entries[key] = (hit[0], store["build"])
+            return hit[0]
+        warnings = getattr(app, "_warncount", 0)
+        html = original(source, lang, opts, force, location, **kwargs)
+        if getattr(app, "_warncount", 0) == warnings:
+            entries[key] = (html, store["build"])
+        return html
+
+    highlighter.highlight_block = highlight_block  # type: ignore[method-assign]
+
+    def save(app: Sphinx, exception: BaseException | None) -> None:
+        if exception is not None:
+            return
+        oldest = store["build"] - HIGHLIGHT_KEEP
+        store["entries"] = {k: v for k, v in entries.items() if v[1] > oldest}
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_bytes(pickle.dumps(store, protocol=pickle.HIGHEST_PROTOCOL))
+        tmp.replace(path)
+
+    app.connect("build-finished", save)
+
+
 def _template_bytecode(app: Sphinx) -> None:
     """Keep the theme's compiled Jinja templates between runs (beside the doctrees).
 
@@ -219,6 +283,7 @@ def setup_html(app: Sphinx) -> None:
     app.add_post_transform(LazyImages)
     app.connect("builder-inited", _lean_highlighting)
     app.connect("builder-inited", _template_bytecode)
+    app.connect("builder-inited", _cached_highlighting)
     app.connect("env-get-outdated", _links_changed)
     app.connect("doctree-resolved", _downloads_bar)
     app.connect("html-page-context", _page_assets)
