@@ -26,7 +26,16 @@ from sphinx.application import Sphinx
 from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util.osutil import relative_uri
 
-from tabbook.render.site import Link, SiteOptions, compact_css, compact_js, links_for, publish_downloads
+from tabbook.render.names import SYNC_GROUP
+from tabbook.render.site import (
+    NO_PDF_NOTE,
+    Link,
+    SiteOptions,
+    compact_css,
+    compact_js,
+    links_for,
+    publish_downloads,
+)
 
 OTHER_SD_COMPONENT = re.compile(r'class="[^"]*\bsd-(?!tab-)[a-z]')
 
@@ -101,9 +110,13 @@ def _options(app: Sphinx) -> SiteOptions | None:
 KINDS = {  # kind: (shown as, link title)
     "Notebook": ("Notebooks", "Download the executed notebook"),
     "PDF": ("PDF", "Download the book as PDF"),
+    "Slides": ("Slides", "This section as slides"),
     "Colab": ("Open in Colab", "Open the notebook in Google Colab"),
     "Source": ("Source", "The page's Markdown source"),
 }
+#: Kinds shown as one link that follows the reader's framework choice (tabbook.js keeps the href,
+#: text and title in step with the tabs); the build's default framework is the no-JS fallback.
+FOLLOW = ("PDF", "Slides")
 
 
 def _links_changed(app: Sphinx, env: Any, added: set[str], changed: set[str], removed: set[str]) -> list[str]:
@@ -118,14 +131,48 @@ def _links_changed(app: Sphinx, env: Any, added: set[str], changed: set[str], re
     return sorted(doc for doc, links in current.items() if doc in before and before[doc] != links)
 
 
-def _bar(links: list[Link], here: str) -> nodes.container:
+def follow_link_html(group: list[Link], here: str, default: str, title: str) -> str:
+    """One ``<a>`` for a kind offered per framework: its href is the default framework's (or the
+    first offered), and ``data-tabbook-urls`` holds every framework's, for the tab script."""
+    import html as htmlmod
+    import json
+
+    def rel(url: str) -> str:
+        return url if "://" in url else relative_uri(here, url)
+
+    urls = {link.fw: rel(link.url) for link in group}
+    labels = {link.fw: link.label for link in group}
+    first = next((link for link in group if link.fw == default), group[0])
+    attrs = {
+        "class": "reference external tabbook-follow",
+        "href": rel(first.url),
+        "title": f"{title} ({first.label})",
+        "data-sync-group": SYNC_GROUP,
+        "data-fw": first.fw,
+        "data-tabbook-urls": json.dumps(urls, separators=(",", ":")),
+        "data-tabbook-labels": json.dumps(labels, separators=(",", ":")),
+        "data-tabbook-title": title,
+    }
+    text = "".join(f' {k}="{htmlmod.escape(v, quote=True)}"' for k, v in attrs.items())
+    return f"<a{text}>{htmlmod.escape(first.label)}</a>"
+
+
+def _bar(links: list[Link], here: str, default: str = "", pdf_missing: bool = False) -> nodes.container:
     bar = nodes.container(classes=["tabbook-downloads"])
     for kind, (shown, title) in KINDS.items():
         group = [link for link in links if link.kind == kind]
-        if not group:
-            continue
         para = nodes.paragraph(classes=["tabbook-downloads-" + kind.lower()])
         para += nodes.inline(shown, shown, classes=["tabbook-downloads-kind"])
+        if not group:
+            if kind == "PDF" and pdf_missing:
+                para["classes"].append("tabbook-downloads-missing")
+                para += nodes.inline(NO_PDF_NOTE, NO_PDF_NOTE, classes=["tabbook-missing"])
+                bar += para
+            continue
+        if kind in FOLLOW:
+            para += nodes.raw("", follow_link_html(group, here, default, title), format="html")
+            bar += para
+            continue
         for link in group:
             url = link.url if "://" in link.url else relative_uri(here, link.url)
             para += nodes.reference(link.label, link.label, refuri=url, internal=False,
@@ -138,13 +185,16 @@ def _downloads_bar(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     if app.builder.format != "html":
         return
     opts = _options(app)
-    links = links_for(opts, docname) if opts else []
-    if not links:
+    if opts is None:
         return
+    if opts.front_page and docname == app.config.root_doc:
+        return  # the front page lists every download itself (tabbook.render.front)
+    links = links_for(opts, docname)
     section = next(iter(doctree.findall(nodes.section)), None)
     if section is None or not section.children or not isinstance(section[0], nodes.title):
         return
-    section.insert(1, _bar(links, app.builder.get_target_uri(docname)))
+    pdf_missing = not any(link.kind == "PDF" for link in links)
+    section.insert(1, _bar(links, app.builder.get_target_uri(docname), opts.default_tab, pdf_missing))
 
 
 def _publish(app: Sphinx, exception: BaseException | None) -> None:
