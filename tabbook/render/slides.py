@@ -41,7 +41,7 @@ from tabbook.source.read import Section
 #: ``[**…**]``/``[~~…~~]`` (not a link's text: no ``(`` right after) or ``(**…**)``/``(~~…~~)``.
 MARK = re.compile(r"\[(\*\*|~~)(?P<new>.+?)\1\](?!\()|\((\*\*|~~)(?P<more>.+?)\3\)", re.S)
 _FENCE = re.compile(r"^(```|~~~).*?^\1[ \t]*$", re.S | re.M)
-_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$", re.M)
+_HEADING = re.compile(r"^(#{2,6})\s+(.+?)\s*#*\s*$", re.M)  # the page title is the deck's
 _COMMENT_LINE = re.compile(r"^\s*#")
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 REVEAL_FILES = ("dist/reset.css", "dist/reveal.css", "dist/reveal.js", "LICENSE")
@@ -201,12 +201,12 @@ class Renderer:
         def keep(m: re.Match[str]) -> str:
             display = m.group(1) is not None
             formulas.append(self.math(m.group(1) if display else m.group(2), display))
-            return f"\x00{len(formulas) - 1}\x00"
+            return f"\ue000{len(formulas) - 1}\ue001"  # private-use marks: markdown-it keeps them
 
         text = re.sub(r"\$\$(.+?)\$\$|\$([^$\n]+?)\$", keep, text, flags=re.S)
         text = ROLE.sub(lambda m: "" if m.group("role").startswith("cite") else m.group("target"), text)
         out = self.md.render(text)
-        return re.sub(r"\x00(\d+)\x00", lambda m: formulas[int(m.group(1))], out)
+        return re.sub("\ue000(\\d+)\ue001", lambda m: formulas[int(m.group(1))], out)
 
     def code(self, source: str) -> str:
         from pygments import highlight
@@ -260,6 +260,7 @@ def deck_html(deck: Deck, r: Renderer, katex_css: str = "") -> str:
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{html.escape(deck.title)} ({html.escape(deck.label)}): slides</title>
+<link rel="icon" href="{up}_static/favicon.svg" type="image/svg+xml">
 <link rel="stylesheet" href="{reveal}reset.css">
 <link rel="stylesheet" href="{reveal}reveal.css">
 <link rel="stylesheet" href="{reveal}tabbook-slides.css">
