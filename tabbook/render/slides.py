@@ -7,7 +7,7 @@ a deck holds the marked text and the code the framework runs, each cell under th
 it, with comments and ``#@save`` marks taken out and a cell without outputs shown together with
 the next one; a section without marks has no deck. The outputs are the freeze store's, the
 same the page shows. A cell marked ``#@hide``/``#@hide_code`` is left out, ``#@hide_output``
-shows its code only. A heading of a cell that starts a slide titles it.
+shows its code only. The first slide after a subsection's heading carries it as its title.
 
 The decks are plain HTML under ``build/html/_slides/<section>-<framework>.html``, written before
 Sphinx runs so the pages can link the ones that exist; reveal.js (from the npm registry, the
@@ -125,22 +125,26 @@ def build_deck(section: Section, framework: str, label: str, executed: dict[str,
     deck = Deck(section.path[:-3], framework, label, section.title, [Slide()])
     current = deck.slides[0]
     pending: list[str] = []  # code of cells without outputs, shown with the next cell
+    heading = ""  # the latest subsection heading not yet on a slide
     any_marks = False
     k = 0
     for cell in section.cells:
         if cell.kind == "markdown":
             if cell.tabs and framework not in cell.tabs:
                 continue
+            headings = _HEADING.findall(_FENCE.sub("", cell.source))
+            if headings:
+                heading = headings[-1][1]  # the subsection the text below belongs to
             found = marks(cell.source)
             if not found:
                 continue
             any_marks = True
-            if found[0].new_slide or any(m.new_slide for m in found):
+            if any(m.new_slide for m in found):
                 if pending:
                     current.items.append(Code("\n\n".join(pending)))
                     pending = []
-                heading = _HEADING.search(cell.source)
-                current = Slide(title=heading.group(2) if heading else "")
+                current = Slide(title=heading)
+                heading = ""  # one slide carries it; the next ones of the subsection do not
                 deck.slides.append(current)
             current.items.append(slide_text([m.text for m in found]))
             continue
