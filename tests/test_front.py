@@ -8,6 +8,7 @@ from tabbook.render.front import (
     FrontFacts,
     computed_lines,
     contents,
+    fill_pdf_cells,
     front_matter,
     hide_root_toctree,
     one_line,
@@ -56,7 +57,7 @@ def test_computed_lines_group_by_device_and_version() -> None:
 def facts(**kw: object) -> FrontFacts:
     base: dict[str, object] = dict(
         title="Book", tabs=TABS, labels={"pytorch": "PyTorch", "jax": "JAX"}, default_tab="pytorch",
-        contents=(Entry("c/s", "Sec", "A line."),), pdfs={"jax": "_downloads/pdf/b-jax.pdf"},
+        contents=(Entry("c/s", "Sec", "A line."),),
         zips={"pytorch": ("_downloads/notebooks/b-pytorch-notebooks.zip", 3)}, package="d2l",
         extras={"pytorch": "torch"}, computed={"pytorch": ["CPU only, PyTorch 2.1, Python 3.11: 3 sections, d"]})
     base.update(kw)
@@ -69,8 +70,10 @@ def test_front_matter() -> None:
     assert 'class="tabbook-picker" data-sync-group="tab" data-default="pytorch"' in text
     assert '<button type="button" data-sync-id="pytorch" aria-pressed="true">PyTorch</button>' in text
     assert "- {doc}`Sec </c/s>`: A line." in text
-    assert 'href="_downloads/pdf/b-jax.pdf">JAX PDF</a>' in text
-    assert '<span class="tabbook-missing">not in this build</span>' in text  # PyTorch has no PDF
+    assert "<td><!--tabbook-pdf:pytorch--></td>" in text and "<!--tabbook-pdf:jax-->" in text
+    filled = fill_pdf_cells(text, {"jax": "_downloads/pdf/b-jax.pdf"}, {"jax": "JAX"})
+    assert '<td><a class="reference external" href="_downloads/pdf/b-jax.pdf">JAX PDF</a></td>' in filled
+    assert '<td><span class="tabbook-missing">not in this build</span></td>' in filled  # no PyTorch PDF
     assert 'href="_downloads/notebooks/b-pytorch-notebooks.zip">PyTorch notebooks (zip)</a>' in text
     assert "```bash\npip install d2l\n```" in text and "pip install 'd2l[torch]'" in text
     assert "- **PyTorch**: CPU only, PyTorch 2.1, Python 3.11: 3 sections, d." in text

@@ -5,8 +5,8 @@ adds, from the table of contents, the freeze store and ``config.ini`` (nothing t
 
 - a framework picker: one choice for the whole site, the tabs' own choice (``tabbook.js``);
 - the chapters and their sections, each with the first sentence of its text;
-- the downloads: each framework's PDF (or a note that this build has none) and its notebooks
-  as one zip;
+- the downloads: each framework's PDF (or a note that this build has none; filled in when the
+  HTML is written, :func:`fill_pdf_cells`) and its notebooks as one zip;
 - how to install the book's package (``pip install d2l``, and each framework's extra);
 - where each framework's outputs were computed (the store's provenance).
 
@@ -30,12 +30,15 @@ from tabbook.execute.store import FreezeStore
 from tabbook.execute.store import provenance as store_provenance
 from tabbook.render.myst import convert_roles
 from tabbook.render.names import SYNC_GROUP
-from tabbook.render.site import NO_PDF_NOTE, load_site_options, pdf_url, zip_target
-from tabbook.render.site import available_pdfs as site_pdfs
+from tabbook.render.site import NO_PDF_NOTE, compact_css, compact_js, zip_target
 from tabbook.source.dialect import ATTR_LINE, BEGIN_TAB, BIBLIOGRAPHY, END_TAB, strip_slide_marks
 from tabbook.source.read import Section
 from tabbook.source.toc import page_entries
 
+#: The front page's own style, inlined into it so that no other page loads it.
+FRONT_CSS = Path(__file__).resolve().parent / "front.css"
+#: The picker's script, inlined after it: only the front page has a picker.
+PICKER_JS = Path(__file__).resolve().parent / "front.js"
 #: How long a section's line may be before it is cut at a word.
 LINE_MAX = 180
 
@@ -59,7 +62,6 @@ class FrontFacts:
     labels: dict[str, str]
     default_tab: str
     contents: tuple[Entry, ...]
-    pdfs: dict[str, str]  # framework -> URL (relative to the site root, or absolute)
     zips: dict[str, tuple[str, int]]  # framework -> (URL, number of notebooks in it)
     package: str  # the library's import name, e.g. "d2l"
     extras: dict[str, str] = field(default_factory=dict)  # framework -> pip extra
@@ -171,7 +173,6 @@ def pip_extras(root: Path, modules: dict[str, str]) -> dict[str, str]:
 def front_page_facts(config: Config, root: Section, pages: dict[str, Section],
                      notebooks: dict[tuple[str, str], dict[str, Any]]) -> FrontFacts:
     """What the front page shows, from the toc, the store and the built PDFs."""
-    opts = load_site_options(config)
     store = FreezeStore(config.freeze_dir)
     labels = {fw: config.framework(fw).label for fw in config.tabs}
     zips: dict[str, tuple[str, int]] = {}
@@ -184,8 +185,7 @@ def front_page_facts(config: Config, root: Section, pages: dict[str, Section],
                 for fw in config.tabs}
     return FrontFacts(
         title=config.title, tabs=config.tabs, labels=labels, default_tab=config.default_tab,
-        contents=contents(root, pages), pdfs={fw: pdf_url(opts, fw) for fw in sorted(site_pdfs(opts))},
-        zips=zips, package=config.library_dir.name,
+        contents=contents(root, pages), zips=zips, package=config.library_dir.name,
         extras=pip_extras(config.root, {fw: config.framework(fw).module for fw in config.tabs}),
         computed={fw: lines for fw, lines in computed.items() if lines},
     )
@@ -198,17 +198,38 @@ def _picker(facts: FrontFacts) -> str:
         for fw in facts.tabs)
     return (f'<div class="tabbook-picker" data-sync-group="{SYNC_GROUP}" data-default="{html.escape(facts.default_tab)}"'
             f' role="group" aria-label="Framework for the whole book" hidden>'
-            f'<span class="tabbook-picker-label">Read the code in</span>{buttons}</div>')
+            f'<span class="tabbook-picker-label">Read the code in</span>{buttons}</div>'
+            f"<script>{compact_js(PICKER_JS.read_text(encoding='utf-8'))}</script>")
+
+
+def pdf_marker(fw: str) -> str:
+    """Where the front page's table shows a framework's PDF. The sources Sphinx reads are shared
+    by the HTML and the LaTeX builds, so they must not change when a PDF appears (the LaTeX
+    doctrees would be read again): :func:`fill_pdf_cells` puts the link in when the HTML is written."""
+    return f"<!--tabbook-pdf:{fw}-->"
+
+
+_PDF_MARKER = re.compile(r"<!--tabbook-pdf:([\w.-]+)-->")
+
+
+def fill_pdf_cells(raw_html: str, pdfs: dict[str, str], labels: dict[str, str]) -> str:
+    """The front page's table with each framework's PDF link (URL relative to the page), or the
+    note that this build has none."""
+    def cell(m: re.Match[str]) -> str:
+        fw = m.group(1)
+        if fw in pdfs:
+            return (f'<a class="reference external" href="{html.escape(pdfs[fw])}">'
+                    f"{html.escape(labels.get(fw, fw))} PDF</a>")
+        return f'<span class="tabbook-missing">{NO_PDF_NOTE}</span>'
+
+    return _PDF_MARKER.sub(cell, raw_html)
 
 
 def _downloads(facts: FrontFacts) -> str:
     rows = []
     for fw in facts.tabs:
         label = html.escape(facts.labels[fw])
-        if fw in facts.pdfs:
-            pdf = f'<a class="reference external" href="{html.escape(facts.pdfs[fw])}">{label} PDF</a>'
-        else:
-            pdf = f'<span class="tabbook-missing">{NO_PDF_NOTE}</span>'
+        pdf = pdf_marker(fw)  # the HTML writer fills it in: build/src does not depend on build/pdf
         if fw in facts.zips:
             url, n = facts.zips[fw]
             nbs = (f'<a class="reference external" href="{html.escape(url)}">{label} notebooks (zip)</a>'
@@ -234,7 +255,8 @@ def _contents(entries: tuple[Entry, ...], indent: str = "") -> list[str]:
 def front_matter(facts: FrontFacts) -> str:
     """The MyST the root page gains (pure). Directives nest with colon fences, outermost longest,
     so no fence inside can close one around it."""
-    out = [":::::{only} html", "```{raw} html", _picker(facts), "```", ""]
+    style = compact_css(FRONT_CSS.read_text(encoding="utf-8"))
+    out = [":::::{only} html", "```{raw} html", f"<style>{style}</style>", _picker(facts), "```", ""]
     out += ["```{rubric} Contents", ":heading-level: 2", "```", ""]
     out += _contents(facts.contents) + [""]
     out += ["```{rubric} Downloads", ":heading-level: 2", "```", "", "```{raw} html", _downloads(facts), "```", ""]

@@ -31,9 +31,12 @@ from tabbook.render.site import (
     NO_PDF_NOTE,
     Link,
     SiteOptions,
+    available_pdfs,
     compact_css,
     compact_js,
+    deck_target,
     links_for,
+    pdf_url,
     publish_downloads,
 )
 
@@ -131,33 +134,30 @@ def _links_changed(app: Sphinx, env: Any, added: set[str], changed: set[str], re
     return sorted(doc for doc, links in current.items() if doc in before and before[doc] != links)
 
 
-def follow_link_html(group: list[Link], here: str, default: str, title: str) -> str:
+def follow_link_html(group: list[Link], template: str, default: str) -> str:
     """One ``<a>`` for a kind offered per framework: its href is the default framework's (or the
-    first offered), and ``data-tabbook-urls`` holds every framework's, for the tab script."""
+    first offered); ``data-href`` is the URL with ``{fw}`` for the framework and
+    ``data-fws`` the frameworks offered (``name:Label|…``), what the tab script needs to
+    point it at the reader's choice: a few bytes on every page, not every URL spelled out."""
     import html as htmlmod
-    import json
 
-    def rel(url: str) -> str:
-        return url if "://" in url else relative_uri(here, url)
-
-    urls = {link.fw: rel(link.url) for link in group}
-    labels = {link.fw: link.label for link in group}
     first = next((link for link in group if link.fw == default), group[0])
-    attrs = {
-        "class": "reference external tabbook-follow",
-        "href": rel(first.url),
-        "title": f"{title} ({first.label})",
+    attrs = {  # no title: it would name the framework, and the text already does
+        "class": "tabbook-follow",
+        "href": template.replace("{fw}", first.fw),
         "data-sync-group": SYNC_GROUP,
-        "data-fw": first.fw,
-        "data-tabbook-urls": json.dumps(urls, separators=(",", ":")),
-        "data-tabbook-labels": json.dumps(labels, separators=(",", ":")),
-        "data-tabbook-title": title,
+        "data-href": template,
+        # a label's ":" or "|" would read as the separators: they become spaces
+        "data-fws": "|".join(f"{link.fw}:{re.sub('[:|]', ' ', link.label)}" for link in group),
     }
     text = "".join(f' {k}="{htmlmod.escape(v, quote=True)}"' for k, v in attrs.items())
     return f"<a{text}>{htmlmod.escape(first.label)}</a>"
 
 
-def _bar(links: list[Link], here: str, default: str = "", pdf_missing: bool = False) -> nodes.container:
+def _bar(links: list[Link], here: str, default: str = "", pdf_missing: bool = False,
+         templates: dict[str, str] | None = None) -> nodes.container:
+    """The downloads line; ``templates``: kind → its per-framework URL with ``{fw}``
+    (root-relative or absolute), for the kinds shown as one link that follows the tabs."""
     bar = nodes.container(classes=["tabbook-downloads"])
     for kind, (shown, title) in KINDS.items():
         group = [link for link in links if link.kind == kind]
@@ -169,8 +169,10 @@ def _bar(links: list[Link], here: str, default: str = "", pdf_missing: bool = Fa
                 para += nodes.inline(NO_PDF_NOTE, NO_PDF_NOTE, classes=["tabbook-missing"])
                 bar += para
             continue
-        if kind in FOLLOW:
-            para += nodes.raw("", follow_link_html(group, here, default, title), format="html")
+        if kind in FOLLOW and templates and kind in templates:
+            url = templates[kind]
+            url = url if "://" in url else relative_uri(here, url)
+            para += nodes.raw("", follow_link_html(group, url, default), format="html")
             bar += para
             continue
         for link in group:
@@ -181,6 +183,20 @@ def _bar(links: list[Link], here: str, default: str = "", pdf_missing: bool = Fa
     return bar
 
 
+def _front_pdfs(opts: SiteOptions, doctree: nodes.document, here: str) -> None:
+    """The front page's downloads table gets the PDFs that exist now."""
+    from tabbook.render.front import fill_pdf_cells
+
+    pdfs = {}
+    for fw in available_pdfs(opts):
+        url = pdf_url(opts, fw)
+        pdfs[fw] = url if "://" in url else relative_uri(here, url)
+    for node in list(doctree.findall(nodes.raw)):
+        if "html" in node.get("format", "").split() and "<!--tabbook-pdf:" in node.astext():
+            text = fill_pdf_cells(node.astext(), pdfs, opts.labels)
+            node.replace_self(nodes.raw("", text, format="html"))
+
+
 def _downloads_bar(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     if app.builder.format != "html":
         return
@@ -188,13 +204,15 @@ def _downloads_bar(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     if opts is None:
         return
     if opts.front_page and docname == app.config.root_doc:
+        _front_pdfs(opts, doctree, app.builder.get_target_uri(docname))
         return  # the front page lists every download itself (tabbook.render.front)
     links = links_for(opts, docname)
     section = next(iter(doctree.findall(nodes.section)), None)
     if section is None or not section.children or not isinstance(section[0], nodes.title):
         return
     pdf_missing = not any(link.kind == "PDF" for link in links)
-    section.insert(1, _bar(links, app.builder.get_target_uri(docname), opts.default_tab, pdf_missing))
+    templates = {"PDF": pdf_url(opts, "{fw}"), "Slides": deck_target(docname, "{fw}")}
+    section.insert(1, _bar(links, app.builder.get_target_uri(docname), opts.default_tab, pdf_missing, templates))
 
 
 def _publish(app: Sphinx, exception: BaseException | None) -> None:

@@ -8,9 +8,10 @@
 // lacking the chosen framework shows the reader's most recent other choice it has, else the
 // tab the build selected (the book's default framework, else the first tab).
 //
-// The same choice drives links offered per framework (the PDF, the slides: one <a> with every
-// framework's URL in data-tabbook-urls, pointing at the chosen one) and the front page's picker
-// (buttons that make a choice for the whole site without a tab set on the page).
+// The same choice drives links offered per framework (the PDF, the slides: one <a> whose
+// data-href/data-fws give every framework's URL, pointing at the chosen one). The front page's
+// picker (tabbook.render.front) stores a choice under the same key and signals it as another
+// window would, with a "storage" event.
 (() => {
   "use strict";
 
@@ -144,52 +145,18 @@
       if (entry.group === group) show(entry, pick(entry, choices));
     }
     followLinks(group, choices);
-    markPickers(group, choices);
   }
 
-  // ---- links that follow the choice, and the picker ------------------------------------------
+  // ---- links that follow the choice ---------------------------------------
 
-  /** Point every per-framework link of the group at the most recent choice it offers. */
+  /** Point every per-framework link of the group (data-href: its URL with {fw}; data-fws:
+   * "name:Label|…") at the most recent choice it offers; else it keeps the build's default. */
   function followLinks(group, choices) {
-    document.querySelectorAll(`a[data-tabbook-urls][data-sync-group="${group}"]`).forEach((a) => {
-      let urls = {};
-      let labels = {};
-      try {
-        urls = JSON.parse(a.dataset.tabbookUrls || "{}");
-        labels = JSON.parse(a.dataset.tabbookLabels || "{}");
-      } catch (err) {
-        return; // not what the build writes: leave the link as built
-      }
-      const fw = choices.find((id) => id in urls);
-      if (!fw) return; // none of the reader's choices offered: keep the build's default
-      a.href = urls[fw];
-      a.dataset.fw = fw;
-      a.textContent = labels[fw] || fw;
-      if (a.dataset.tabbookTitle) a.title = `${a.dataset.tabbookTitle} (${labels[fw] || fw})`;
-    });
-  }
-
-  function markPickers(group, choices) {
-    document.querySelectorAll(`.tabbook-picker[data-sync-group="${group}"]`).forEach((picker) => {
-      const buttons = Array.from(picker.querySelectorAll("button[data-sync-id]"));
-      const ids = buttons.map((b) => b.dataset.syncId);
-      const on = choices.find((id) => ids.includes(id)) || picker.dataset.default || ids[0];
-      for (const b of buttons) b.setAttribute("aria-pressed", b.dataset.syncId === on ? "true" : "false");
-    });
-  }
-
-  function initPickers() {
-    document.querySelectorAll(".tabbook-picker[data-sync-group]").forEach((picker) => {
-      const group = picker.dataset.syncGroup;
-      picker.querySelectorAll("button[data-sync-id]").forEach((b) => {
-        b.hidden = false; // without JavaScript the picker cannot work, so it stays hidden
-        b.addEventListener("click", () => {
-          remember(group, b.dataset.syncId);
-          applyGroup(group, history(group));
-        });
-      });
-      picker.hidden = false;
-    });
+    for (const a of document.querySelectorAll(`a[data-fws][data-sync-group="${group}"]`)) {
+      const fws = new Map(a.dataset.fws.split("|").map((s) => s.split(":")));
+      const fw = choices.find((id) => fws.has(id));
+      if (fw) [a.href, a.textContent] = [a.dataset.href.replace("{fw}", fw), fws.get(fw)];
+    }
   }
 
   /** A tab chosen by the reader: show it, sync the group, remember it; keep the tab in place. */
@@ -257,11 +224,9 @@
 
   function initTabs() {
     document.querySelectorAll(".sd-tab-set").forEach((set, i) => enhance(set, i));
-    initPickers();
     const groups = new Set(sets.map((s) => s.group).filter(Boolean));
-    document.querySelectorAll("[data-sync-group]").forEach((el) => {
-      if (!el.classList.contains("sd-tab-label")) groups.add(el.dataset.syncGroup);
-    });
+    // Links that follow the choice and the front page's picker belong to a group without a tab set.
+    document.querySelectorAll("[data-sync-group]").forEach((el) => groups.add(el.dataset.syncGroup));
     const query = new URLSearchParams(window.location.search);
     for (const group of groups) {
       const forced = query.get(group);
