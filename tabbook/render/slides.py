@@ -21,19 +21,22 @@ one; :func:`write_decks` is the I/O.
 from __future__ import annotations
 
 import base64
+import hashlib
 import html
 import io
+import json
 import posixpath
 import re
 import shutil
 import tokenize
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from tabbook.config import Config
-from tabbook.execute.store import write_atomic
+from tabbook.execute.store import entry_key, write_atomic
 from tabbook.render.site import SLIDES, deck_target
 from tabbook.source.dialect import ROLE
 from tabbook.source.read import Section
@@ -106,13 +109,15 @@ def lecture_code(source: str) -> str:
                 comments[tok.start[0] - 1] = tok.start[1]
     except (tokenize.TokenError, IndentationError, SyntaxError):
         comments = {i: len(line) - len(line.lstrip()) for i, line in enumerate(lines) if _COMMENT_LINE.match(line)}
-    out = []
+    out: list[str] = []
     for i, line in enumerate(lines):
         if i in comments:
             line = line[:comments[i]].rstrip()
             if not line:
                 continue
-        out.append(line.rstrip())
+        line = line.rstrip()
+        if line or (out and out[-1]):  # one blank line where the comments left several
+            out.append(line)
     return "\n".join(out).strip("\n")
 
 
@@ -335,14 +340,42 @@ def publish_reveal(html_dir: Path) -> None:
             tmp.replace(dst)
 
 
+@cache
+def _code_hash() -> str:
+    """This module and the decks' own files: a change to either renders every deck again."""
+    h = hashlib.sha256(Path(__file__).read_bytes())
+    for path in sorted(STATIC.iterdir()):
+        h.update(path.name.encode() + path.read_bytes())
+    return h.hexdigest()
+
+
+def deck_key(section: Section, framework: str, executed: dict[str, Any] | None) -> str:
+    """What a deck is made of: the section's cells, the framework, its executed notebook (the
+    store's key for it when it has one: the key decides the outputs) and the deck code."""
+    h = hashlib.sha256(f"{_code_hash()}\0{framework}\0".encode())
+    for cell in section.cells:
+        h.update(f"{cell.kind}\0{','.join(cell.tabs)}\0{','.join(sorted(cell.flags))}\0{cell.source}\0".encode())
+    key = entry_key(executed)
+    h.update((key or json.dumps(executed, sort_keys=True, default=str)).encode())
+    return h.hexdigest()
+
+
 def write_decks(config: Config, sections: Sequence[Section], notebooks: dict[tuple[str, str], dict[str, Any]],
                 html_dir: Path) -> Written:
-    """Write every section's decks (only those whose text changed) and remove decks that no
-    longer have marks. Each file is written whole or not at all."""
+    """Write every section's decks and remove decks that no longer have marks. A deck whose
+    inputs (:func:`deck_key`) are those of the file on disk is not rendered again, so a build
+    that changed nothing costs a hash per deck (d2l-en: 261 decks). Each file is written whole or
+    not at all."""
     result = Written()
     wanted: set[Path] = set()
     renderer: Renderer | None = None
     katex = None
+    manifest_path = config.build_dir / "slides-cache.json"
+    try:
+        known = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        known = {}
+    keys: dict[str, str] = {}
     try:
         for section in sections:
             if not any(c.kind == "markdown" and MARK.search(c.source) for c in section.cells):
@@ -350,7 +383,16 @@ def write_decks(config: Config, sections: Sequence[Section], notebooks: dict[tup
             fws = [fw for fw in config.tabs if (section.path, fw) in notebooks] if section.code_cells \
                 else [config.default_tab]
             for fw in fws:  # the tabs the section exists for (its units), prose only: the default
-                deck = build_deck(section, fw, config.framework(fw).label, notebooks.get((section.path, fw)))
+                executed = notebooks.get((section.path, fw))
+                rel = deck_target(section.path[:-3], fw)
+                path = html_dir / rel
+                key = deck_key(section, fw, executed)
+                if known.get(rel) == key and path.is_file():
+                    keys[rel] = key
+                    wanted.add(path)
+                    result.decks += 1
+                    continue
+                deck = build_deck(section, fw, config.framework(fw).label, executed)
                 if deck is None:
                     continue
                 if renderer is None:
@@ -363,8 +405,8 @@ def write_decks(config: Config, sections: Sequence[Section], notebooks: dict[tup
 
                     name = page_stylesheet(katex.package, renderer.classes, html_dir / "_static")
                     text = deck_html(deck, renderer, name)
-                path = html_dir / deck_target(deck.docname, fw)
                 wanted.add(path)
+                keys[rel] = key
                 result.decks += 1
                 if not path.is_file() or path.read_text(encoding="utf-8") != text:
                     write_atomic(path, text)
@@ -380,4 +422,6 @@ def write_decks(config: Config, sections: Sequence[Section], notebooks: dict[tup
             if path not in wanted:
                 path.unlink()
                 result.removed += 1
+    if keys != known:
+        write_atomic(manifest_path, json.dumps(keys, indent=0, sort_keys=True))
     return result
