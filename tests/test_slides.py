@@ -3,9 +3,11 @@ framework, with which outputs; and the deck's page (no foreign asset, outputs as
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from tabbook.render.slides import Code, Renderer, build_deck, deck_html, lecture_code, marks
+from tabbook.config import load_config
+from tabbook.render.slides import Code, Renderer, build_deck, deck_html, lecture_code, marks, write_decks
 from tabbook.source.read import Section, read_section
 
 TABS = ("pytorch", "jax")
@@ -110,3 +112,29 @@ def test_deck_page_is_self_contained_and_shows_outputs_as_text() -> None:
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "<script>alert" not in page
     assert "http://" not in page and "https://" not in page
     assert page.count("<section>") == 3
+
+
+def test_write_decks_renders_only_what_changed_and_removes_decks_without_marks(tmp_path: Path) -> None:
+    (tmp_path / "config.ini").write_text(
+        "[project]\nname = b\ntitle = B\n[build]\nindex = index.md\ntabs = pytorch, jax\ndefault_tab = pytorch\n"
+        "[framework:pytorch]\npython = current\nimport = json\n[framework:jax]\npython = current\nimport = json\n")
+    (tmp_path / "index.md").write_text("# B\n\n```toc\nc/devices\n```\n")
+    config = load_config(tmp_path)
+    html_dir = tmp_path / "build" / "html"
+    sec = section()
+    nbs = {(sec.path, "pytorch"): executed(("print(x.device)", [stream("cpu\n")])),
+           (sec.path, "jax"): executed(("print('jax device')", [stream("jax\n")]))}
+    first = write_decks(config, [sec], nbs, html_dir)
+    assert (first.decks, first.written) == (2, 2)
+    deck = html_dir / "_slides" / "chapter" / "devices-jax.html"
+    assert "jax device" in deck.read_text()
+    assert (html_dir / "_slides" / "reveal" / "reveal.js").is_file()
+    again = write_decks(config, [sec], nbs, html_dir)
+    assert (again.decks, again.written) == (2, 0)  # nothing changed: nothing rendered or written
+    nbs[(sec.path, "jax")] = executed(("print('jax device')", [stream("changed\n")]))
+    assert write_decks(config, [sec], nbs, html_dir).written == 1
+    assert "changed" in deck.read_text()
+    plain = read_section(BOOK.replace("[**", "").replace("**]", "").replace("(**", "").replace("**)", "")
+                         .replace("[~~", "").replace("~~]", ""), "chapter/devices.md", TABS, "pytorch")
+    gone = write_decks(config, [plain], nbs, html_dir)
+    assert (gone.decks, gone.removed) == (0, 2) and not deck.exists()
