@@ -303,7 +303,8 @@ def test_pdf_and_colab_links_appear_when_available(book_dir: Path, site: Path, t
     config = book / "config.ini"
     config.write_text(config.read_text().replace("repository =", "repository = https://github.com/o/r"))
     text = (build_book(book) / "tabs.html").read_text(encoding="utf-8")
-    assert 'href="https://colab.research.google.com/github/o/r/blob/main/_freeze/tabs/mxnet.ipynb"' in text
+    for fw in ("pytorch", "jax", "mxnet"):  # one per section and framework
+        assert f'href="https://colab.research.google.com/github/o/r/blob/main/_freeze/tabs/{fw}.ipynb"' in text
     assert 'href="https://github.com/o/r/blob/main/tabs.md"' in text
 
 
