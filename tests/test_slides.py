@@ -8,6 +8,8 @@ from typing import Any
 
 from tabbook.config import load_config
 from tabbook.render.slides import Code, Renderer, build_deck, deck_html, lecture_code, marks, write_decks
+from tabbook.source.check import check_book
+from tabbook.source.dialect import unclosed_slide_marks
 from tabbook.source.read import Section, read_section
 
 TABS = ("pytorch", "jax")
@@ -138,3 +140,20 @@ def test_write_decks_renders_only_what_changed_and_removes_decks_without_marks(t
                          .replace("[~~", "").replace("~~]", ""), "chapter/devices.md", TABS, "pytorch")
     gone = write_decks(config, [plain], nbs, html_dir)
     assert (gone.decks, gone.removed) == (0, 2) and not deck.exists()
+
+
+def test_unclosed_slide_marks_are_found_where_they_open() -> None:
+    text = ("Closed [**here**] and (~~here~~); a link [**bold**](https://x) too.\n"
+            "Code `f(**kwargs)` is not prose, nor\n```\n[**fenced**\n```\n"
+            "but this (**one is left open.\n")
+    assert unclosed_slide_marks(text) == [(5, "(**")]
+
+
+def test_check_warns_at_the_line_of_an_unclosed_mark(tmp_path: Path) -> None:
+    (tmp_path / "config.ini").write_text("[project]\nname = b\ntitle = B\n[build]\nindex = index.md\ntabs = pytorch\n"
+                                         "[framework:pytorch]\npython = current\nimport = json\n")
+    (tmp_path / "index.md").write_text("# B\n\nIntro.\n\nThe [**slide text\nruns on.\n")
+    warnings: list[Any] = []
+    assert check_book(load_config(tmp_path), warnings=warnings) == []
+    assert [w.location_message() for w in warnings] == [
+        "index.md:5: slide mark [** is never closed by **]: the slides leave its text out"]
