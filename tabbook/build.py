@@ -126,11 +126,23 @@ def build(config: Config, opts: Options, log: Callable[[str], Any] = print) -> B
             # outputs); the build then fails listing every failure.
             changed = sources.write_sources(config, book.sections, notebooks,
                                             sources.extra_pages(config, book.library, book.sections))
+            if opts.builder == "html":
+                from tabbook.render import slides
+
+                made = slides.write_decks(config, book.sections, notebooks, config.build_dir / "html")
+                if made.written:
+                    log(f"[slides] wrote {made.written} of {made.decks} decks")
             if site is not None:
                 t1 = time.monotonic()
                 if not site.finish(sources_changed=changed):
                     log(f"[{opts.builder}] nothing changed: build/{opts.builder} is current")
                 result.sphinx_seconds = time.monotonic() - t1
+            if opts.builder == "html":
+                from tabbook.render.site import available_pdfs, load_site_options
+
+                if not available_pdfs(load_site_options(config)):
+                    log("[html] the site has no PDFs (none in build/pdf): its pages say \"PDF: not in "
+                        "this build\"; `make site` builds the site with its PDFs")
         if failures:
             raise failures[0] if len(failures) == 1 else BookErrors(failures)
     finally:

@@ -19,6 +19,7 @@ from typing import Any
 from tabbook.config import Config
 from tabbook.errors import BookError
 from tabbook.execute.store import write_atomic
+from tabbook.render.front import hide_root_toctree
 from tabbook.render.names import APPENDIX_CAPTION
 from tabbook.source.read import Section
 
@@ -79,6 +80,11 @@ def write_sources(
             line_map = {"source": section.path, "cells": maps}
         else:
             doc = merge_section(section, {}, config.tabs, labels, line_maps=maps)
+            is_root = config.root / section.path == config.index
+            front = front_page(config, section, sections, notebooks) if is_root else ""
+            if front:
+                for cell in doc["cells"]:
+                    cell["source"] = hide_root_toctree(cell["source"])
             text = "\n\n".join(c["source"] for c in doc["cells"])
             lines: list[int] = []
             for cell, rows in zip(doc["cells"], maps, strict=True):
@@ -86,7 +92,9 @@ def write_sources(
                     lines.append(lines[-1])  # the blank line between two cells
                 n = cell["source"].count("\n") + 1
                 lines += (rows + [rows[-1] if rows else 0] * n)[:n]  # 0: a line the builder wrote
-            if config.root / section.path == config.index and extra:
+            if front:
+                text += "\n\n" + front
+            if is_root and extra:
                 pages = "\n".join(p[:-3] for p in extra)
                 text += f"\n\n```{{toctree}}\n:caption: {APPENDIX_CAPTION}\n:maxdepth: 1\n\n{pages}\n```"
             changed += write_if_changed(src / f"{stem}.md", text + "\n")
@@ -120,6 +128,18 @@ def write_sources(
             path.unlink()
             changed += 1
     return changed
+
+
+def front_page(config: Config, root: Section, sections: list[Section],
+               notebooks: dict[tuple[str, str], dict[str, Any]]) -> str:
+    """The generated front matter of the root page (:mod:`tabbook.render.front`), or "" when
+    ``[site] front_page`` is off."""
+    from tabbook.render.front import front_matter, front_page_facts
+    from tabbook.render.site import load_site_options
+
+    if not load_site_options(config).front_page:
+        return ""
+    return front_matter(front_page_facts(config, root, {s.path: s for s in sections}, notebooks))
 
 
 def line_map_path(config: Config, stem: str) -> Path:

@@ -13,7 +13,7 @@ when it was written, so ``serve``'s Sphinx runs see the same configuration.
 inputs Sphinx reads besides them are the same as at its last successful run
 (:func:`site_stamp`: its command line, ``conf.py``, the builder's own render code,
 ``config.ini`` and the overlay, the resources' sizes and times, the versions of
-Sphinx and its extensions), the output is current; Sphinx's own incremental
+Sphinx and its extensions, the built PDFs and which slide decks exist), the output is current; Sphinx's own incremental
 check costs seconds on a book of hundreds of pages.
 """
 
@@ -122,6 +122,12 @@ def site_stamp(config: Config, cmd: list[str]) -> str:
     # when its text changes, so its stat is stable across no-op builds.
     if config.library_dir.is_dir():
         h.update(json.dumps(_tree_stat(config.library_dir)).encode())
+    # Pages link the PDFs (copied into the site when they change) and the slide decks that exist.
+    pdfs = config.build_dir / "pdf"
+    h.update(json.dumps([s for s in _tree_stat(pdfs) if s[0].endswith(".pdf")] if pdfs.is_dir() else []).encode())
+    decks = config.build_dir / "html" / "_slides"
+    h.update(json.dumps(sorted(p.relative_to(decks).as_posix() for p in decks.rglob("*.html"))
+                        if decks.is_dir() else []).encode())
     return h.hexdigest()
 
 

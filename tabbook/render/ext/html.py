@@ -26,7 +26,19 @@ from sphinx.application import Sphinx
 from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util.osutil import relative_uri
 
-from tabbook.render.site import Link, SiteOptions, compact_css, compact_js, links_for, publish_downloads
+from tabbook.render.names import SYNC_GROUP
+from tabbook.render.site import (
+    NO_PDF_NOTE,
+    Link,
+    SiteOptions,
+    available_pdfs,
+    compact_css,
+    compact_js,
+    deck_target,
+    links_for,
+    pdf_url,
+    publish_downloads,
+)
 
 OTHER_SD_COMPONENT = re.compile(r'class="[^"]*\bsd-(?!tab-)[a-z]')
 
@@ -101,9 +113,13 @@ def _options(app: Sphinx) -> SiteOptions | None:
 KINDS = {  # kind: (shown as, link title)
     "Notebook": ("Notebooks", "Download the executed notebook"),
     "PDF": ("PDF", "Download the book as PDF"),
+    "Slides": ("Slides", "This section as slides"),
     "Colab": ("Open in Colab", "Open the notebook in Google Colab"),
     "Source": ("Source", "The page's Markdown source"),
 }
+#: Kinds shown as one link that follows the reader's framework choice (tabbook.js keeps the href,
+#: text and title in step with the tabs); the build's default framework is the no-JS fallback.
+FOLLOW = ("PDF", "Slides")
 
 
 def _links_changed(app: Sphinx, env: Any, added: set[str], changed: set[str], removed: set[str]) -> list[str]:
@@ -118,14 +134,47 @@ def _links_changed(app: Sphinx, env: Any, added: set[str], changed: set[str], re
     return sorted(doc for doc, links in current.items() if doc in before and before[doc] != links)
 
 
-def _bar(links: list[Link], here: str) -> nodes.container:
+def follow_link_html(group: list[Link], template: str, default: str) -> str:
+    """One ``<a>`` for a kind offered per framework: its href is the default framework's (or the
+    first offered); ``data-href`` is the URL with ``{fw}`` for the framework and
+    ``data-fws`` the frameworks offered (``name:Label|…``), what the tab script needs to
+    point it at the reader's choice: a few bytes on every page, not every URL spelled out."""
+    import html as htmlmod
+
+    first = next((link for link in group if link.fw == default), group[0])
+    attrs = {  # no title: it would name the framework, and the text already does
+        "class": "tabbook-follow",
+        "href": template.replace("{fw}", first.fw),
+        "data-sync-group": SYNC_GROUP,
+        "data-href": template,
+        # a label's ":" or "|" would read as the separators: they become spaces
+        "data-fws": "|".join(f"{link.fw}:{re.sub('[:|]', ' ', link.label)}" for link in group),
+    }
+    text = "".join(f' {k}="{htmlmod.escape(v, quote=True)}"' for k, v in attrs.items())
+    return f"<a{text}>{htmlmod.escape(first.label)}</a>"
+
+
+def _bar(links: list[Link], here: str, default: str = "", pdf_missing: bool = False,
+         templates: dict[str, str] | None = None) -> nodes.container:
+    """The downloads line; ``templates``: kind → its per-framework URL with ``{fw}``
+    (root-relative or absolute), for the kinds shown as one link that follows the tabs."""
     bar = nodes.container(classes=["tabbook-downloads"])
     for kind, (shown, title) in KINDS.items():
         group = [link for link in links if link.kind == kind]
-        if not group:
-            continue
         para = nodes.paragraph(classes=["tabbook-downloads-" + kind.lower()])
         para += nodes.inline(shown, shown, classes=["tabbook-downloads-kind"])
+        if not group:
+            if kind == "PDF" and pdf_missing:
+                para["classes"].append("tabbook-downloads-missing")
+                para += nodes.inline(NO_PDF_NOTE, NO_PDF_NOTE, classes=["tabbook-missing"])
+                bar += para
+            continue
+        if kind in FOLLOW and templates and kind in templates:
+            url = templates[kind]
+            url = url if "://" in url else relative_uri(here, url)
+            para += nodes.raw("", follow_link_html(group, url, default), format="html")
+            bar += para
+            continue
         for link in group:
             url = link.url if "://" in link.url else relative_uri(here, link.url)
             para += nodes.reference(link.label, link.label, refuri=url, internal=False,
@@ -134,17 +183,36 @@ def _bar(links: list[Link], here: str) -> nodes.container:
     return bar
 
 
+def _front_pdfs(opts: SiteOptions, doctree: nodes.document, here: str) -> None:
+    """The front page's downloads table gets the PDFs that exist now."""
+    from tabbook.render.front import fill_pdf_cells
+
+    pdfs = {}
+    for fw in available_pdfs(opts):
+        url = pdf_url(opts, fw)
+        pdfs[fw] = url if "://" in url else relative_uri(here, url)
+    for node in list(doctree.findall(nodes.raw)):
+        if "html" in node.get("format", "").split() and "<!--tabbook-pdf:" in node.astext():
+            text = fill_pdf_cells(node.astext(), pdfs, opts.labels)
+            node.replace_self(nodes.raw("", text, format="html"))
+
+
 def _downloads_bar(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     if app.builder.format != "html":
         return
     opts = _options(app)
-    links = links_for(opts, docname) if opts else []
-    if not links:
+    if opts is None:
         return
+    if opts.front_page and docname == app.config.root_doc:
+        _front_pdfs(opts, doctree, app.builder.get_target_uri(docname))
+        return  # the front page lists every download itself (tabbook.render.front)
+    links = links_for(opts, docname)
     section = next(iter(doctree.findall(nodes.section)), None)
     if section is None or not section.children or not isinstance(section[0], nodes.title):
         return
-    section.insert(1, _bar(links, app.builder.get_target_uri(docname)))
+    pdf_missing = not any(link.kind == "PDF" for link in links)
+    templates = {"PDF": pdf_url(opts, "{fw}"), "Slides": deck_target(docname, "{fw}")}
+    section.insert(1, _bar(links, app.builder.get_target_uri(docname), opts.default_tab, pdf_missing, templates))
 
 
 def _publish(app: Sphinx, exception: BaseException | None) -> None:
