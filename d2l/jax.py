@@ -53,8 +53,8 @@ def gpu(i=0):
     """
     n = num_gpus()
     if not 0 <= i < n:
-        raise RuntimeError(f'JAX has no GPU {i}: it found {n} GPU(s). '
-                           f'try_gpu({i}) falls back to the CPU instead.')
+        raise RuntimeError(f'JAX has no GPU {i}: it found {n}. '
+                           f'try_gpu({i}) falls back to the CPU.')
     return jax.devices('gpu')[i]
 
 

@@ -64,7 +64,7 @@ def test_device_helpers_with_n_gpus(monkeypatch: pytest.MonkeyPatch, n: int) -> 
     assert d2l.cpu() == CPU
     if n >= 1:
         assert d2l.gpu() == FakeGpu(0)
-    with pytest.raises(RuntimeError, match=f"JAX has no GPU {n}: it found {n} GPU"):
+    with pytest.raises(RuntimeError, match=f"JAX has no GPU {n}: it found {n}\\."):
         d2l.gpu(n)  # a JAX device must exist to be named; None would mean "the default"
     assert d2l.try_gpu() == (FakeGpu(0) if n >= 1 else CPU)
     assert d2l.try_gpu(1) == (FakeGpu(1) if n >= 2 else CPU)
