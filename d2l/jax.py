@@ -223,18 +223,6 @@ class Module(HyperParameters):
     def eval_loss(self, state, batch):
         return self.batch_loss(state.params, state.collections, batch)
 
-    def plot(self, key, value, train):
-        """Send a scalar array to the board; x is measured in epochs."""
-        t = self.trainer
-        if train:
-            x = (t.train_batch_idx + 1) / t.num_train_batches
-            every_n = max(1, t.num_train_batches // self.plot_train_per_epoch)
-        else:
-            x = t.epoch + 1
-            every_n = max(1, t.num_val_batches // self.plot_valid_per_epoch)
-        label = ('train_' if train else 'val_') + key
-        self.board.draw(x, value, label, every_n)
-
     def training_step(self, state, batch):
         """One update on one batch; returns the new state, plots the loss."""
         state, loss = self.train_update(state, batch)
@@ -247,6 +235,21 @@ class Module(HyperParameters):
 
     def configure_optimizers(self):
         return optax.sgd(self.lr)
+
+    def plot(self, key, value, train):
+        """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html).
+
+        Send a scalar tensor to the board; x is measured in epochs.
+        """
+        t = self.trainer
+        if train:
+            x = (t.train_batch_idx + 1) / t.num_train_batches
+            every_n = max(1, t.num_train_batches // self.plot_train_per_epoch)
+        else:
+            x = t.epoch + 1
+            every_n = max(1, t.num_val_batches // self.plot_valid_per_epoch)
+        label = ('train_' if train else 'val_') + key
+        self.board.draw(x, value, label, every_n)
 
 
 class ArrayLoader:

@@ -183,18 +183,6 @@ class Module(gluon.Block, HyperParameters):
     def forward(self, X):
         return self.net(X)
 
-    def plot(self, key, value, train):
-        """Send a scalar array to the board; x is measured in epochs."""
-        t = self.trainer
-        if train:
-            x = (t.train_batch_idx + 1) / t.num_train_batches
-            every_n = max(1, t.num_train_batches // self.plot_train_per_epoch)
-        else:
-            x = t.epoch + 1
-            every_n = max(1, t.num_val_batches // self.plot_valid_per_epoch)
-        label = ('train_' if train else 'val_') + key
-        self.board.draw(x, value, label, every_n)
-
     def training_step(self, batch):
         """The loss on one batch `(*inputs, target)`, also sent to the board."""
         *inputs, target = batch
@@ -210,6 +198,21 @@ class Module(gluon.Block, HyperParameters):
     def configure_optimizers(self):
         return gluon.Trainer(self.collect_params(), 'sgd',
                              {'learning_rate': self.lr})
+
+    def plot(self, key, value, train):
+        """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html).
+
+        Send a scalar tensor to the board; x is measured in epochs.
+        """
+        t = self.trainer
+        if train:
+            x = (t.train_batch_idx + 1) / t.num_train_batches
+            every_n = max(1, t.num_train_batches // self.plot_train_per_epoch)
+        else:
+            x = t.epoch + 1
+            every_n = max(1, t.num_val_batches // self.plot_valid_per_epoch)
+        label = ('train_' if train else 'val_') + key
+        self.board.draw(x, value, label, every_n)
 
 
 class DataModule(HyperParameters):

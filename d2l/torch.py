@@ -182,23 +182,11 @@ class Module(nn.Module, HyperParameters):
     def forward(self, X):
         return self.net(X)
 
-    def plot(self, key, value, train):
-        """Send a scalar tensor to the board; x is measured in epochs."""
-        t = self.trainer
-        if train:
-            x = (t.train_batch_idx + 1) / t.num_train_batches
-            every_n = max(1, t.num_train_batches // self.plot_train_per_epoch)
-        else:
-            x = t.epoch + 1
-            every_n = max(1, t.num_val_batches // self.plot_valid_per_epoch)
-        label = ('train_' if train else 'val_') + key
-        self.board.draw(x, value.detach(), label, every_n)
-
     def training_step(self, batch):
         """The loss on one batch `(*inputs, target)`, also sent to the board."""
         *inputs, target = batch
         loss = self.loss(self(*inputs), target)
-        self.plot('loss', loss, train=True)
+        self.plot('loss', loss.detach(), train=True)  # the value, not the graph
         return loss
 
     def validation_step(self, batch):
@@ -208,6 +196,21 @@ class Module(nn.Module, HyperParameters):
 
     def configure_optimizers(self):
         return torch.optim.SGD(self.parameters(), lr=self.lr)
+
+    def plot(self, key, value, train):
+        """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html).
+
+        Send a scalar tensor to the board; x is measured in epochs.
+        """
+        t = self.trainer
+        if train:
+            x = (t.train_batch_idx + 1) / t.num_train_batches
+            every_n = max(1, t.num_train_batches // self.plot_train_per_epoch)
+        else:
+            x = t.epoch + 1
+            every_n = max(1, t.num_val_batches // self.plot_valid_per_epoch)
+        label = ('train_' if train else 'val_') + key
+        self.board.draw(x, value, label, every_n)
 
 
 class DataModule(HyperParameters):
