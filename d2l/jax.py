@@ -292,7 +292,9 @@ class DataModule(HyperParameters):
         return self.get_dataloader(train=False)
 
     def get_tensorloader(self, tensors, train, indices=slice(0, None)):
-        """A loader over the rows `indices` of all `tensors`, in a random
+        """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html).
+
+        A loader over the rows `indices` of all `tensors`, in a random
         order when `train`."""
         columns = [t[indices] for t in tensors]
         return ArrayLoader(columns, self.batch_size, shuffle=train)
@@ -326,7 +328,9 @@ class Trainer(HyperParameters):
         return jax.device_put(tuple(batch), self.device)
 
     def prepare_model(self, model):
-        """Introduce `model` and trainer, and give the model its parameters
+        """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html).
+
+        Introduce `model` and trainer, and give the model its parameters
         on `self.device`."""
         self.model, model.trainer = model, self
         model.board.xlim = (0, self.max_epochs)
@@ -336,7 +340,10 @@ class Trainer(HyperParameters):
         self.variables = jax.device_put(variables, self.device)
 
     def fit(self, model, data):
-        """Train `model` on `data` for `max_epochs` epochs."""
+        """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html).
+
+        Train `model` on `data` for `max_epochs` epochs.
+        """
         self.prepare_data(data)
         self.prepare_model(model)
         self.optim = model.configure_optimizers()  # after prepare_model!
@@ -354,7 +361,9 @@ class Trainer(HyperParameters):
             self.fit_epoch()
 
     def fit_epoch(self):
-        """Update on every training batch, evaluate on every validation
+        """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html).
+
+        Update on every training batch, evaluate on every validation
         batch, then redraw the board."""
         for batch in self.train_dataloader:
             self.train_batch(self.prepare_batch(batch))
@@ -365,11 +374,17 @@ class Trainer(HyperParameters):
         self.model.board.show()
 
     def train_batch(self, batch):
-        """One optimization step on a prepared batch."""
+        """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html).
+
+        One optimization step on a prepared batch.
+        """
         self.state = self.model.training_step(self.state, batch)
 
     def validate_batch(self, batch):
-        """Evaluate the model on a prepared batch; the model plots the loss."""
+        """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html).
+
+        Evaluate the model on a prepared batch; the model plots the loss.
+        """
         self.model.validation_step(self.state, batch)
 
     def select_gpus(self):

@@ -234,7 +234,9 @@ class DataModule(HyperParameters):
         return self.get_dataloader(train=False)
 
     def get_tensorloader(self, tensors, train, indices=slice(0, None)):
-        """A loader over the rows `indices` of all `tensors`, in a random
+        """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html).
+
+        A loader over the rows `indices` of all `tensors`, in a random
         order when `train`."""
         columns = [t[indices] for t in tensors]
         return gluon.data.DataLoader(
@@ -270,7 +272,9 @@ class Trainer(HyperParameters):
         return tuple(t.as_in_ctx(self.device) for t in batch)
 
     def prepare_model(self, model):
-        """Introduce `model` and trainer, and give the model its parameters
+        """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html).
+
+        Introduce `model` and trainer, and give the model its parameters
         on `self.device`."""
         self.model, model.trainer = model, self
         model.board.xlim = (0, self.max_epochs)
@@ -280,7 +284,10 @@ class Trainer(HyperParameters):
         model(*inputs)
 
     def fit(self, model, data):
-        """Train `model` on `data` for `max_epochs` epochs."""
+        """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html).
+
+        Train `model` on `data` for `max_epochs` epochs.
+        """
         self.prepare_data(data)
         self.prepare_model(model)
         self.optim = model.configure_optimizers()  # after prepare_model!
@@ -290,7 +297,9 @@ class Trainer(HyperParameters):
             self.fit_epoch()
 
     def fit_epoch(self):
-        """Update on every training batch, evaluate on every validation
+        """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html).
+
+        Update on every training batch, evaluate on every validation
         batch, then redraw the board."""
         for batch in self.train_dataloader:
             self.train_batch(self.prepare_batch(batch))
@@ -301,7 +310,10 @@ class Trainer(HyperParameters):
         self.model.board.show()
 
     def train_batch(self, batch):
-        """One optimization step on a prepared batch."""
+        """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html).
+
+        One optimization step on a prepared batch.
+        """
         with autograd.record():
             loss = self.model.training_step(batch)
         loss.backward()
@@ -310,11 +322,17 @@ class Trainer(HyperParameters):
         self.optim.step(1)
 
     def validate_batch(self, batch):
-        """Evaluate the model on a prepared batch; the model plots the loss."""
+        """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html).
+
+        Evaluate the model on a prepared batch; the model plots the loss.
+        """
         self.model.validation_step(batch)
 
     def clip_gradients(self, max_norm):
-        """Scale all gradients so that their joint norm is <= max_norm."""
+        """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html).
+
+        Scale all gradients so that their joint norm is <= max_norm.
+        """
         grads = [p.grad() for p in self.model.collect_params().values()
                  if p.grad_req != 'null']
         norm = np.sqrt(sum((g ** 2).sum() for g in grads))

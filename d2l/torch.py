@@ -232,7 +232,9 @@ class DataModule(HyperParameters):
         return self.get_dataloader(train=False)
 
     def get_tensorloader(self, tensors, train, indices=slice(0, None)):
-        """A loader over the rows `indices` of all `tensors`, in a random
+        """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html).
+
+        A loader over the rows `indices` of all `tensors`, in a random
         order when `train`."""
         columns = [t[indices] for t in tensors]
         return torch.utils.data.DataLoader(
@@ -268,7 +270,9 @@ class Trainer(HyperParameters):
         return tuple(t.to(self.device, non_blocking=True) for t in batch)
 
     def prepare_model(self, model):
-        """Introduce `model` and trainer, and give the model its parameters
+        """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html).
+
+        Introduce `model` and trainer, and give the model its parameters
         on `self.device`."""
         self.model, model.trainer = model, self
         model.board.xlim = (0, self.max_epochs)
@@ -279,7 +283,10 @@ class Trainer(HyperParameters):
             model(*inputs)
 
     def fit(self, model, data):
-        """Train `model` on `data` for `max_epochs` epochs."""
+        """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html).
+
+        Train `model` on `data` for `max_epochs` epochs.
+        """
         self.prepare_data(data)
         self.prepare_model(model)
         self.optim = model.configure_optimizers()  # after prepare_model!
@@ -289,7 +296,9 @@ class Trainer(HyperParameters):
             self.fit_epoch()
 
     def fit_epoch(self):
-        """Update on every training batch, evaluate on every validation
+        """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html).
+
+        Update on every training batch, evaluate on every validation
         batch, then redraw the board."""
         self.model.train()  # training behavior of dropout and the like
         for batch in self.train_dataloader:
@@ -302,7 +311,10 @@ class Trainer(HyperParameters):
         self.model.board.show()
 
     def train_batch(self, batch):
-        """One optimization step on a prepared batch."""
+        """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html).
+
+        One optimization step on a prepared batch.
+        """
         loss = self.model.training_step(batch)
         self.optim.zero_grad()
         loss.backward()
@@ -312,7 +324,10 @@ class Trainer(HyperParameters):
         self.optim.step()
 
     def validate_batch(self, batch):
-        """Evaluate the model on a prepared batch; the model plots the loss."""
+        """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html).
+
+        Evaluate the model on a prepared batch; the model plots the loss.
+        """
         with torch.no_grad():
             self.model.validation_step(batch)
 

@@ -107,3 +107,16 @@ def test_memory_stats_reads_the_driver(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(mx.context, "gpu_memory_info", lambda device_id=0: (6 << 30, 16 << 30))
     assert d2l.memory_stats(mx.gpu(0)) == {"in_use": 10 << 30, "peak": None}
     assert d2l.memory_stats(mx.cpu()) is None
+
+
+def test_gradient_clipping_is_a_trainer_method_and_bounds_the_norm() -> None:
+    assert callable(getattr(d2l.Trainer, "clip_gradients", None))
+    trainer, model, batch = prepared(d2l, np.array([3.0, -4.0]), 0.5)
+    *inputs, target = batch
+    with mx.autograd.record():
+        loss = model.loss(model(*inputs), target) * 1000  # a huge gradient
+    loss.backward()
+    trainer.clip_gradients(1.0)
+    grads = [p.grad() for p in model.collect_params().values() if p.grad_req != "null"]
+    norm = float(np.sqrt(sum((g ** 2).sum() for g in grads)))
+    assert 0.99 < norm <= 1.0 + 1e-4
