@@ -271,6 +271,17 @@ class Trainer(HyperParameters):
             return batch
         return tuple(t.as_in_ctx(self.device) for t in batch)
 
+    def fit_epoch(self):
+        """Update on every training batch, evaluate on every validation
+        batch, then redraw the board."""
+        for batch in self.train_dataloader:
+            self.train_batch(self.prepare_batch(batch))
+            self.train_batch_idx += 1
+        for batch in self.val_dataloader:
+            self.validate_batch(self.prepare_batch(batch))
+            self.val_batch_idx += 1
+        self.model.board.show()
+
     def prepare_model(self, model):
         """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html).
 
@@ -295,19 +306,6 @@ class Trainer(HyperParameters):
         for epoch in range(self.max_epochs):
             self.epoch = epoch
             self.fit_epoch()
-
-    def fit_epoch(self):
-        """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html).
-
-        Update on every training batch, evaluate on every validation
-        batch, then redraw the board."""
-        for batch in self.train_dataloader:
-            self.train_batch(self.prepare_batch(batch))
-            self.train_batch_idx += 1
-        for batch in self.val_dataloader:
-            self.validate_batch(self.prepare_batch(batch))
-            self.val_batch_idx += 1
-        self.model.board.show()
 
     def train_batch(self, batch):
         """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html).
@@ -368,10 +366,10 @@ class SyntheticRegressionData(DataModule):
                   + np.array(eps, dtype='float32'))
 
     def get_dataloader(self, train):
+        """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html)."""
         first, stop = ((0, self.num_train) if train else
                        (self.num_train, self.num_train + self.num_val))
-        return self.get_tensorloader([self.X, self.y], train,
-                                     slice(first, stop))
+        return self.get_tensorloader([self.X, self.y], train, slice(first, stop))
 
 
 class LinearRegression(Module):

@@ -274,6 +274,17 @@ class Trainer(HyperParameters):
         with tf.device(self.device):
             return tuple(tf.identity(t) for t in batch)
 
+    def fit_epoch(self):
+        """Update on every training batch, evaluate on every validation
+        batch, then redraw the board."""
+        for batch in self.train_dataloader:
+            self.train_batch(self.prepare_batch(batch))
+            self.train_batch_idx += 1
+        for batch in self.val_dataloader:
+            self.validate_batch(self.prepare_batch(batch))
+            self.val_batch_idx += 1
+        self.model.board.show()
+
     def prepare_model(self, model):
         """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html).
 
@@ -298,19 +309,6 @@ class Trainer(HyperParameters):
         for epoch in range(self.max_epochs):
             self.epoch = epoch
             self.fit_epoch()
-
-    def fit_epoch(self):
-        """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html).
-
-        Update on every training batch, evaluate on every validation
-        batch, then redraw the board."""
-        for batch in self.train_dataloader:
-            self.train_batch(self.prepare_batch(batch))
-            self.train_batch_idx += 1
-        for batch in self.val_dataloader:
-            self.validate_batch(self.prepare_batch(batch))
-            self.val_batch_idx += 1
-        self.model.board.show()
 
     def train_batch(self, batch):
         """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html).
@@ -363,10 +361,10 @@ class SyntheticRegressionData(DataModule):
             self.y = self.X @ tf.reshape(w, (d, 1)) + b + eps
 
     def get_dataloader(self, train):
+        """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html)."""
         first, stop = ((0, self.num_train) if train else
                        (self.num_train, self.num_train + self.num_val))
-        return self.get_tensorloader([self.X, self.y], train,
-                                     slice(first, stop))
+        return self.get_tensorloader([self.X, self.y], train, slice(first, stop))
 
 
 class LinearRegression(Module):

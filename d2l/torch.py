@@ -269,6 +269,17 @@ class Trainer(HyperParameters):
             return batch
         return tuple(t.to(self.device, non_blocking=True) for t in batch)
 
+    def fit_epoch(self):
+        """Update on every training batch, evaluate on every validation
+        batch, then redraw the board."""
+        for batch in self.train_dataloader:
+            self.train_batch(self.prepare_batch(batch))
+            self.train_batch_idx += 1
+        for batch in self.val_dataloader:
+            self.validate_batch(self.prepare_batch(batch))
+            self.val_batch_idx += 1
+        self.model.board.show()
+
     def prepare_model(self, model):
         """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html).
 
@@ -295,26 +306,12 @@ class Trainer(HyperParameters):
             self.epoch = epoch
             self.fit_epoch()
 
-    def fit_epoch(self):
-        """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html).
-
-        Update on every training batch, evaluate on every validation
-        batch, then redraw the board."""
-        self.model.train()  # training behavior of dropout and the like
-        for batch in self.train_dataloader:
-            self.train_batch(self.prepare_batch(batch))
-            self.train_batch_idx += 1
-        self.model.eval()
-        for batch in self.val_dataloader:
-            self.validate_batch(self.prepare_batch(batch))
-            self.val_batch_idx += 1
-        self.model.board.show()
-
     def train_batch(self, batch):
         """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html).
 
         One optimization step on a prepared batch.
         """
+        self.model.train()  # training behavior of dropout and the like
         loss = self.model.training_step(batch)
         self.optim.zero_grad()
         loss.backward()
@@ -328,6 +325,7 @@ class Trainer(HyperParameters):
 
         Evaluate the model on a prepared batch; the model plots the loss.
         """
+        self.model.eval()
         with torch.no_grad():
             self.model.validation_step(batch)
 
@@ -358,10 +356,10 @@ class SyntheticRegressionData(DataModule):
         self.y = self.X @ torch.as_tensor(w).reshape(d, 1) + b + eps
 
     def get_dataloader(self, train):
+        """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html)."""
         first, stop = ((0, self.num_train) if train else
                        (self.num_train, self.num_train + self.num_val))
-        return self.get_tensorloader([self.X, self.y], train,
-                                     slice(first, stop))
+        return self.get_tensorloader([self.X, self.y], train, slice(first, stop))
 
 
 class LinearRegression(Module):
