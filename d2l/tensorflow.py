@@ -338,9 +338,9 @@ class Trainer(HyperParameters):
 
         Up to `self.num_gpus` of the GPUs that exist, lowest numbers first.
         """
-        available = num_gpus()
-        wanted = min(max(self.num_gpus, 0), available)
-        return [gpu(i) for i in range(wanted)]
+        if num_gpus() == 0:
+            return []  # try_all_gpus() would offer the CPU instead
+        return try_all_gpus()[:max(self.num_gpus, 0)]
 
 
 class SyntheticRegressionData(DataModule):
