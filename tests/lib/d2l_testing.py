@@ -112,3 +112,46 @@ def prepared(d2l: ModuleType, w, b: float, num_gpus: int = 0):
     trainer.prepare_model(model)
     batch = trainer.prepare_batch(next(iter(trainer.train_dataloader)))
     return trainer, model, batch
+
+
+class CountingScalar:
+    """A scalar standing in for a device tensor: arithmetic stays "on the device",
+    and every ``float()`` (a device-to-host copy and a wait, on a GPU) is counted."""
+
+    conversions = 0
+
+    def __init__(self, value: float) -> None:
+        self.value = value
+
+    def __add__(self, other):
+        return CountingScalar(self.value + getattr(other, "value", other))
+
+    __radd__ = __add__
+
+    def __truediv__(self, other: float):
+        return CountingScalar(self.value / other)
+
+    def __float__(self) -> float:
+        CountingScalar.conversions += 1
+        return float(self.value)
+
+
+def check_board_converts_each_point_once(d2l: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``ProgressBoard`` averages each complete group with tensor arithmetic and turns
+    each average into a float once, however often ``show`` redraws (no quadratic cost)."""
+    need(d2l, "ProgressBoard")
+    pytest.importorskip("matplotlib")
+    from IPython import display
+
+    monkeypatch.setattr(display, "display", lambda *args, **kwargs: None)
+    CountingScalar.conversions = 0
+    board = d2l.ProgressBoard()
+    epochs, steps, every_n = 3, 100, 10
+    for epoch in range(epochs):
+        for step in range(steps):
+            board.draw(epoch + (step + 1) / steps, CountingScalar(1.0 + step % every_n), "loss", every_n)
+        board.show()
+    points = epochs * steps // every_n
+    assert CountingScalar.conversions == points  # not 10 + 20 + 30 points, nor 3 * 300 values
+    xs, ys = board.axes.lines[0].get_data()
+    assert len(xs) == points and all(abs(y - 5.5) < 1e-9 for y in ys)  # the mean of 1..10

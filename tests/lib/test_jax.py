@@ -11,6 +11,7 @@ jax = pytest.importorskip("jax")
 import numpy as np  # noqa: E402 - after the skip: the builder's venv has no numpy
 from d2l_testing import (  # noqa: E402
     assert_imports_only_its_framework,
+    check_board_converts_each_point_once,
     check_lazy_plotting,
     fit_synthetic,
     load,
@@ -61,7 +62,10 @@ def test_device_helpers_with_n_gpus(monkeypatch: pytest.MonkeyPatch, n: int) -> 
     monkeypatch.setattr(jax, "devices", fake_devices(n))
     assert d2l.num_gpus() == n
     assert d2l.cpu() == CPU
-    assert d2l.gpu() == (FakeGpu(0) if n >= 1 else None)  # a JAX device must exist to be named
+    if n >= 1:
+        assert d2l.gpu() == FakeGpu(0)
+    with pytest.raises(RuntimeError, match=f"JAX has no GPU {n}: it found {n}\\."):
+        d2l.gpu(n)  # a JAX device must exist to be named; None would mean "the default"
     assert d2l.try_gpu() == (FakeGpu(0) if n >= 1 else CPU)
     assert d2l.try_gpu(1) == (FakeGpu(1) if n >= 2 else CPU)
     assert d2l.try_gpu(n) == CPU
@@ -112,3 +116,36 @@ def test_prepare_model_commits_the_variables_to_the_gpu() -> None:
 
 def test_lazy_plotting_names() -> None:
     check_lazy_plotting(d2l)
+
+
+def test_board_converts_each_point_to_a_float_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    check_board_converts_each_point_once(d2l, monkeypatch)
+
+
+@pytest.mark.parametrize(("n", "wanted", "expected"), [(0, 1, 0), (1, 1, 1), (2, 8, 2)])
+def test_trainer_takes_the_gpus_that_exist(monkeypatch: pytest.MonkeyPatch, n: int, wanted: int,
+                                           expected: int) -> None:
+    monkeypatch.setattr(jax, "devices", fake_devices(n))
+    trainer = d2l.Trainer(max_epochs=1, num_gpus=wanted)
+    assert trainer.gpus == [FakeGpu(i) for i in range(expected)]
+    assert trainer.device == (FakeGpu(0) if expected else CPU)
+
+
+def test_prepare_batch_commits_the_batch_to_the_trainer_device() -> None:
+    trainer = d2l.Trainer(max_epochs=1)
+    batch = (np.ones((2, 3), np.float32), np.zeros((2, 1), np.float32))
+    assert trainer.prepare_batch(batch) is batch
+    trainer.gpus, trainer.device = [CPU], CPU  # the path a GPU takes, with the CPU as target
+    moved = trainer.prepare_batch(batch)
+    assert all(a.devices() == {CPU} and a.committed for a in moved)
+
+
+def test_memory_stats_reads_the_device_statistics() -> None:
+    need(d2l, "memory_stats")
+
+    class GpuWithStats(FakeGpu):
+        def memory_stats(self):
+            return {"bytes_in_use": 11, "peak_bytes_in_use": 13, "bytes_limit": 17}
+
+    assert d2l.memory_stats(GpuWithStats(0)) == {"in_use": 11, "peak": 13}
+    assert d2l.memory_stats(CPU) is None

@@ -10,6 +10,7 @@ mx = pytest.importorskip("mxnet")
 
 from d2l_testing import (  # noqa: E402
     assert_imports_only_its_framework,
+    check_board_converts_each_point_once,
     check_lazy_plotting,
     fit_synthetic,
     load,
@@ -77,3 +78,45 @@ def test_prepare_model_places_parameters_on_the_gpu() -> None:
 
 def test_lazy_plotting_names() -> None:
     check_lazy_plotting(d2l)
+
+
+def test_board_converts_each_point_to_a_float_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    check_board_converts_each_point_once(d2l, monkeypatch)
+
+
+@pytest.mark.parametrize(("n", "wanted", "expected"), [(0, 1, 0), (1, 1, 1), (2, 8, 2)])
+def test_trainer_takes_the_gpus_that_exist(monkeypatch: pytest.MonkeyPatch, n: int, wanted: int,
+                                           expected: int) -> None:
+    monkeypatch.setattr(mx.context, "num_gpus", lambda: n)
+    trainer = d2l.Trainer(max_epochs=1, num_gpus=wanted)
+    assert trainer.gpus == [mx.gpu(i) for i in range(expected)]
+    assert trainer.device == (mx.gpu(0) if expected else mx.cpu())
+
+
+def test_prepare_batch_moves_every_array_to_the_trainer_device() -> None:
+    trainer = d2l.Trainer(max_epochs=1)
+    batch = (np.ones((2, 3)), np.zeros((2, 1)))
+    assert trainer.prepare_batch(batch) is batch
+    other = mx.cpu(1)  # stands in for a GPU: another context
+    trainer.gpus, trainer.device = [other], other
+    assert [a.ctx for a in trainer.prepare_batch(batch)] == [other, other]
+
+
+def test_memory_stats_reads_the_driver(monkeypatch: pytest.MonkeyPatch) -> None:
+    need(d2l, "memory_stats")
+    monkeypatch.setattr(mx.context, "gpu_memory_info", lambda device_id=0: (6 << 30, 16 << 30))
+    assert d2l.memory_stats(mx.gpu(0)) == {"in_use": 10 << 30, "peak": None}
+    assert d2l.memory_stats(mx.cpu()) is None
+
+
+def test_gradient_clipping_is_a_trainer_method_and_bounds_the_norm() -> None:
+    assert callable(getattr(d2l.Trainer, "clip_gradients", None))
+    trainer, model, batch = prepared(d2l, np.array([3.0, -4.0]), 0.5)
+    *inputs, target = batch
+    with mx.autograd.record():
+        loss = model.loss(model(*inputs), target) * 1000  # a huge gradient
+    loss.backward()
+    trainer.clip_gradients(1.0)
+    grads = [p.grad() for p in model.collect_params().values() if p.grad_req != "null"]
+    norm = float(np.sqrt(sum((g ** 2).sum() for g in grads)))
+    assert 0.99 < norm <= 1.0 + 1e-4

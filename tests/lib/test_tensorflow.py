@@ -11,6 +11,7 @@ tf = pytest.importorskip("tensorflow")
 import numpy as np  # noqa: E402 - after the skip: the builder's venv has no numpy
 from d2l_testing import (  # noqa: E402
     assert_imports_only_its_framework,
+    check_board_converts_each_point_once,
     check_lazy_plotting,
     fit_synthetic,
     load,
@@ -91,3 +92,31 @@ def test_prepare_model_places_variables_on_the_gpu() -> None:
 
 def test_lazy_plotting_names() -> None:
     check_lazy_plotting(d2l)
+
+
+def test_board_converts_each_point_to_a_float_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    check_board_converts_each_point_once(d2l, monkeypatch)
+
+
+@pytest.mark.parametrize(("n", "wanted", "expected"), [(0, 1, 0), (1, 1, 1), (2, 8, 2)])
+def test_trainer_takes_the_gpus_that_exist(monkeypatch: pytest.MonkeyPatch, n: int, wanted: int,
+                                           expected: int) -> None:
+    monkeypatch.setattr(tf.config, "list_physical_devices", fake_physical_devices(n))
+    trainer = d2l.Trainer(max_epochs=1, num_gpus=wanted)
+    assert trainer.gpus == [f"/GPU:{i}" for i in range(expected)]
+    assert trainer.device == ("/GPU:0" if expected else "/CPU:0")
+
+
+def test_memory_stats_reads_the_gpu_allocator(monkeypatch: pytest.MonkeyPatch) -> None:
+    need(d2l, "memory_stats")
+    asked: list[str] = []
+
+    def get_memory_info(device: str) -> dict[str, int]:
+        asked.append(device)
+        return {"current": 7, "peak": 9}
+
+    monkeypatch.setattr(tf.config.experimental, "get_memory_info", get_memory_info)
+    assert d2l.memory_stats("/GPU:1") == {"in_use": 7, "peak": 9}
+    assert d2l.memory_stats("/job:localhost/replica:0/task:0/device:GPU:0") == {"in_use": 7, "peak": 9}
+    assert asked == ["GPU:1", "GPU:0"]
+    assert d2l.memory_stats("/CPU:0") is None

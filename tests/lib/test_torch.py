@@ -10,6 +10,7 @@ torch = pytest.importorskip("torch")
 
 from d2l_testing import (  # noqa: E402
     assert_imports_only_its_framework,
+    check_board_converts_each_point_once,
     check_lazy_plotting,
     fit_synthetic,
     load,
@@ -86,3 +87,54 @@ def test_prepare_model_and_batch_place_everything_on_the_gpu() -> None:
 
 def test_lazy_plotting_names() -> None:
     check_lazy_plotting(d2l)
+
+
+def test_board_converts_each_point_to_a_float_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    check_board_converts_each_point_once(d2l, monkeypatch)
+
+
+@pytest.mark.parametrize(("n", "wanted", "expected"), [(0, 1, 0), (1, 1, 1), (2, 1, 1), (2, 8, 2), (4, 2, 2)])
+def test_trainer_takes_the_gpus_that_exist(monkeypatch: pytest.MonkeyPatch, n: int, wanted: int,
+                                           expected: int) -> None:
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: n)
+    trainer = d2l.Trainer(max_epochs=1, num_gpus=wanted)
+    assert trainer.gpus == [cuda(i) for i in range(expected)]
+    assert trainer.device == (cuda(0) if expected else CPU)
+
+
+def test_prepare_batch_moves_every_tensor_to_the_trainer_device() -> None:
+    trainer = d2l.Trainer(max_epochs=1)
+    batch = (torch.ones(2, 3), torch.zeros(2, 1))
+    assert trainer.prepare_batch(batch) is batch  # no GPU: nothing to copy
+    meta = torch.device("meta")  # stands in for a GPU: a device other than the CPU
+    trainer.gpus, trainer.device = [meta], meta
+    assert [t.device for t in trainer.prepare_batch(batch)] == [meta, meta]
+
+
+def test_benchmark_accepts_a_device_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    syncs: list[object] = []
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: syncs.append(device))
+    assert d2l.benchmark(lambda: None, "cuda:0", repeat=2, warmup=1) >= 0
+    assert syncs == [cuda(0), cuda(0)]
+    syncs.clear()
+    assert d2l.benchmark(lambda: None, "cpu", repeat=2, warmup=1) >= 0
+    assert syncs == []
+
+
+def test_memory_stats_reads_the_cuda_allocator(monkeypatch: pytest.MonkeyPatch) -> None:
+    need(d2l, "memory_stats")
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device=None: 3 << 20)
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda device=None: 5 << 20)
+    assert d2l.memory_stats("cuda:0") == {"in_use": 3 << 20, "peak": 5 << 20}
+    assert d2l.memory_stats(cuda(1)) == {"in_use": 3 << 20, "peak": 5 << 20}
+    assert d2l.memory_stats(CPU) is None
+
+
+def test_synthetic_data_is_reproducible_and_splits_train_and_validation() -> None:
+    a = d2l.SyntheticRegressionData([1.0, -1.0], 0.5, num_train=40, num_val=24, batch_size=16)
+    b = d2l.SyntheticRegressionData([1.0, -1.0], 0.5, num_train=40, num_val=24, batch_size=16)
+    assert torch.equal(a.X, b.X) and torch.equal(a.y, b.y)
+    assert sum(len(X) for X, _ in a.train_dataloader()) == 40
+    assert sum(len(X) for X, _ in a.val_dataloader()) == 24
+    first = torch.cat([X for X, _ in a.val_dataloader()])
+    assert torch.equal(first, a.X[40:])  # validation batches come in order
