@@ -186,3 +186,23 @@ def test_a_build_that_fails_before_rendering_calls_the_early_sphinx_off(tmp_path
     html = book / "build" / "html"
     assert not (html.exists() and any(html.rglob("*.html")))
     assert _sphinx_processes(book) == []
+
+
+def test_the_pygments_stylesheet_keeps_only_rules_pages_can_use(tmp_path: Path) -> None:
+    """Every page loads pygments.css: the rules of token classes the lean formatter never writes,
+    and the comments naming token types, are left out; every class the code carries keeps its rule."""
+    import re
+
+    book = tmp_path / "book"
+    shutil.copytree(FIXTURE, book)
+    proc = _tabbook(book, "build")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    css = (book / "build" / "html" / "_static" / "pygments.css").read_text()
+    assert "/*" not in css
+    assert not re.search(r"\.highlight \.(n|p|w) \{", css)  # Name, Punctuation, Whitespace: plain text
+    html = (book / "build" / "html" / "sec.html").read_text()
+    used = set()
+    for block in re.findall(r'<div class="highlight">(.*?)</div>', html, re.S):
+        used |= set(re.findall(r'<span class="([\w-]+)">', block))
+    assert used, "the fixture's code is highlighted"
+    assert all(re.search(rf"\.highlight \.{re.escape(c)} \{{", css) for c in used), used
