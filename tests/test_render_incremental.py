@@ -206,3 +206,23 @@ def test_the_pygments_stylesheet_keeps_only_rules_pages_can_use(tmp_path: Path) 
         used |= set(re.findall(r'<span class="([\w-]+)">', block))
     assert used, "the fixture's code is highlighted"
     assert all(re.search(rf"\.highlight \.{re.escape(c)} \{{", css) for c in used), used
+
+
+def test_a_label_and_an_equation_may_move_to_an_earlier_page(tmp_path: Path) -> None:
+    """Sphinx's serial reader met the moved label in a.md while b.md's old copy was still
+    registered ("duplicate label"): an incremental build failed that a clean one passes."""
+    book = tmp_path / "book"
+    book.mkdir()
+    (book / "config.ini").write_text("[project]\nname = mv\ntitle = Move\nauthor = A\nversion = 1\n\n"
+                                     "[build]\nindex = index.md\ntabs = py\n\n[framework:py]\npython = current\n")
+    (book / "index.md").write_text("# Book\n\n```toc\n:maxdepth: 1\n\na\nb\n```\n")
+    (book / "a.md").write_text("# A\n\nText of a.\n")
+    moving = "## Part\n:label:`sec_part`\n\n$$x = 1$$\n:eqlabel:`eq_x`\n"
+    (book / "b.md").write_text(f"# B\n\nText of b.\n\n{moving}\nSee :eqref:`eq_x`.\n")
+    proc = _tabbook(book, "build")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (book / "a.md").write_text(f"# A\n\nText of a.\n\n{moving}")
+    (book / "b.md").write_text("# B\n\nSee :eqref:`eq_x` and :ref:`sec_part`.\n")
+    proc = _tabbook(book, "build")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert 'href="a.html#equation-eq-x"' in (book / "build" / "html" / "b.html").read_text()
