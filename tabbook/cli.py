@@ -1,7 +1,7 @@
 """Command line: ``python -m tabbook [-C ROOT] COMMAND``, one entry for everything the builder does.
 
 Commands: ``build``, ``check``, ``lib``, ``libtest``, ``pdf``, ``serve``, ``linkcheck``,
-``envs``, ``katex``, ``clean`` (``python -m tabbook COMMAND --help`` for each). Library code
+``envs``, ``merge-stores``, ``katex``, ``clean`` (``python -m tabbook COMMAND --help`` for each). Library code
 raises :class:`BookError`; only this edge turns errors into ``file.md:LINE: message``
 lines on stderr and a non-zero exit status.
 """
@@ -84,6 +84,9 @@ def parser() -> argparse.ArgumentParser:
     wh = sub.add_parser("wheelhouse", help="download what an offline (GPU) machine needs to execute")
     wh.add_argument("--dest", type=Path, help="where (default: build/wheelhouse)")
     wh.add_argument("--python-version", default="3.12", help="that machine's Python (default 3.12)")
+    mg = sub.add_parser("merge-stores", help="merge the current entries of freeze stores (shards, CI jobs)")
+    mg.add_argument("stores", nargs="+", type=Path, metavar="DIR", help="stores to merge, first wins a tie")
+    mg.add_argument("--into", type=Path, help="the store to merge into (default: the book's _freeze)")
     sub.add_parser("katex", help="install KaTeX now (builds do it on demand) and print where")
     sub.add_parser("clean", help="remove build/")
     return p
@@ -168,6 +171,17 @@ def _pdf(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
     return 0
 
 
+def _merge_stores(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
+    from tabbook.execute.merge import merge_stores
+
+    target = args.into or config.freeze_dir
+    result = merge_stores(config, list(args.stores), target)
+    print(f"[merge] {len(result.written)} written, {result.unchanged} unchanged, "
+          f"{len(result.stale)} stale left out, {len(result.foreign)} not in the book left out "
+          f"→ {target}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = parser()
     args, rest = p.parse_known_args(argv)
@@ -216,6 +230,8 @@ def main(argv: list[str] | None = None) -> int:
                            any_env=args.any_env, venv_check=not args.no_venv_check)
         if args.command == "pdf":
             return _pdf(config, args)
+        if args.command == "merge-stores":
+            return _merge_stores(config, args)
         if args.command == "wheelhouse":
             from tabbook.execute.wheelhouse import REQUIREMENTS, gather
 
