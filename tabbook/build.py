@@ -37,6 +37,7 @@ class Options:
     # A build of part of a book: references to pages that are not in it are warnings, shown as
     # text (d2lbook's behaviour), and Markdown outside the toc is not read. Full builds stay strict.
     partial: bool = False
+    scheduler: str | None = None  # a Dask scheduler's address: execute on its cluster (tabbook.execute.cluster)
 
 
 @dataclass
@@ -104,7 +105,8 @@ def build(config: Config, opts: Options, log: Callable[[str], Any] = print) -> B
         failures: list[BookError] = []
         try:
             if execute:
-                notebooks, failures = plan.run(config, the_plan, store, opts.jobs, log=log)
+                notebooks, failures = plan.run(config, the_plan, store, opts.jobs, log=log,
+                                                     scheduler=opts.scheduler)
             else:
                 notebooks = plan.skip_execution(the_plan)
         finally:

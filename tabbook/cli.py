@@ -46,6 +46,8 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--no-render", action="store_true", help="stop after execution (no Sphinx)")
     b.add_argument("--freeze-dir", type=Path, help="use another freeze store (e.g. a temp dir)")
     b.add_argument("--jobs", type=int, default=0, help="parallel units (default: core count)")
+    b.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                   help="execute on this Dask cluster's workers (needs envs/builder-dask.txt)")
     b.add_argument("--shard", type=_shard, help="i/N: execute every N-th stale unit from i")
     b.add_argument("--frozen", action="store_true", help="never execute; fail if the store is stale")
     b.add_argument("--builder", default="html", help="Sphinx builder; '' writes build/src only")
@@ -100,12 +102,19 @@ def _build(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
     for fw in frameworks or ():
         if fw not in config.tabs:
             raise BookError(f"--frameworks: unknown framework {fw!r} (tabs: {', '.join(config.tabs)})")
+    if args.scheduler is not None and "://" not in args.scheduler:
+        raise BookError(f"--scheduler wants a Dask scheduler address such as tcp://HOST:8786, not {args.scheduler!r}")
+    if args.scheduler:
+        from tabbook.execute.cluster import _import_distributed
+
+        _import_distributed()  # say at once, before reading the book, that Dask is missing
     selection = Selection(
         force=args.force, frameworks=frameworks, shard=args.shard, frozen_only=args.frozen,
         only=tuple(os.path.normpath(p) for p in args.only) if args.only else None,
     )
     opts = Options(selection, render=not args.no_render, freeze_dir=args.freeze_dir, jobs=args.jobs,
-                   builder=args.builder, execute=args.execute, partial=args.partial)
+                   builder=args.builder, execute=args.execute, partial=args.partial,
+                   scheduler=args.scheduler)
     result = build(config, opts)
     counts: dict[str, int] = {}
     for u in result.units:

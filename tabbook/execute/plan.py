@@ -161,17 +161,26 @@ def skip_execution(the_plan: Plan) -> Notebooks:
 
 
 def run(config: Config, the_plan: Plan, store: FreezeStore, jobs: int = 0,
-        log: Callable[[str], Any] = print) -> tuple[Notebooks, list[BookError]]:
+        log: Callable[[str], Any] = print, scheduler: str | None = None) -> tuple[Notebooks, list[BookError]]:
     """Execute the plan's units and store each result.
 
     Returns the notebooks of every unit (a failed one as code without outputs) and
     the failures, so the caller can still render every page before it reports them.
+    With ``scheduler`` (a Dask scheduler's address) the units run on that cluster's
+    workers, which prepare their own kernels; the results are stored here all the same.
     """
     notebooks = dict(the_plan.notebooks)
     if not the_plan.todo:
         return notebooks, []
-    prepare_kernels(config, {u.framework for u, _ in the_plan.todo}, log=log)
-    runner = Runner(jobs or os.cpu_count() or 1, kernel_env(config), progress=log)
+    runner: Runner
+    if scheduler:
+        from tabbook.execute.cluster import ClusterRunner
+
+        keys = {(u.section, u.framework): (parts.env, parts.library) for u, parts in the_plan.todo}
+        runner = ClusterRunner(scheduler, config, keys, progress=log)
+    else:
+        prepare_kernels(config, {u.framework for u, _ in the_plan.todo}, log=log)
+        runner = Runner(jobs or os.cpu_count() or 1, kernel_env(config), progress=log)
     # Longest first (the time each took when last run; never run: first of all), so the
     # build does not end waiting on one long unit started last while the other cores idle.
     last = [store.last_seconds(u.section, u.framework) for u, _ in the_plan.todo]
