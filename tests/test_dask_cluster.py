@@ -22,7 +22,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from scale_book import ROOT, comparable, entries, make_book, tabbook
 
 pytest.importorskip("distributed", reason="the Dask extra (envs/builder-dask.txt) is not installed")
