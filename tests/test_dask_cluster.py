@@ -27,7 +27,7 @@ from scale_book import ROOT, comparable, entries, make_book, tabbook
 pytest.importorskip("distributed", reason="the Dask extra (envs/builder-dask.txt) is not installed")
 
 SLOW = 2  # the section whose alpha cell sleeps
-SLEEP = 12.0
+SLEEP = 6.0
 
 
 class Cluster:
@@ -99,10 +99,8 @@ def book(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return book
 
 
-@pytest.fixture
-def cluster(book: Path, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Cluster]:
-    extra = getattr(request, "param", {})
-    running = Cluster(tmp_path, _env(book, **extra))
+def _cluster(book: Path, logs: Path, **extra: str) -> Iterator[Cluster]:
+    running = Cluster(logs, _env(book, **extra))
     try:
         running.start()
         yield running
@@ -110,8 +108,21 @@ def cluster(book: Path, tmp_path: Path, request: pytest.FixtureRequest) -> Itera
         running.stop()
 
 
-def build_killing(book: Path, cluster: Cluster, store: Path) -> tuple[int, str, str]:
-    """Build through the cluster; SIGKILL the worker that starts the slow unit, once.
+@pytest.fixture(scope="module")
+def cluster(book: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """Shared by the tests below, in order: the first kills one of its workers."""
+    yield from _cluster(book, tmp_path_factory.mktemp("cluster"))
+
+
+@pytest.fixture
+def fragile_cluster(book: Path, tmp_path: Path) -> Iterator[Cluster]:
+    """A scheduler that gives a task up at its worker's first death."""
+    yield from _cluster(book, tmp_path, DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES="0")
+
+
+def build_killing(book: Path, cluster: Cluster, store: Path, interrupt: bool = False) -> tuple[int, str, str]:
+    """Build through the cluster; SIGKILL the worker that starts the slow unit, once (or, with
+    ``interrupt``, press Ctrl-C on the client instead: SIGINT).
 
     Returns the exit status, the client's output, and the killed worker's address.
     """
@@ -126,7 +137,10 @@ def build_killing(book: Path, cluster: Cluster, store: Path) -> tuple[int, str, 
         m = re.search(rf"start s{SLOW}\.md \[alpha\] on (\S+)", line)
         if m and not killed:
             killed = m.group(1)
-            cluster.workers[killed].kill()  # SIGKILL: no goodbye to the scheduler
+            if interrupt:
+                proc.send_signal(signal.SIGINT)
+            else:
+                cluster.workers[killed].kill()  # SIGKILL: no goodbye to the scheduler
     return proc.wait(timeout=300), "".join(lines), killed
 
 
@@ -149,11 +163,33 @@ def test_a_cluster_build_equals_a_local_build_though_a_worker_dies(book: Path, c
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-@pytest.mark.parametrize("cluster", [{"DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "0"}], indirect=True)
-def test_a_unit_whose_workers_all_die_fails_clearly_and_stores_nothing(book: Path, cluster: Cluster,
+def test_ctrl_c_stops_the_units_on_the_workers_and_stores_nothing(book: Path, cluster: Cluster,
+                                                                  tmp_path: Path) -> None:
+    import psutil  # a dependency of distributed
+
+    store = tmp_path / "store"
+    code, out, started = build_killing(book, cluster, store, interrupt=True)
+    assert code == 130, out
+    assert started and "interrupted; nothing half-written was kept" in out
+    assert not store.exists() or not list(store.rglob("*"))
+
+    def kernels_in_book() -> list[int]:  # the units' kernels run in the book's folder
+        found = []
+        for p in psutil.process_iter(["pid", "cwd", "cmdline"]):
+            if p.info["cwd"] == str(book) and "ipykernel_launcher" in " ".join(p.info["cmdline"] or []):
+                found.append(p.info["pid"])
+        return found
+
+    deadline = time.monotonic() + 60  # a wait for the workers to act on the stop, not a timing
+    while kernels_in_book() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert kernels_in_book() == []
+
+
+def test_a_unit_whose_workers_all_die_fails_clearly_and_stores_nothing(book: Path, fragile_cluster: Cluster,
                                                                        tmp_path: Path) -> None:
     store = tmp_path / "store"
-    code, out, killed = build_killing(book, cluster, store)
+    code, out, killed = build_killing(book, fragile_cluster, store)
     assert code == 1, out
     assert killed
     assert f"s{SLOW}.md: [alpha] not executed: the workers it was given to died" in out
@@ -162,6 +198,20 @@ def test_a_unit_whose_workers_all_die_fails_clearly_and_stores_nothing(book: Pat
     assert f"s{SLOW}/alpha.ipynb" not in got
     assert len(got) == 7  # the other units ran on the surviving worker and were kept
     assert not list(store.rglob("*.tmp"))
+
+
+def test_without_dask_the_option_says_what_to_install(book: Path, tmp_path: Path) -> None:
+    blocked = tmp_path / "blocked"
+    blocked.mkdir()
+    (blocked / "distributed.py").write_text("raise ImportError('blocked for the test', name='distributed')\n")
+    proc = tabbook(book, "build", "--scheduler", "tcp://127.0.0.1:8786",
+                   env={"PYTHONPATH": os.pathsep.join([str(blocked), str(ROOT)])})
+    assert proc.returncode == 1
+    assert "--scheduler needs Dask's distributed scheduler, which is not installed" in proc.stderr
+    assert "pip install -r envs/builder-dask.txt" in proc.stderr
+    proc = tabbook(book, "build", "--scheduler", "localhost:8786")
+    assert proc.returncode == 1
+    assert "--scheduler wants a Dask scheduler address such as tcp://HOST:8786" in proc.stderr
 
 
 def test_a_build_without_a_reachable_scheduler_says_so(book: Path) -> None:

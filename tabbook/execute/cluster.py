@@ -150,7 +150,9 @@ def run_unit(request: Request) -> dict[str, Any]:
     except BookError as exc:
         return {"error": exc.location_message(), "seconds": time.monotonic() - t0, "host": host}
     runner = Runner(1, kernel_env(config), progress=lambda _msg: None)
-    stop = distributed.Event(f"tabbook-stop-{request.build}")
+    # The worker's client, taken here: the watcher thread below is not a task thread, where
+    # Dask could find it by itself.
+    stop = distributed.Event(f"tabbook-stop-{request.build}", client=distributed.get_client())
     finished = threading.Event()
 
     def watch() -> None:
