@@ -162,17 +162,18 @@ class Book:
 
         sections = self.sections
         tops = hand_written_tops(self.config)
-        key = self._library_key(tops)
+        key, lines = self._library_key(tops)
         cache = self.config.build_dir / LIBRARY_CACHE
         try:
             cached = json.loads(cache.read_text(encoding="utf-8"))
-            if cached.get("key") == key:
+            # Problems name Markdown lines: a cache that holds some is good only for the same lines.
+            if cached.get("key") == key and (not cached["problems"] or cached.get("lines") == lines):
                 self.library_problems.extend(CallTimeName(m, p, n) for m, p, n in cached["problems"])
                 return dict(cached["files"])
         except (OSError, ValueError, KeyError, TypeError):
             pass  # no cache, or an unreadable one: generate
         files = generate_library(self.config, sections, tops, self.library_problems)
-        record = {"key": key, "files": files,
+        record = {"key": key, "lines": lines, "files": files,
                   "problems": [[e.message, e.path, e.line] for e in self.library_problems]}
         try:
             write_atomic(cache, json.dumps(record))
@@ -180,16 +181,33 @@ class Book:
             pass  # a cache that cannot be written only costs time
         return files
 
-    def _library_key(self, tops: dict[str, str]) -> str:
-        """What the generated library depends on: the pages in toc order, the configuration, the
-        hand-written tops and the builder's code. Equal keys: the same files (a no-op rebuild
-        of a book of hundreds of sections skips seconds of generation)."""
+    def _library_key(self, tops: dict[str, str]) -> tuple[str, str]:
+        """What the generated library depends on, and where its code sits: ``(key, lines)``.
+
+        The key hashes the pages' code in toc order (each page's path, title and cells, with
+        the source of code cells only: prose text never reaches the library), the
+        configuration, the hand-written tops and the builder's code. Equal keys: the same
+        files, so a no-op rebuild or a prose edit of a book of hundreds of sections skips
+        seconds of generation (issue 14: a prose edit's cost must not grow with the book).
+        ``lines`` hashes the code cells' Markdown lines, which only the problems mention.
+        """
         config = self.config
+        pages = [_code_digest(self.pages[rel]) for rel in self.toc]
         parts = [_builder_code_hash(), [config.rel(f) for f in (config.root / "config.ini", config.overlay) if f],
                  [(f.read_bytes() if f and f.is_file() else b"").hex()
                   for f in (config.root / "config.ini", config.overlay)],
-                 tops, [(rel, self.page_hashes.get(rel)) for rel in self.toc], str(config.root)]
-        return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+                 tops, [p[0] for p in pages], str(config.root)]
+        key = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+        return key, hashlib.sha256(json.dumps([p[1] for p in pages]).encode()).hexdigest()
+
+
+def _code_digest(section: Section) -> tuple[list, list]:
+    """A page as the library sees it (its code, the tabs of every cell, no prose text, no
+    line numbers), and the lines of its code cells."""
+    cells = [[c.kind, list(c.tabs), sorted(c.flags), c.raises, c.every_tab, c.source if c.kind == "code" else None]
+             for c in section.cells]
+    lines = [[c.line, list(c.source_lines)] for c in section.cells if c.kind == "code"]
+    return [section.path, section.title, cells], lines
 
 
 _SALVAGE_LABEL = re.compile(r":(?:label|eqlabel):`([^`]+)`")

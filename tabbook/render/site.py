@@ -176,20 +176,59 @@ def _copy_if_changed(src: Path, dst: Path) -> None:
     shutil.copy2(src, dst)
 
 
+#: What the last :func:`publish_downloads` made of each entry: ``build/.html-downloads.json`` for
+#: ``build/html`` (beside the site, so it is never published with it).
+PUBLISHED = ".{}-downloads.json"
+
+
+def _reader_code() -> str:
+    """The code that turns an entry into its reader's copy: a new builder republishes all."""
+    import hashlib
+
+    from tabbook.execute import store
+
+    return hashlib.sha256(Path(__file__).read_bytes() + Path(store.__file__).read_bytes()).hexdigest()
+
+
 def publish_downloads(opts: SiteOptions, docnames: list[str], outdir: Path) -> int:
     """Copy each page's executed notebooks (reader form) and the built PDFs into ``outdir``.
-    Returns the number of files now published."""
+    Returns the number of files now published.
+
+    Every HTML build calls this for every page, so it must not read every entry each time:
+    a book of hundreds of sections in four frameworks has thousands, and an edit of one
+    sentence would pay for all of them (issue 14). An entry whose file (size, modification
+    time) and the code that converts it are what they were at the last publication, with
+    its copy still in place, is skipped (the record: ``PUBLISHED``, beside the site).
+    """
+    from tabbook.execute.store import write_atomic
+
+    record_path = outdir.parent / PUBLISHED.format(outdir.name)
+    try:
+        record = json.loads(record_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        record = {}
+    code = _reader_code()
+    before = record.get("entries", {}) if record.get("code") == code else {}
+    published: dict[str, list[int]] = {}
     count = 0
     for docname in docnames:
         for fw in sorted(available_notebooks(opts, docname)):
             src = notebook_entry(opts, docname, fw)
-            dst = outdir / notebook_target(docname, fw)
+            target = notebook_target(docname, fw)
+            dst = outdir / target
+            stat = src.stat()
+            seen = [stat.st_size, stat.st_mtime_ns]
+            count += 1
+            published[target] = seen
+            if before.get(target) == seen and dst.is_file():
+                continue
             text = json.dumps(reader_notebook(json.loads(src.read_text(encoding="utf-8"))),
                               indent=1, ensure_ascii=False) + "\n"
             if not dst.is_file() or dst.read_text(encoding="utf-8") != text:
                 dst.parent.mkdir(parents=True, exist_ok=True)
                 dst.write_text(text, encoding="utf-8")
-            count += 1
+    if published != before or record.get("code") != code:
+        write_atomic(record_path, json.dumps({"code": code, "entries": published}, sort_keys=True))
     if not opts.pdf_url:
         for fw in sorted(available_pdfs(opts)):
             _copy_if_changed(Path(opts.pdf_dir) / f"{opts.name}-{fw}.pdf", outdir / pdf_target(opts.name, fw))
