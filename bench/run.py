@@ -2,8 +2,9 @@
 
 Prints the machine (CPU model, cores, GPU if any, framework versions from the
 freeze store's provenance), then the build benchmark (bench/build_times.py),
-the import cost of the d2l package (bench/import_cost.py) and the page weight
-of the site (bench/page_weight.py). Each prints its targets beside its figures.
+the import cost of the d2l package (bench/import_cost.py), the page weight
+of the site (bench/page_weight.py) and how the builder's cost grows with the
+book (bench/scale.py). Each prints its targets beside its figures.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def machine() -> None:
 def main() -> int:
     machine()
     rc = 0
-    for script in ("build_times.py", "import_cost.py", "page_weight.py"):
+    for script in ("build_times.py", "import_cost.py", "page_weight.py", "scale.py"):
         print(f"== bench/{script}", flush=True)
         rc |= subprocess.run([sys.executable, str(ROOT / "bench" / script), ],
                              cwd=ROOT).returncode
