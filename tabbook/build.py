@@ -118,7 +118,8 @@ def build(config: Config, opts: Options, log: Callable[[str], Any] = print) -> B
             # Every page renders even when units failed (they show their code without
             # outputs); the build then fails listing every failure.
             changed = sources.write_sources(config, book.sections, notebooks,
-                                            sources.extra_pages(config, book.library, book.sections))
+                                            sources.extra_pages(config, book.library, book.sections),
+                                            origins=the_plan.origins, page_hashes=book.page_hashes)
             if opts.builder:
                 t1 = time.monotonic()
                 if not sphinx.render(config, opts.builder, partial=opts.partial, sources_changed=changed):

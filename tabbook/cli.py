@@ -105,9 +105,9 @@ def _build(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
     if args.scheduler is not None and "://" not in args.scheduler:
         raise BookError(f"--scheduler wants a Dask scheduler address such as tcp://HOST:8786, not {args.scheduler!r}")
     if args.scheduler:
-        from tabbook.execute.cluster import _import_distributed
+        from tabbook.execute.cluster import require_distributed
 
-        _import_distributed()  # say at once, before reading the book, that Dask is missing
+        require_distributed()  # say at once, before reading the book, that Dask is missing
     selection = Selection(
         force=args.force, frameworks=frameworks, shard=args.shard, frozen_only=args.frozen,
         only=tuple(os.path.normpath(p) for p in args.only) if args.only else None,

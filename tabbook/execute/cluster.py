@@ -42,7 +42,8 @@ DASK_REQUIREMENTS = "envs/builder-dask.txt"
 TOPIC = "tabbook-progress"
 
 
-def _import_distributed() -> Any:
+def require_distributed() -> Any:
+    """``distributed``, or a clear error saying what to install (Dask is an optional extra)."""
     try:
         import distributed
     except ImportError as exc:
@@ -218,7 +219,7 @@ class ClusterRunner(Runner):
                           f"{result.seconds:.1f}s{' on ' + host if host else ''}  (running: {running})")
 
     def _connect(self) -> Any:
-        distributed = _import_distributed()
+        distributed = require_distributed()
         try:
             # Dask's own connect timeout (distributed.comm.timeouts.connect, 30 s unless configured).
             client = distributed.Client(self.address, set_as_default=False)
@@ -238,7 +239,7 @@ class ClusterRunner(Runner):
         self._total = len(units)
         if not units:
             return []
-        distributed = _import_distributed()
+        distributed = require_distributed()
         self._client = client = self._connect()
         overlay = os.environ.get(OVERLAY_ENV) or None
         try:
@@ -247,7 +248,9 @@ class ClusterRunner(Runner):
             for i, unit in enumerate(units):
                 env_hash, library_hash = self.keys[(unit.section, unit.framework)]
                 request = Request(self.build, str(self.config.root), overlay, unit, env_hash, library_hash)
-                future = client.submit(run_unit, request, key=f"tabbook-{self.build}-{i}", pure=False)
+                # The plan's order (longest first) as Dask's priority: higher runs sooner.
+                future = client.submit(run_unit, request, key=f"tabbook-{self.build}-{i}", pure=False,
+                                       priority=len(units) - i)
                 index[future.key] = i
                 self._futures.append(future)
             results: list[UnitResult | None] = [None] * len(units)

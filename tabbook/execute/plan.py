@@ -58,6 +58,10 @@ class UnitStatus:
 @dataclass
 class Plan:
     notebooks: Notebooks = field(default_factory=dict)  # current entries, reused as they are
+    # Where each notebook came from, for units whose notebook is not new in this build: the
+    # store file's size and time, or why it shows code only. The sources step skips merging
+    # a page whose notebooks and text are what they were (render/sources.py).
+    origins: dict[tuple[str, str], str] = field(default_factory=dict)
     todo: list[tuple[Unit, KeyParts]] = field(default_factory=list)
     statuses: list[UnitStatus] = field(default_factory=list)
 
@@ -90,6 +94,7 @@ def plan(config: Config, sections: list[Section], library: dict[str, str], store
             selected = selection.selects(section.path, fw)
             if current and not (selection.force and selected):
                 out.notebooks[(section.path, fw)] = entry  # type: ignore[assignment]
+                out.origins[(section.path, fw)] = store.signature(section.path, fw)
                 out.statuses.append(UnitStatus(section.path, fw, "reused"))
             elif selection.frozen_only:
                 why = "missing" if entry is None else "stale (its code, environment or library changed)"
@@ -110,12 +115,14 @@ def plan(config: Config, sections: list[Section], library: dict[str, str], store
                 else:
                     out.statuses.append(UnitStatus(section.path, fw, "skipped"))
                     out.notebooks[(section.path, fw)] = code_only_notebook(unit, "not run in this build")
+                    out.origins[(section.path, fw)] = "code only: not run in this build"
     if stale:
         raise BookErrors(stale)
     if selection.shard:
         i, n = selection.shard
         for unit, _ in out.todo[:i] + [t for k, t in enumerate(out.todo[i:]) if k % n]:
             out.notebooks[(unit.section, unit.framework)] = code_only_notebook(unit, "run by another shard")
+            out.origins[(unit.section, unit.framework)] = "code only: run by another shard"
         out.todo = out.todo[i::n]
     return out
 
@@ -156,6 +163,7 @@ def skip_execution(the_plan: Plan) -> Notebooks:
     notebooks = dict(the_plan.notebooks)
     for unit, _ in the_plan.todo:
         notebooks[(unit.section, unit.framework)] = code_only_notebook(unit, "execution is off")
+        the_plan.origins[(unit.section, unit.framework)] = "code only: execution is off"
         the_plan.statuses.append(UnitStatus(unit.section, unit.framework, "not-executed"))
     return notebooks
 
@@ -194,6 +202,7 @@ def run(config: Config, the_plan: Plan, store: FreezeStore, jobs: int = 0,
             statuses.append(UnitStatus(unit.section, unit.framework, "failed", res.seconds, res.error))
             failures.append(BookError(res.error or "failed"))
             notebooks[(unit.section, unit.framework)] = code_only_notebook(unit, "execution failed")
+            the_plan.origins[(unit.section, unit.framework)] = "code only: execution failed"
             continue
         nb = res.notebook
         for cell in nb["cells"]:
@@ -206,5 +215,6 @@ def run(config: Config, the_plan: Plan, store: FreezeStore, jobs: int = 0,
             failures.append(BookError(f"cannot write {target}: {exc.strerror or exc}", unit.section))
             continue
         notebooks[(unit.section, unit.framework)] = nb
+        the_plan.origins[(unit.section, unit.framework)] = store.signature(unit.section, unit.framework)
         statuses.append(UnitStatus(unit.section, unit.framework, "executed", res.seconds))
     return notebooks, failures
