@@ -13,7 +13,7 @@ So the tree is made once per folder, through Sphinx and furo themselves, for a p
 is not in the book (nothing marked, links relative to that folder), cut into its tags, and each
 page gets a copy with its own marks set: a join of strings.
 
-The result is checked against furo's own for the first pages of every build; should the two
+The result is checked against furo's own for the first page of every build; should the two
 ever differ (another furo or Sphinx), this process goes back to furo's way for the rest of the
 build, so the site is never different, only slower.
 """
@@ -32,8 +32,9 @@ logger = logging.getLogger(__name__)
 
 #: What furo asks the ``toctree`` template function for (furo._compute_navigation_tree).
 FURO_CALL = {"collapse": False, "titles_only": True, "maxdepth": -1, "includehidden": True}
-#: Pages whose tree is also made furo's way and compared, at the start of each build process.
-CHECKED_PAGES = 3
+#: Pages whose tree is also made furo's way and compared, at the start of each build process: one,
+#: since an incremental build writes few pages and each comparison costs what furo costs.
+CHECKED_PAGES = 1
 #: A page name in a folder that is no page: its tree marks nothing.
 NEUTRAL = ".tabbook-navigation"
 
