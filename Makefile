@@ -12,11 +12,17 @@ BUILDER_STAMP := $(VENV)/.installed-$(shell sha256sum envs/builder.txt 2>/dev/nu
 TEST_STAMP := $(VENV)/.extra-test-$(shell cat envs/builder-test.txt envs/builder-dask.txt 2>/dev/null | sha256sum | cut -c1-12)
 export TF_CPP_MIN_LOG_LEVEL := 2
 
-.PHONY: html test check lib envs clean serve unit freeze-check exec-check lint pdf tex libtest dist browser bench d2lbook-book d2l-side-by-side wheelhouse
+.PHONY: html site test check lib envs clean serve unit freeze-check exec-check lint pdf tex libtest dist browser bench d2lbook-book d2l-side-by-side wheelhouse
 
 html: $(BUILDER_STAMP)
 	$(TB) build $(if $(FORCE),--force)
 	@echo "site: build/html/index.html"
+
+# The complete site, as published: the four PDFs, then the HTML with them inside and linked
+# from every page (`make html` alone says on its pages that the PDFs are not in the build).
+site: $(BUILDER_STAMP) tex
+	$(TB) site $(if $(FORCE),--force)
+	@echo "site: build/html/index.html (with the PDFs)"
 
 $(BUILDER_STAMP): envs/builder.txt
 	@test -x $(VPY) || $(PY) -m venv $(VENV)

@@ -3,8 +3,11 @@
 Prints the machine (CPU model, cores, GPU if any, framework versions from the
 freeze store's provenance), then the build benchmark (bench/build_times.py),
 the import cost of the d2l package (bench/import_cost.py), the page weight
-of the site (bench/page_weight.py) and how the builder's cost grows with the
-book (bench/scale.py). Each prints its targets beside its figures.
+of the site (bench/page_weight.py), and the side-by-side figures: tabbook beside
+Sphinx + myst-nb's execution cache on a generated book (bench/peer_mystnb.py) and
+beside d2lbook on this book's chapter (bench/d2lbook_chapter.py), and how the
+builder's cost grows with the book (bench/scale.py). Each prints its targets beside
+its figures.
 """
 
 from __future__ import annotations
@@ -51,7 +54,15 @@ def machine() -> None:
 def main() -> int:
     machine()
     rc = 0
-    for script in ("build_times.py", "import_cost.py", "page_weight.py", "scale.py"):
+    scripts = ["build_times.py", "import_cost.py", "page_weight.py", "peer_mystnb.py", "serve_latency.py",
+               "scale.py"]
+    # Beside d2lbook on our own chapter: needs Debian's pandoc (d2lbook converts with it) and
+    # makes d2lbook's bench venv on first use.
+    if shutil.which("pandoc"):
+        scripts.append("d2lbook_chapter.py")
+    else:
+        print("== bench/d2lbook_chapter.py skipped: pandoc is not on the PATH (apt-get install pandoc)")
+    for script in scripts:
         print(f"== bench/{script}", flush=True)
         rc |= subprocess.run([sys.executable, str(ROOT / "bench" / script), ],
                              cwd=ROOT).returncode

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from dataclasses import dataclass, field, replace
 from functools import cache, cached_property
@@ -35,30 +36,32 @@ IGNORED_DIRS = frozenset({"build", "_freeze", ".venv", "tests", "d2l", "envs", "
 
 
 def book_markdown_files(config: Config) -> list[Path]:
-    """Every Markdown file that belongs to the book (what ``check`` lints and ``serve`` watches)."""
-    import os
+    """Every Markdown file that belongs to the book (what ``check`` lints and ``serve`` watches).
 
-    found = []
-    # os.walk with the ignored top-level folders pruned: build/ alone holds a file per page
-    # and per executed notebook, which rglob would list on every command (issue 14).
-    for folder, dirs, files in os.walk(config.root):
-        if folder == str(config.root):
-            dirs[:] = [d for d in dirs if d not in IGNORED_DIRS and not d.startswith(".")]
-        found += [Path(folder) / f for f in files if f.endswith(".md")]
-        found += [Path(folder) / d for d in dirs if d.endswith(".md")]  # reported below as no page
+    A walk that never enters a folder that cannot hold a page (the ignored top-level folders,
+    hidden ones, and any folder outside the ``notebooks`` patterns' reach): walking everything
+    and filtering afterwards read the whole ``.venv`` and took most of a no-op build.
+    """
     out = []
-    for path in sorted(found):
-        if not path.is_file():  # a folder named x.md holds pages; it is not one
+    root = config.root
+    seen: set[str] = set()
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
+        here = Path(dirpath)
+        real = os.path.realpath(dirpath)
+        if real in seen:  # a symlink loop
+            dirnames[:] = []
             continue
-        rel = path.relative_to(config.root)
-        if rel.parts[0] in IGNORED_DIRS or rel.parts[0].startswith("."):
-            continue
-        if len(rel.parts) == 1 and rel.name.upper() in REPO_DOCS:
-            continue
-        if config.excluded(rel.as_posix()):
-            continue
-        out.append(path)
-    return out
+        seen.add(real)
+        parts = here.relative_to(root).parts
+        dirnames[:] = sorted(d for d in dirnames if not (
+            not parts and (d in IGNORED_DIRS or d.startswith("."))) and config.may_hold_pages((*parts, d)))
+        for name in filenames:
+            if not name.endswith(".md") or (not parts and name.upper() in REPO_DOCS):
+                continue
+            path = here / name
+            if path.is_file() and not config.excluded("/".join((*parts, name))):
+                out.append(path)
+    return sorted(out)
 
 
 def _errors(exc: BookError) -> list[BookError]:
@@ -234,18 +237,19 @@ class Book:
 
         sections = self.sections
         tops = hand_written_tops(self.config)
-        key, lines = self._library_key(tops)
+        key = self._library_key(tops)
         cache = self.config.build_dir / LIBRARY_CACHE
+        pages = [self.page_hashes.get(rel) for rel in self.toc]
         try:
             cached = json.loads(cache.read_text(encoding="utf-8"))
-            # Problems name Markdown lines: a cache that holds some is good only for the same lines.
-            if cached.get("key") == key and (not cached["problems"] or cached.get("lines") == lines):
+            # Problems name Markdown lines, which prose edits move: kept only for the same pages.
+            if cached.get("key") == key and (not cached["problems"] or cached.get("pages") == pages):
                 self.library_problems.extend(CallTimeName(m, p, n) for m, p, n in cached["problems"])
                 return dict(cached["files"])
         except (OSError, ValueError, KeyError, TypeError):
             pass  # no cache, or an unreadable one: generate
         files = generate_library(self.config, sections, tops, self.library_problems)
-        record = {"key": key, "lines": lines, "files": files,
+        record = {"key": key, "files": files, "pages": pages,
                   "problems": [[e.message, e.path, e.line] for e in self.library_problems]}
         try:
             write_atomic(cache, json.dumps(record))
@@ -253,33 +257,21 @@ class Book:
             pass  # a cache that cannot be written only costs time
         return files
 
-    def _library_key(self, tops: dict[str, str]) -> tuple[str, str]:
-        """What the generated library depends on, and where its code sits: ``(key, lines)``.
-
-        The key hashes the pages' code in toc order (each page's path, title and cells, with
-        the source of code cells only: prose text never reaches the library), the
-        configuration, the hand-written tops and the builder's code. Equal keys: the same
-        files, so a no-op rebuild or a prose edit of a book of hundreds of sections skips
-        seconds of generation (issue 14: a prose edit's cost must not grow with the book).
-        ``lines`` hashes the code cells' Markdown lines, which only the problems mention.
-        """
+    def _library_key(self, tops: dict[str, str]) -> str:
+        """What the generated library depends on: each toc page's title and code cells (their
+        text, tabs and marks; not the prose, which saves nothing), in toc order, the
+        configuration, the hand-written tops and the builder's code. Equal keys: the same files,
+        so a no-op rebuild, and a prose edit, skip the generation (a second on this book's
+        chapter; more on a book of hundreds of sections)."""
         config = self.config
-        pages = [_code_digest(self.pages[rel]) for rel in self.toc]
+        code = [(rel, self.pages[rel].title,
+                 [(c.source, c.tabs, sorted(c.flags), c.raises, c.every_tab)
+                  for c in self.pages[rel].cells if c.kind == "code"]) for rel in self.toc]
         parts = [_builder_code_hash(), [config.rel(f) for f in (config.root / "config.ini", config.overlay) if f],
                  [(f.read_bytes() if f and f.is_file() else b"").hex()
                   for f in (config.root / "config.ini", config.overlay)],
-                 tops, [p[0] for p in pages], str(config.root)]
-        key = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
-        return key, hashlib.sha256(json.dumps([p[1] for p in pages]).encode()).hexdigest()
-
-
-def _code_digest(section: Section) -> tuple[list, list]:
-    """A page as the library sees it (its code, the tabs of every cell, no prose text, no
-    line numbers), and the lines of its code cells."""
-    cells = [[c.kind, list(c.tabs), sorted(c.flags), c.raises, c.every_tab, c.source if c.kind == "code" else None]
-             for c in section.cells]
-    lines = [[c.line, list(c.source_lines)] for c in section.cells if c.kind == "code"]
-    return [section.path, section.title, cells], lines
+                 tops, code, str(config.root)]
+        return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 
 _SALVAGE_LABEL = re.compile(r":(?:label|eqlabel):`([^`]+)`")

@@ -84,7 +84,14 @@ def build(config: Config, opts: Options, log: Callable[[str], Any] = print) -> B
     t0 = time.monotonic()
     result = BuildResult()
     execute = config.execute if opts.execute is None else opts.execute
+    site: sphinx.SphinxRun | None = None
     try:
+        if opts.render and opts.builder:
+            site = sphinx.SphinxRun(config, opts.builder, partial=opts.partial)
+            if site.likely_to_run():
+                # Sphinx sets itself up while the book is read, the library written and
+                # stale code run; it reads the sources once they are written.
+                site.start()
         book = read_book(config, extra_files=not opts.partial)
         warnings: list[BookError] = []
         problems = check_book(book, partial=opts.partial, warnings=warnings, executes=execute)
@@ -103,6 +110,8 @@ def build(config: Config, opts: Options, log: Callable[[str], Any] = print) -> B
         the_plan = plan.plan(config, book.sections, book.library, store, opts.selection)
         result.units = the_plan.statuses
         failures: list[BookError] = []
+        if site is not None and not site.started and execute and the_plan.todo:
+            site.start()  # code will run, so pages will change: Sphinx sets itself up meanwhile
         try:
             if execute:
                 notebooks, failures = plan.run(config, the_plan, store, opts.jobs, log=log,
@@ -120,14 +129,28 @@ def build(config: Config, opts: Options, log: Callable[[str], Any] = print) -> B
             changed = sources.write_sources(config, book.sections, notebooks,
                                             sources.extra_pages(config, book.library, book.sections),
                                             origins=the_plan.origins, page_hashes=book.page_hashes)
-            if opts.builder:
+            if opts.builder == "html":
+                from tabbook.render import slides
+
+                made = slides.write_decks(config, book.sections, notebooks, config.build_dir / "html")
+                if made.written:
+                    log(f"[slides] wrote {made.written} of {made.decks} decks")
+            if site is not None:
                 t1 = time.monotonic()
-                if not sphinx.render(config, opts.builder, partial=opts.partial, sources_changed=changed):
+                if not site.finish(sources_changed=changed):
                     log(f"[{opts.builder}] nothing changed: build/{opts.builder} is current")
                 result.sphinx_seconds = time.monotonic() - t1
+            if opts.builder == "html":
+                from tabbook.render.site import available_pdfs, load_site_options
+
+                if not available_pdfs(load_site_options(config)):
+                    log("[html] the site has no PDFs (none in build/pdf): its pages say \"PDF: not in "
+                        "this build\"; `make site` builds the site with its PDFs")
         if failures:
             raise failures[0] if len(failures) == 1 else BookErrors(failures)
     finally:
+        if site is not None:
+            site.call_off()  # a failed build: the early Sphinx reads and writes nothing
         result.seconds = time.monotonic() - t0
         write_atomic(config.build_dir / "report.json", json.dumps(result.as_report(), indent=1) + "\n")
     return result

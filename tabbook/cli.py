@@ -1,6 +1,6 @@
 """Command line: ``python -m tabbook [-C ROOT] COMMAND``, one entry for everything the builder does.
 
-Commands: ``build``, ``check``, ``lib``, ``libtest``, ``pdf``, ``serve``, ``linkcheck``,
+Commands: ``build``, ``check``, ``lib``, ``libtest``, ``pdf``, ``site``, ``serve``, ``linkcheck``,
 ``envs``, ``merge-stores``, ``katex``, ``clean`` (``python -m tabbook COMMAND --help`` for each). Library code
 raises :class:`BookError`; only this edge turns errors into ``file.md:LINE: message``
 lines on stderr and a non-zero exit status.
@@ -78,6 +78,10 @@ def parser() -> argparse.ArgumentParser:
     pdf.add_argument("--frozen", action="store_true", help="never execute; fail if the store is stale")
     pdf.add_argument("--force", action="store_true", help="re-execute every unit first")
     pdf.add_argument("--jobs", type=int, default=0, help="parallel units / LaTeX runs (default: cores)")
+    st = sub.add_parser("site", help="the complete site: the PDFs, then the HTML with them inside")
+    st.add_argument("--frozen", action="store_true", help="never execute; fail if the store is stale")
+    st.add_argument("--force", action="store_true", help="re-execute every unit first")
+    st.add_argument("--jobs", type=int, default=0, help="parallel units / LaTeX runs (default: cores)")
     sub.add_parser("serve", help="live preview: rebuild on save, reload the page (serve --help)", add_help=False)
     lc = sub.add_parser("linkcheck", help="check every internal link and anchor of a built site")
     lc.add_argument("site", nargs="?", type=Path, help="the site (default: build/html)")
@@ -191,6 +195,22 @@ def _merge_stores(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Co
     return 0
 
 
+def _site(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
+    """The published site: every framework's PDF first (``pdf``), then the HTML build, which
+    copies them into the site and links them from every page. Fails without TeX: a complete
+    site is what this command promises."""
+    from tabbook.build import Options, build
+    from tabbook.execute.plan import Selection
+    from tabbook.render.pdf import build_pdfs
+
+    done = build_pdfs(config, None, frozen=args.frozen, force=args.force, jobs=args.jobs)
+    print("[pdf] done: " + ", ".join(config.rel(p) for p in done.values()))
+    result = build(config, Options(Selection(frozen_only=args.frozen), jobs=args.jobs))
+    print(f"[site] {config.rel(config.build_dir / 'html' / 'index.html')} with {len(done)} PDFs "
+          f"in {result.seconds:.1f}s")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = parser()
     args, rest = p.parse_known_args(argv)
@@ -241,6 +261,8 @@ def main(argv: list[str] | None = None) -> int:
             return _pdf(config, args)
         if args.command == "merge-stores":
             return _merge_stores(config, args)
+        if args.command == "site":
+            return _site(config, args)
         if args.command == "wheelhouse":
             from tabbook.execute.wheelhouse import REQUIREMENTS, gather
 

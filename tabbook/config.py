@@ -224,6 +224,21 @@ class Config:
             return True
         return any(_glob(pattern).fullmatch(rel) for pattern in self.exclusions)
 
+    def may_hold_pages(self, rel_dir: tuple[str, ...]) -> bool:
+        """Whether a folder (root-relative parts) can hold a page that ``notebooks`` names.
+
+        A pattern's ``*`` never crosses a ``/``, so each pattern has a fixed depth: a folder
+        lies on the way to a page only if it matches a pattern's leading parts. This is what lets
+        the walk for pages skip a book's ``.venv`` or ``node_modules`` without reading them.
+        """
+        if not self.notebooks:
+            return True
+        for pattern in self.notebooks:
+            parts = pattern.split("/")
+            if len(parts) > len(rel_dir) and all(_glob(p).fullmatch(d) for p, d in zip(parts, rel_dir, strict=False)):
+                return True
+        return False
+
 
     @property
     def heavy_modules(self) -> frozenset[str]:

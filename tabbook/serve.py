@@ -4,13 +4,20 @@ Usage: ``python -m tabbook [-C BOOK] serve [--port 8000] [--host 127.0.0.1] [--n
 
 `sphinx-autobuild <https://github.com/sphinx-doc/sphinx-autobuild>`_ (pinned in
 ``envs/builder.txt``) serves ``build/html`` on localhost, watches files and reloads open pages after
-each build. This module only computes its command line (:func:`autobuild_args`) and runs it:
+each build. This module computes its command line (:func:`autobuild_args`), gives it tabbook's
+builder and runs it:
 
 - Sphinx runs on ``build/src`` with the render stage's options (``-c BOOK``, doctrees in
   ``build/doctrees/html``, ``-q --keep-going``).
-- ``--pre-build`` first runs tabbook's source, execute and merge stages (``python -m tabbook build
-  --builder ''``), which reuse the freeze store: a prose edit re-renders that page and starts no
-  kernel, a code edit executes only that (section, framework).
+- Each rebuild runs in the worker process sphinx-autobuild forks from the server, and the
+  server has imported beforehand what a rebuild imports (Sphinx, myst-nb, the theme, tabbook's
+  extensions, and whatever the last rebuild loaded: :func:`warm_up`). The worker runs tabbook's
+  source, execute and merge stages in-process (:func:`run_stages`, what ``python -m tabbook build
+  --builder ''`` does), which reuse the freeze store: a prose edit re-renders that page and starts
+  no kernel, a code edit executes only that (section, framework); then Sphinx, in-process
+  (:class:`WarmBuilder`). No interpreter starts and nothing is imported again, so a prose edit
+  shows in the browser in well under a second (``bench/serve_latency.py``). The ``--pre-build``
+  and ``--post-build`` commands remain for a plain sphinx-autobuild.
 - It watches the book's Markdown (as ``tabbook check`` finds it), ``config.ini``, ``conf.py``,
   ``references.bib``, ``img/``, ``static/`` and the builder's ``tabbook/render/static``, and ignores
   everything else, so the build writing ``build/``, the freeze store or the library starts no
@@ -35,9 +42,11 @@ import signal
 import socket
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from tabbook.config import Config, load_config
+from tabbook.errors import BookError
 from tabbook.render.sources import source_dir
 from tabbook.render.sphinx import sphinx_command
 
@@ -156,6 +165,128 @@ def pre_build(config: Config) -> int:
     return proc.returncode
 
 
+def run_stages(config: Config) -> int:
+    """tabbook's stages up to ``build/src`` in this process (no Sphinx); record how it went.
+
+    The in-process twin of :func:`pre_build`: :class:`WarmBuilder` calls it in a process forked
+    from the server, which has tabbook imported already, instead of starting two interpreters.
+    """
+    from tabbook.build import Options, build
+
+    lines: collections.deque[str] = collections.deque(maxlen=60)
+
+    def log(line: str) -> None:
+        print(line, flush=True)
+        lines.append(line)
+
+    try:
+        build(config, Options(builder=""), log=log)
+    except BookError as err:
+        error = err.location_message()
+    except OSError as exc:
+        error = f"{exc.filename or 'tabbook'}: cannot write or read: {exc.strerror or exc}"
+    else:
+        write_status(config, SPHINX_UNFINISHED)  # cleared once Sphinx succeeds
+        return 0
+    print(error, file=sys.stderr, flush=True)
+    error = error[-4000:]
+    write_status(config, error)
+    error_page(config, error)
+    return 1
+
+
+#: The book a :class:`WarmBuilder` builds (set by :func:`serve` before sphinx-autobuild starts;
+#: a forked worker inherits it).
+_SERVED: Config | None = None
+
+
+def warm_up(config: Config) -> None:
+    """Import, in the server process, what every Sphinx run of the book imports.
+
+    sphinx-autobuild runs each rebuild in a worker process forked from the server; with Sphinx,
+    myst-nb, sphinx-design, the theme and tabbook's extensions imported here first, a worker
+    starts with all of them loaded, and a prose edit costs Sphinx's own work on one page rather
+    than a second of imports (issue 18: the browser shows a prose edit within a second).
+    """
+    import importlib
+
+    from tabbook.render.sphinx_conf import leave_out_myst_nb_execution, sphinx_settings
+
+    leave_out_myst_nb_execution()
+    settings = sphinx_settings(config.root)
+    names = ["sphinx.cmd.build", "sphinx.builders.html", "myst_nb.sphinx_ext", *settings["extensions"],
+             settings["html_theme"]]
+    try:
+        names += json.loads(learned_modules(config).read_text())
+    except (OSError, ValueError):
+        pass
+    for name in names:
+        if name in sys.modules:
+            continue
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - a module that cannot be imported alone is left to the build
+            pass
+
+
+def learned_modules(config: Config) -> Path:
+    """What the last rebuild imported, so that the next server imports it before forking."""
+    return config.build_dir / "serve-modules.json"
+
+
+def learn_modules(config: Config) -> None:
+    """Record the modules this (forked) rebuild has loaded: the next ``warm_up`` imports them."""
+    skip = {config.library_dir.name}
+    names = sorted(n for n in sys.modules if "__main__" not in n and n.split(".")[0] not in skip)
+    path = learned_modules(config)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(names))
+    tmp.replace(path)
+
+
+class WarmBuilder:
+    """sphinx-autobuild's builder for a tabbook book: each rebuild runs tabbook's stages and then
+    Sphinx in the worker process sphinx-autobuild forks from the warm server (:func:`warm_up`),
+    with no interpreter started and nothing imported again. Its constructor takes the
+    arguments of ``sphinx_autobuild.build.Builder``, which it replaces; the pre- and post-build
+    commands are its own steps, done in-process."""
+
+    def __init__(self, sphinx_args: list[str], *, url_host: str, pre_build_commands: list[list[str]],
+                 post_build_commands: list[list[str]]) -> None:
+        self.sphinx_args = list(sphinx_args)
+        self.url_host = url_host
+
+    def __call__(self, *, changed_paths: Sequence[Path]) -> None:
+        from sphinx.cmd.build import build_main
+
+        config = _SERVED
+        assert config is not None, "WarmBuilder needs tabbook.serve.serve() to name the book"
+        names = ", ".join(p.name for p in list(changed_paths)[:5])
+        print(f"[serve] {'changed: ' + names + '; ' if names else ''}rebuilding", flush=True)
+        if run_stages(config) != 0:
+            return
+        rc = build_main(self.sphinx_args)
+        if rc == 0:
+            learn_modules(config)
+            write_status(config)
+            print(f"[serve] done; serving http://{self.url_host}/", flush=True)
+        else:
+            print(f"[serve] Sphinx exited with {rc}; still serving the last good pages", flush=True)
+
+
+def _in_a_fork(builder: WarmBuilder) -> None:
+    """The first build, in a forked process like every later one: Sphinx never runs in the server."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            builder(changed_paths=())
+            code = 0
+        finally:
+            os._exit(code)
+    os.waitpid(pid, 0)
+
+
 def free_port(host: str) -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
@@ -167,11 +298,15 @@ def _stop(signum: int, frame: object) -> None:
 
 
 def serve(config: Config, host: str, port: int, build_first: bool = True) -> int:
-    from sphinx_autobuild.__main__ import main as autobuild
+    import sphinx_autobuild.__main__ as autobuild_main
 
+    global _SERVED
     port = port or free_port(host)
     initial = build_first or not (html_dir(config) / "index.html").is_file()
-    args = autobuild_args(config, host, port, initial_build=initial)
+    args = autobuild_args(config, host, port, initial_build=False)
+    _SERVED = config
+    warm_up(config)
+    autobuild_main.Builder = WarmBuilder  # type: ignore[misc]  # its rebuilds, run in its forked workers
     source_dir(config).mkdir(parents=True, exist_ok=True)  # sphinx-autobuild needs it to exist
     write_status(config)
     # The pre-build step, Sphinx and the book's conf.py import tabbook from this checkout.
@@ -181,7 +316,13 @@ def serve(config: Config, host: str, port: int, build_first: bool = True) -> int
     print(f"[serve] sphinx-autobuild {shlex.join(args)}", flush=True)
     signal.signal(signal.SIGTERM, _stop)  # uvicorn re-raises it after shutting down: clean up as for Ctrl-C
     try:
-        autobuild(args)
+        if initial:
+            sphinx_args = sphinx_command(config, "html", html_dir(config),
+                                         {"tabbook_preview_status": STATUS_URL})[3:]
+            _in_a_fork(WarmBuilder(sphinx_args, url_host=f"{host}:{port}", pre_build_commands=[],
+                                   post_build_commands=[]))
+            warm_up(config)  # what the first build imported: every rebuild starts with it loaded
+        autobuild_main.main(args)
     finally:
         status_file(config).unlink(missing_ok=True)
     return 0

@@ -442,6 +442,34 @@ def test_the_library_is_generated_again_only_when_its_inputs_change(
     assert calls == [1] and "def twice(x):" in again["d2l/mxnet.py"]
     (book / "build" / "library-cache.json").write_text("{not json")  # a broken cache is only slower
     assert read_book(load_config(book)).library == again and calls == [1, 1]
+    # Prose saves nothing: a prose edit, even one that moves every line below it, reuses it.
+    page.write_text(page.read_text().replace("\n\n", "\n\nA new sentence,\non two lines.\n\n", 1))
+    assert read_book(load_config(book)).library == again and calls == [1, 1]
+    # A title is part of the saved code's "Defined in" line.
+    page.write_text(page.read_text().replace("# ", "# Renamed: ", 1))
+    renamed = read_book(load_config(book)).library
+    assert calls == [1, 1, 1] and "Renamed: " in renamed["d2l/mxnet.py"]
+
+
+def test_library_problems_from_the_cache_keep_their_markdown_lines(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A library with problems is generated again after any page edit, so the lines it names
+    are where the problem now is (a cached problem would name the line before the edit)."""
+    from tabbook.book import read_book
+
+    book, overlay = make_book(tmp_path)
+    monkeypatch.setenv(OVERLAY_ENV, str(overlay))
+    page = book / "chapter_a" / "second.md"
+    page.write_text(page.read_text().replace("print('mxnet second')",
+                                             "def calls():  #@save\n    return d2l.nowhere()"))
+    first = read_book(load_config(book))
+    _ = first.library
+    [problem] = [p for p in first.library_problems if "nowhere" in p.message]
+    page.write_text(page.read_text().replace("\n\n", "\n\nTwo more\nlines.\n\n", 1))
+    again = read_book(load_config(book))
+    _ = again.library
+    [moved] = [p for p in again.library_problems if "nowhere" in p.message]
+    assert moved.line == problem.line + 3
 
 
 # --- an environment's lock may name a local package beside it (books/d2l-en's torchvision shim) ---

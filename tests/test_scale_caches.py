@@ -87,18 +87,28 @@ def test_publishing_downloads_reads_only_the_entries_that_changed(book: Path, tm
     monkeypatch.setattr(site, "reader_notebook", lambda nb: read.append(nb["metadata"]["tabbook"]["section"]
                                                                          + nb["metadata"]["tabbook"]["framework"])
                         or real(nb))
-    assert site.publish_downloads(opts, ["a", "b", "c"], out) == 6 and len(read) == 6
+    # six notebooks and a zip per framework
+    assert site.publish_downloads(opts, ["a", "b", "c"], out) == 8 and len(read) == 6
     copy = out / site.notebook_target("b", "beta")
     assert json.loads(copy.read_text())["metadata"]["tabbook"] == {"provenance": {"device": "CPU only"}}
     read.clear()
-    assert site.publish_downloads(opts, ["a", "b", "c"], out) == 6 and read == []  # nothing changed
+    zips = sorted(out.rglob("*.zip"))
+    assert len(zips) == 2
+    stamps = [z.stat().st_mtime_ns for z in zips]
+    assert site.publish_downloads(opts, ["a", "b", "c"], out) == 8 and read == []  # nothing changed
+    assert [z.stat().st_mtime_ns for z in zips] == stamps  # and the zips were not written again
     entry = store.path("b.md", "beta")
     nb = json.loads(entry.read_text())
     store.store("b.md", "beta", nb, parts, {"device": "1× GPU"}, 2.0)
     os.utime(entry, ns=(entry.stat().st_atime_ns, entry.stat().st_mtime_ns + 1_000_000))
     (out / site.notebook_target("a", "alpha")).unlink()  # a copy removed from the site
-    assert site.publish_downloads(opts, ["a", "b", "c"], out) == 6
+    assert site.publish_downloads(opts, ["a", "b", "c"], out) == 8
     assert sorted(read) == ["a.mdalpha", "b.mdbeta"]
+    import zipfile
+
+    beta_zip = next(z for z in zips if "beta" in z.name)
+    with zipfile.ZipFile(beta_zip) as zf:
+        assert any("1× GPU" in zf.read(n).decode() for n in zf.namelist())  # the zip has the new copy
     assert "1× GPU" in copy.read_text() and (out / site.notebook_target("a", "alpha")).is_file()
     assert not any(p.name.startswith(".") for p in out.rglob("*"))  # the record is not in the site
 
@@ -145,8 +155,9 @@ def test_unchanged_pages_are_not_merged_again(book: Path, monkeypatch: pytest.Mo
     before = {p.name: p.read_bytes() for p in src.glob("*.*")}
     merged: list[str] = []
     real = merge.merge_section
-    monkeypatch.setattr(merge, "merge_section", lambda section, *a, **k: merged.append(section.path)
-                        or real(section, *a, **k))
+    # The root page is always made (it carries the front page, made from the whole book).
+    monkeypatch.setattr(merge, "merge_section", lambda section, *a, **k: (
+        section.path == "index.md" or merged.append(section.path)) and None or real(section, *a, **k))
     build(load_config(book), Options(builder=""), log=lambda _m: None)
     assert merged == [] and {p.name: p.read_bytes() for p in src.glob("*.*")} == before
     sec = book / "sec.md"

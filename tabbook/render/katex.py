@@ -227,8 +227,10 @@ def publish_fonts(package: Path, static_dir: Path, glyphs: set[str], state: Path
         known = {}
     union = set(glyphs)
     fonts = sorted((dist / "fonts").glob("*.woff2"))
-    fresh = known.get("katex") == str(package) and set(known.get("glyphs", "")) == union and \
-        bool(union) and all((out / "fonts" / f.name).is_file() for f in fonts)
+    # A site without formulas (empty union) is current too: its cut fonts are cut again only
+    # when a formula appears. Whole fonts (no fontTools) are recorded as not subsetted.
+    fresh = known.get("katex") == str(package) and known.get("subsetted") is True and \
+        set(known.get("glyphs", "")) == union and all((out / "fonts" / f.name).is_file() for f in fonts)
     if fresh:
         return out
     text = "".join(sorted(union))
@@ -239,5 +241,6 @@ def publish_fonts(package: Path, static_dir: Path, glyphs: set[str], state: Path
             shutil.copyfile(font, dst)
             subsetted = False
     state.parent.mkdir(parents=True, exist_ok=True)
-    state.write_text(json.dumps({"katex": str(package), "glyphs": text if subsetted else ""}), encoding="utf-8")
+    state.write_text(json.dumps({"katex": str(package), "glyphs": text if subsetted else "",
+                                 "subsetted": subsetted}), encoding="utf-8")
     return out

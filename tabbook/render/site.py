@@ -13,23 +13,33 @@ section::
     colab_url =            # template with {repo} {branch} {path}; default: Colab's GitHub URL
     pdf_url =              # template with {name} {fw}; empty: link build/pdf/<name>-<fw>.pdf
                            # (copied into the site) only when that file exists
+    front_page = true      # the root page gains the generated front matter (tabbook.render.front)
+
+Every page offers the PDF and, where the section has slide marks, the slides of the framework the
+reader chose (one link each that follows the tab choice: ``tabbook.js``); a site built without
+PDFs says so on the page. Each framework's notebooks are also published as one zip.
 """
 
 from __future__ import annotations
 
 import configparser
+import io
 import json
 import re
 import shutil
+import zipfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from tabbook.config import Config
-from tabbook.execute.store import FreezeStore, public_copy
+from tabbook.execute.store import FreezeStore, public_copy, write_atomic
 
 COLAB_GITHUB = "https://colab.research.google.com/github/{repo}/blob/{branch}/{path}"
 DOWNLOADS = "_downloads"  # under the HTML output directory
+#: Said where the PDFs would be when the site was built without them (``make site`` adds them).
+NO_PDF_NOTE = "not in this build"
+SLIDES = "_slides"  # the reveal.js decks, under the HTML output directory (tabbook.render.slides)
 
 
 @dataclass(frozen=True)
@@ -45,6 +55,8 @@ class SiteOptions:
     repo: str  # "owner/name" on GitHub, or "" (no notebook links to open elsewhere)
     branch: str
     colab_url: str
+    slides_dir: str = ""  # absolute: where the decks are written (build/html/_slides)
+    front_page: bool = True
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -86,6 +98,8 @@ def load_site_options(book: Config) -> SiteOptions:
         repo=repo or book.repository,
         branch=get("branch", "main"),
         colab_url=colab if book.repository else "",
+        slides_dir=str(book.build_dir / "html" / SLIDES),
+        front_page=get("front_page", "true").lower() not in ("false", "no", "off", "0"),
     )
 
 
@@ -103,27 +117,45 @@ def pdf_target(name: str, fw: str) -> str:
     return f"{DOWNLOADS}/pdf/{name}-{fw}.pdf"
 
 
+def pdf_url(opts: SiteOptions, fw: str) -> str:
+    """Where a framework's PDF is linked: the configured URL, else its copy inside the site."""
+    return opts.pdf_url.format(name=opts.name, fw=fw) if opts.pdf_url else pdf_target(opts.name, fw)
+
+
+def zip_target(name: str, fw: str) -> str:
+    """One framework's notebooks, every section, as one zip (relative to the HTML root)."""
+    return f"{DOWNLOADS}/notebooks/{name}-{fw}-notebooks.zip"
+
+
+def deck_target(docname: str, fw: str) -> str:
+    """A section's slides for one framework (relative to the HTML root)."""
+    return f"{SLIDES}/{docname}-{fw}.html"
+
+
 @dataclass(frozen=True)
 class Link:
-    kind: str  # "Notebook" | "PDF" | "Colab" | "Source"
+    kind: str  # "Notebook" | "PDF" | "Slides" | "Colab" | "Source"
     label: str  # framework label
     url: str  # relative to the HTML root, or absolute (http...)
+    fw: str = ""  # the framework it is for ("" for the source)
 
 
 def page_links(opts: SiteOptions, docname: str, notebooks: set[str], pdfs: set[str],
-               source: str = "") -> list[Link]:
+               source: str = "", slides: set[str] | frozenset[str] = frozenset()) -> list[Link]:
     """Links for one page: ``notebooks`` are the frameworks with an executed notebook for it,
     ``pdfs`` the frameworks whose PDF exists (or is configured by URL), ``source`` the page's
-    Markdown file (root-relative) when it is a page of the book. Pure."""
+    Markdown file (root-relative) when it is a page of the book, ``slides`` the frameworks with a
+    deck of it. The PDFs are the whole book's, so every page offers them. Pure."""
     links: list[Link] = []
     fws = [fw for fw in opts.tabs if fw in notebooks]
     for fw in fws:
-        links.append(Link("Notebook", opts.labels.get(fw, fw), notebook_target(docname, fw)))
-    if fws:
-        for fw in opts.tabs:
-            if fw in pdfs:
-                url = opts.pdf_url.format(name=opts.name, fw=fw) if opts.pdf_url else pdf_target(opts.name, fw)
-                links.append(Link("PDF", opts.labels.get(fw, fw), url))
+        links.append(Link("Notebook", opts.labels.get(fw, fw), notebook_target(docname, fw), fw))
+    for fw in opts.tabs:
+        if fw in pdfs:
+            links.append(Link("PDF", opts.labels.get(fw, fw), pdf_url(opts, fw), fw))
+    for fw in opts.tabs:
+        if fw in slides:
+            links.append(Link("Slides", opts.labels.get(fw, fw), deck_target(docname, fw), fw))
     if opts.colab_url and opts.repo:
         freeze = Path(opts.freeze_dir)
         try:
@@ -133,7 +165,7 @@ def page_links(opts: SiteOptions, docname: str, notebooks: set[str], pdfs: set[s
         for fw in fws:
             path = f"{rel_store}/{notebook_entry(opts, docname, fw).relative_to(freeze).as_posix()}"
             url = opts.colab_url.format(repo=opts.repo, branch=opts.branch, path=path)
-            links.append(Link("Colab", opts.labels.get(fw, fw), url))
+            links.append(Link("Colab", opts.labels.get(fw, fw), url, fw))
     if opts.repo and github_repo(opts.repo) == opts.repo and source:
         links.append(Link("Source", Path(source).name, f"https://github.com/{opts.repo}/blob/{opts.branch}/{source}"))
     return links
@@ -151,7 +183,14 @@ def source_of(opts: SiteOptions, docname: str) -> str:
 def links_for(opts: SiteOptions, docname: str) -> list[Link]:
     """:func:`page_links` with what exists on disk now."""
     return page_links(opts, docname, available_notebooks(opts, docname), available_pdfs(opts),
-                      source_of(opts, docname))
+                      source_of(opts, docname), available_slides(opts, docname))
+
+
+def available_slides(opts: SiteOptions, docname: str) -> set[str]:
+    """Frameworks with a deck of this page (the build writes decks before Sphinx runs)."""
+    if not opts.slides_dir:
+        return set()
+    return {fw for fw in opts.tabs if (Path(opts.slides_dir).parent / deck_target(docname, fw)).is_file()}
 
 
 def available_pdfs(opts: SiteOptions) -> set[str]:
@@ -167,6 +206,30 @@ def reader_notebook(nb: dict[str, Any]) -> dict[str, Any]:
     meta = out.setdefault("metadata", {})
     meta["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
     return out
+
+
+def zip_bytes(files: dict[str, str]) -> bytes:
+    """A zip of ``files`` (name → text) that depends on nothing else: sorted names, fixed dates,
+    so an unchanged book gives a byte-identical file (and the copy is not rewritten)."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name in sorted(files):
+            info = zipfile.ZipInfo(name, date_time=(2000, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            zf.writestr(info, files[name].encode("utf-8"))
+    return buf.getvalue()
+
+
+def write_zip(path: Path, files: dict[str, str]) -> None:
+    """Write the zip of ``files`` atomically, only when its bytes change."""
+    data = zip_bytes(files)
+    if path.is_file() and path.read_bytes() == data:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
 
 
 def _copy_if_changed(src: Path, dst: Path) -> None:
@@ -200,7 +263,6 @@ def publish_downloads(opts: SiteOptions, docnames: list[str], outdir: Path) -> i
     time) and the code that converts it are what they were at the last publication, with
     its copy still in place, is skipped (the record: ``PUBLISHED``, beside the site).
     """
-    from tabbook.execute.store import write_atomic
 
     record_path = outdir.parent / PUBLISHED.format(outdir.name)
     try:
@@ -211,6 +273,8 @@ def publish_downloads(opts: SiteOptions, docnames: list[str], outdir: Path) -> i
     before = record.get("entries", {}) if record.get("code") == code else {}
     published: dict[str, list[int]] = {}
     count = 0
+    per_fw: dict[str, dict[str, str]] = {}  # framework -> {path in its zip: notebook text}
+    dirty: set[str] = set()  # frameworks with a notebook converted again in this run
     for docname in docnames:
         for fw in sorted(available_notebooks(opts, docname)):
             src = notebook_entry(opts, docname, fw)
@@ -221,12 +285,20 @@ def publish_downloads(opts: SiteOptions, docnames: list[str], outdir: Path) -> i
             count += 1
             published[target] = seen
             if before.get(target) == seen and dst.is_file():
-                continue
-            text = json.dumps(reader_notebook(json.loads(src.read_text(encoding="utf-8"))),
-                              indent=1, ensure_ascii=False) + "\n"
-            if not dst.is_file() or dst.read_text(encoding="utf-8") != text:
-                dst.parent.mkdir(parents=True, exist_ok=True)
-                dst.write_text(text, encoding="utf-8")
+                text = dst.read_text(encoding="utf-8")  # for the zip: the copy is what it would be
+            else:
+                text = json.dumps(reader_notebook(json.loads(src.read_text(encoding="utf-8"))),
+                                  indent=1, ensure_ascii=False) + "\n"
+                if not dst.is_file() or dst.read_text(encoding="utf-8") != text:
+                    write_atomic(dst, text)
+                dirty.add(fw)
+            per_fw.setdefault(fw, {})[f"{opts.name}-{fw}/{docname}.ipynb"] = text
+    for fw, files in per_fw.items():
+        zipped = outdir / zip_target(opts.name, fw)
+        # Zipping every notebook again costs what the book weighs: only when one changed.
+        if fw in dirty or published != before or not zipped.is_file():
+            write_zip(zipped, files)
+        count += 1
     if published != before or record.get("code") != code:
         write_atomic(record_path, json.dumps({"code": code, "entries": published}, sort_keys=True))
     if not opts.pdf_url:

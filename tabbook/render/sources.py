@@ -19,6 +19,7 @@ from typing import Any
 from tabbook.config import Config
 from tabbook.errors import BookError
 from tabbook.execute.store import write_atomic
+from tabbook.render.front import hide_root_toctree
 from tabbook.render.names import APPENDIX_CAPTION
 from tabbook.source.read import Section
 
@@ -83,7 +84,7 @@ def _cached_api_reference(config: Config, library: dict[str, str], make: Any) ->
 SOURCES_MEMO = "sources-memo.json"
 
 
-def _page_key(config: Config, section: Section, labels: dict[str, str], extra: dict[str, str] | None,
+def _page_key(config: Config, section: Section, labels: dict[str, str],
               origins: dict[tuple[str, str], str], page_hashes: dict[str, str]) -> str | None:
     """What a generated page is made from, as one hash; None when that cannot be said cheaply
     (a notebook made in this build, a page whose text was not hashed)."""
@@ -92,17 +93,16 @@ def _page_key(config: Config, section: Section, labels: dict[str, str], extra: d
     from tabbook.book import _builder_code_hash
 
     page = page_hashes.get(section.path)
-    if page is None:
-        return None
+    if page is None or config.root / section.path == config.index:
+        return None  # the root page carries the front page, made from the whole book: always made
     units = []
     for fw in config.tabs:
         if (section.path, fw) in origins:
             units.append([fw, origins[(section.path, fw)]])
         elif section.code_cells and any(fw in c.tabs for c in section.code_cells):
             return None  # executed now (or unknown): merge it
-    index = sorted(extra or {}) if config.root / section.path == config.index else []
     return hashlib.sha256(json.dumps([_builder_code_hash(), page, section.path, list(config.tabs), labels,
-                                      units, index]).encode()).hexdigest()
+                                      units]).encode()).hexdigest()
 
 
 def write_sources(
@@ -135,7 +135,7 @@ def write_sources(
     memo: dict[str, str] = {}
     for section in sections:
         stem = section.path[:-3]
-        key = _page_key(config, section, labels, extra, origins, page_hashes or {}) \
+        key = _page_key(config, section, labels, origins, page_hashes or {}) \
             if origins is not None else None
         out = src / f"{stem}.ipynb" if section.code_cells else src / f"{stem}.md"
         if key is not None and memo_before.get(stem) == key and out.is_file() \
@@ -158,6 +158,11 @@ def write_sources(
             line_map = {"source": section.path, "cells": maps}
         else:
             doc = merge_section(section, {}, config.tabs, labels, line_maps=maps)
+            is_root = config.root / section.path == config.index
+            front = front_page(config, section, sections, notebooks) if is_root else ""
+            if front:
+                for cell in doc["cells"]:
+                    cell["source"] = hide_root_toctree(cell["source"])
             text = "\n\n".join(c["source"] for c in doc["cells"])
             lines: list[int] = []
             for cell, rows in zip(doc["cells"], maps, strict=True):
@@ -165,7 +170,9 @@ def write_sources(
                     lines.append(lines[-1])  # the blank line between two cells
                 n = cell["source"].count("\n") + 1
                 lines += (rows + [rows[-1] if rows else 0] * n)[:n]  # 0: a line the builder wrote
-            if config.root / section.path == config.index and extra:
+            if front:
+                text += "\n\n" + front
+            if is_root and extra:
                 pages = "\n".join(p[:-3] for p in extra)
                 text += f"\n\n```{{toctree}}\n:caption: {APPENDIX_CAPTION}\n:maxdepth: 1\n\n{pages}\n```"
             changed += write_if_changed(src / f"{stem}.md", text + "\n")
@@ -201,6 +208,18 @@ def write_sources(
     if origins is not None and memo != memo_before:
         write_atomic(memo_path, json.dumps(memo, sort_keys=True))
     return changed
+
+
+def front_page(config: Config, root: Section, sections: list[Section],
+               notebooks: dict[tuple[str, str], dict[str, Any]]) -> str:
+    """The generated front matter of the root page (:mod:`tabbook.render.front`), or "" when
+    ``[site] front_page`` is off."""
+    from tabbook.render.front import front_matter, front_page_facts
+    from tabbook.render.site import load_site_options
+
+    if not load_site_options(config).front_page:
+        return ""
+    return front_matter(front_page_facts(config, root, {s.path: s for s in sections}, notebooks))
 
 
 def line_map_path(config: Config, stem: str) -> Path:

@@ -13,7 +13,7 @@ when it was written, so ``serve``'s Sphinx runs see the same configuration.
 inputs Sphinx reads besides them are the same as at its last successful run
 (:func:`site_stamp`: its command line, ``conf.py``, the builder's own render code,
 ``config.ini`` and the overlay, the resources' sizes and times, the versions of
-Sphinx and its extensions), the output is current; Sphinx's own incremental
+Sphinx and its extensions, the built PDFs and which slide decks exist), the output is current; Sphinx's own incremental
 check costs seconds on a book of hundreds of pages.
 """
 
@@ -122,40 +122,126 @@ def site_stamp(config: Config, cmd: list[str]) -> str:
     # when its text changes, so its stat is stable across no-op builds.
     if config.library_dir.is_dir():
         h.update(json.dumps(_tree_stat(config.library_dir)).encode())
+    # Pages link the PDFs (copied into the site when they change) and the slide decks that exist.
+    pdfs = config.build_dir / "pdf"
+    h.update(json.dumps([s for s in _tree_stat(pdfs) if s[0].endswith(".pdf")] if pdfs.is_dir() else []).encode())
+    decks = config.build_dir / "html" / "_slides"
+    h.update(json.dumps(sorted(p.relative_to(decks).as_posix() for p in decks.rglob("*.html"))
+                        if decks.is_dir() else []).encode())
     return h.hexdigest()
+
+
+class SphinxRun:
+    """One Sphinx run of a builder, which may be started before its sources are written.
+
+    :meth:`start` launches Sphinx gated (:mod:`tabbook.render.ext.gate`): it imports itself
+    and the extensions, loads its pickled environment and then waits, so that second overlaps
+    the execution of the stale units. :meth:`finish` either lets it read the sources (or runs
+    it now, if it was never started) or, when the output is current after all, calls it off.
+    """
+
+    def __init__(self, config: Config, builder: str = "html", out: Path | None = None,
+                 overrides: dict[str, str] | None = None, jobs: int = 1, partial: bool = False) -> None:
+        self.config = config
+        self.builder = builder
+        overrides = {**(overrides or {}), **({"tabbook_partial": "1"} if partial else {})}
+        self.cmd = sphinx_command(config, builder, out, overrides, jobs)
+        self.stamp_file = (out or config.build_dir / builder) / STAMP
+        self.records = (config.build_dir / "warnings" /
+                        f"{builder}-{hashlib.sha256(str(out).encode()).hexdigest()[:8]}.json")
+        self.proc: subprocess.Popen[str] | None = None
+
+    @property
+    def started(self) -> bool:
+        return self.proc is not None
+
+    def likely_to_run(self) -> bool:
+        """Whether this run will probably have to render: never rendered, or a page or the
+        configuration is newer than the last render. Only ``stat`` calls, so that a no-op
+        build, which starts no Sphinx, pays nothing for the guess; a wrong guess costs the
+        CPU of a Sphinx start-up called off, never a wrong site (:meth:`finish` decides)."""
+        from tabbook.book import book_markdown_files
+
+        try:
+            rendered = self.stamp_file.stat().st_mtime_ns
+        except OSError:
+            return True
+        inputs = [self.config.root / "config.ini", *([self.config.overlay] if self.config.overlay else []),
+                  *book_markdown_files(self.config)]
+        for path in inputs:
+            try:
+                if path.stat().st_mtime_ns > rendered:
+                    return True
+            except OSError:
+                return True
+        return False
+
+    def _env(self) -> dict[str, str]:
+        from tabbook.render.ext.diagnostics import ENV_VAR
+        return {**sphinx_env(), ENV_VAR: str(self.records)}
+
+    def start(self) -> None:
+        """Start Sphinx now; it waits at ``builder-inited`` until :meth:`finish`."""
+        from tabbook.render.ext import gate
+
+        source_dir(self.config).mkdir(parents=True, exist_ok=True)  # Sphinx checks it exists
+        self.records.unlink(missing_ok=True)
+        self.proc = subprocess.Popen(self.cmd, env={**self._env(), gate.ENV_VAR: "1"}, text=True,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def call_off(self) -> None:
+        """End a started run that must not read anything (nothing changed, or the build failed)."""
+        if self.proc is None:
+            return
+        proc, self.proc = self.proc, None
+        try:
+            proc.communicate("", timeout=30)  # end of input: the gate ends the process
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+
+    def finish(self, sources_changed: int | None = None) -> bool:
+        """Render; returns False when it was skipped because its output is current.
+
+        ``sources_changed``: how many files the sources step wrote (None: unknown, always run).
+        """
+        stamp = site_stamp(self.config, self.cmd)
+        if sources_changed == 0 and self.stamp_file.is_file() and self.stamp_file.read_text() == stamp:
+            self.call_off()
+            return False
+        self.stamp_file.unlink(missing_ok=True)
+        from tabbook.errors import BookErrors
+        from tabbook.render.diagnostics import collect
+        from tabbook.render.ext import gate
+
+        if self.proc is None:
+            self.records.unlink(missing_ok=True)
+            done = subprocess.run(self.cmd, env=self._env(), capture_output=True, text=True)
+            returncode, stderr = done.returncode, done.stderr
+        else:
+            proc, self.proc = self.proc, None
+            _, stderr = proc.communicate(gate.GO + "\n")
+            returncode = proc.returncode
+        # Every warning is an error at the Markdown line it is about (tabbook.render.diagnostics);
+        # Sphinx's own rendering of them names generated files, so it is not shown.
+        errors = collect(self.config, self.records)
+        if returncode != 0:
+            sys.stderr.write(stderr)
+            errors.append(BookError(f"Sphinx failed (exit {returncode}); see the messages above"))
+        elif not self.records.is_file():
+            sys.stderr.write(stderr)
+            errors.append(BookError("Sphinx ran without tabbook's extensions: its warnings cannot be checked"))
+        if errors:
+            raise errors[0] if len(errors) == 1 else BookErrors(errors)
+        self.stamp_file.write_text(stamp)
+        return True
 
 
 def render(config: Config, builder: str = "html", out: Path | None = None,
            overrides: dict[str, str] | None = None, jobs: int = 1, partial: bool = False,
            sources_changed: int | None = None) -> bool:
-    """Run Sphinx; returns False when it was skipped because its output is current.
+    """Run Sphinx now; returns False when it was skipped because its output is current.
 
     ``sources_changed``: how many files the sources step wrote (None: unknown, always run).
     """
-    overrides = {**(overrides or {}), **({"tabbook_partial": "1"} if partial else {})}
-    cmd = sphinx_command(config, builder, out, overrides, jobs)
-    stamp_file = (out or config.build_dir / builder) / STAMP
-    stamp = site_stamp(config, cmd)
-    if sources_changed == 0 and stamp_file.is_file() and stamp_file.read_text() == stamp:
-        return False
-    stamp_file.unlink(missing_ok=True)
-    from tabbook.errors import BookErrors
-    from tabbook.render.diagnostics import collect
-    from tabbook.render.ext.diagnostics import ENV_VAR
-
-    records = config.build_dir / "warnings" / f"{builder}-{hashlib.sha256(str(out).encode()).hexdigest()[:8]}.json"
-    records.unlink(missing_ok=True)
-    proc = subprocess.run(cmd, env={**sphinx_env(), ENV_VAR: str(records)}, capture_output=True, text=True)
-    # Every warning is an error at the Markdown line it is about (tabbook.render.diagnostics);
-    # Sphinx's own rendering of them names generated files, so it is not shown.
-    errors = collect(config, records)
-    if proc.returncode != 0:
-        sys.stderr.write(proc.stderr)
-        errors.append(BookError(f"Sphinx failed (exit {proc.returncode}); see the messages above"))
-    elif not records.is_file():
-        sys.stderr.write(proc.stderr)
-        errors.append(BookError("Sphinx ran without tabbook's extensions: its warnings cannot be checked"))
-    if errors:
-        raise errors[0] if len(errors) == 1 else BookErrors(errors)
-    stamp_file.write_text(stamp)
-    return True
+    return SphinxRun(config, builder, out, overrides, jobs, partial).finish(sources_changed)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import sys
+import types
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +43,50 @@ def missing_imports(library_dir: Path) -> list[str]:
     return sorted(m for m in wanted if m not in sys.stdlib_module_names and importlib.util.find_spec(m) is None)
 
 
+#: myst-nb's notebook clients that execute (through jupyter-cache, nbclient), by module, and
+#: the class each module provides; tabbook never uses them.
+MYST_NB_EXECUTING_CLIENTS = {
+    "myst_nb.core.execute.cache": "NotebookClientCache",
+    "myst_nb.core.execute.direct": "NotebookClientDirect",
+    "myst_nb.core.execute.inline": "NotebookClientInline",
+}
+
+
+class _NoExecution:
+    """Stands in for a myst-nb notebook client that executes: tabbook never lets myst-nb execute."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        raise RuntimeError("tabbook runs myst-nb with nb_execution_mode = 'off' (outputs come from the "
+                           "freeze store); its executing notebook clients were left out of this Sphinx process")
+
+
+def leave_out_myst_nb_execution() -> list[str]:
+    """Keep myst-nb from importing its executing notebook clients in this (Sphinx) process.
+
+    Why: myst-nb imports every client it could execute a notebook with (jupyter-cache with its
+    database layer and SQLAlchemy, nbclient) whenever it starts, even with execution off. That
+    is ~0.3 s of every Sphinx run, a fifth of a prose-edit rebuild, for code tabbook never
+    calls: outputs come from the freeze store and ``nb_execution_mode`` is always ``off``, for
+    which myst-nb uses its base client only. Stand-in modules take the clients' places; each
+    fails loudly if it is ever asked to execute. Returns the modules replaced (none when myst-nb
+    was already imported: nothing to save then).
+    """
+    if "myst_nb.core.execute" in sys.modules:
+        return []
+    replaced = []
+    for module_name, class_name in MYST_NB_EXECUTING_CLIENTS.items():
+        if module_name not in sys.modules:
+            stand_in = types.ModuleType(module_name, _NoExecution.__doc__)
+            setattr(stand_in, class_name, type(class_name, (_NoExecution,), {}))
+            sys.modules[module_name] = stand_in
+            replaced.append(module_name)
+    return replaced
+
+
 def sphinx_settings(root: Path) -> dict[str, Any]:
+    """The Sphinx settings of the book at ``root``; evaluated by its ``conf.py``, in the Sphinx process."""
     book = load_config(root)
+    leave_out_myst_nb_execution()
     bib = book.bibfile
     extensions = ["myst_nb", "sphinx_design", "sphinx.ext.autodoc", "tabbook.render.ext"]
     # autodoc imports the book's own package first (not another d2l on the path).

@@ -16,7 +16,7 @@ from tabbook.book import Book, page_exists, read_book
 from tabbook.config import Config
 from tabbook.errors import BookError, BookErrors
 from tabbook.library.pysource import mask_magics
-from tabbook.source.dialect import IMAGE, SAVE_MARK
+from tabbook.source.dialect import IMAGE, SAVE_MARK, unclosed_slide_marks
 from tabbook.source.read import Section
 from tabbook.source.split import resolve_tabs
 from tabbook.source.toc import page_entries
@@ -92,6 +92,11 @@ def check_book(book: Book | Config, *, partial: bool = False,
         for cell in section.cells:
             if cell.kind != "markdown":
                 continue
+            if warnings is not None:
+                for row, opener in unclosed_slide_marks(cell.source):
+                    closer = opener[1:] + ("]" if opener[0] == "[" else ")")
+                    warnings.append(BookError(f"slide mark {opener} is never closed by {closer}: the slides "
+                                              "leave its text out", section.path, cell.line + row))
             for m in IMAGE.finditer(cell.source):  # the alt text may span lines
                 src = m.group(1)
                 if "://" in src:

@@ -129,6 +129,25 @@ _SLIDE_ONLY = re.compile(r"\((~~)(.+?)\1\)|\[(~~)(.+?)\3\](?!\()", re.S)
 _SLIDE_KEEP = re.compile(r"\(\*\*(.+?)\*\*\)|\[\*\*(.+?)\*\*\](?!\()", re.S)
 
 
+_SLIDE_ANY = re.compile(r"\[(\*\*|~~)(.+?)\1\]|\((\*\*|~~)(.+?)\3\)", re.S)
+_SLIDE_OPEN = re.compile(r"[\[(](?:\*\*|~~)")
+_CODE_SPAN = re.compile(r"(`+)(?!`).+?(?<!`)\1(?!`)", re.S)
+_FENCED = re.compile(r"^[ \t]*(```|~~~).*?^[ \t]*\1[ \t]*$", re.S | re.M)
+
+
+def unclosed_slide_marks(text: str) -> list[tuple[int, str]]:
+    """Slide marks opened and never closed in a piece of prose: (0-based row, the opener), so
+    the author learns why text is missing from the slides. Code (fenced or in backticks) is not
+    prose; ``[**text**](url)``, a link with bold text, counts as closed."""
+    def blank(m: re.Match[str]) -> str:
+        return re.sub(r"[^\n]", " ", m.group(0))  # keep the rows where they are
+
+    text = _FENCED.sub(blank, text)
+    text = _CODE_SPAN.sub(blank, text)
+    text = _SLIDE_ANY.sub(blank, text)
+    return [(text.count("\n", 0, m.start()), m.group(0)) for m in _SLIDE_OPEN.finditer(text)]
+
+
 def is_toc_opener(line: str) -> bool:
     """True for the opening line of a table of contents block, ```` ```toc ```` exactly."""
     return line.strip() == TOC_OPENER

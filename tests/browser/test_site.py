@@ -268,7 +268,9 @@ def test_provenance_and_downloads(page: Any, server: Server) -> None:
         assert nb["metadata"]["kernelspec"]["name"] == "python3"
         assert any(c["cell_type"] == "code" and c.get("outputs") for c in nb["cells"])
     assert page.locator(".tabbook-downloads-colab").count() == 0  # no repository configured
-    assert page.locator(".tabbook-downloads-pdf").count() == 0  # no PDF built
+    # No PDF built: the page says so rather than leaving the PDF out silently.
+    assert page.locator(".tabbook-downloads-pdf a").count() == 0
+    assert page.locator(".tabbook-downloads-pdf .tabbook-missing").inner_text() == "not in this build"
 
 
 def test_phone_width_has_no_horizontal_scroll(browser: Any, server: Server) -> None:
@@ -301,7 +303,8 @@ def test_pdf_and_colab_links_appear_when_available(book_dir: Path, site: Path, t
     config = book / "config.ini"
     config.write_text(config.read_text().replace("repository =", "repository = https://github.com/o/r"))
     text = (build_book(book) / "tabs.html").read_text(encoding="utf-8")
-    assert 'href="https://colab.research.google.com/github/o/r/blob/main/_freeze/tabs/mxnet.ipynb"' in text
+    for fw in ("pytorch", "jax", "mxnet"):  # one per section and framework
+        assert f'href="https://colab.research.google.com/github/o/r/blob/main/_freeze/tabs/{fw}.ipynb"' in text
     assert 'href="https://github.com/o/r/blob/main/tabs.md"' in text
 
 

@@ -7,7 +7,15 @@ from pathlib import Path
 import pytest
 
 from tabbook.render.katex import classes_of, glyphs_of, prune_stylesheet
-from tabbook.render.site import SiteOptions, compact_css, compact_js, github_repo, page_links, reader_notebook
+from tabbook.render.site import (
+    SiteOptions,
+    compact_css,
+    compact_js,
+    github_repo,
+    page_links,
+    reader_notebook,
+    zip_bytes,
+)
 
 
 def options(tmp_path: Path, **kw: str) -> SiteOptions:
@@ -40,8 +48,27 @@ def test_notebook_links_follow_the_tab_order(tmp_path: Path) -> None:
     ]
 
 
-def test_no_links_for_a_page_without_notebooks(tmp_path: Path) -> None:
-    assert page_links(options(tmp_path, repo="o/r", colab_url="x{path}"), "index", set(), {"pytorch"}) == []
+def test_a_page_without_notebooks_offers_only_the_books_pdf(tmp_path: Path) -> None:
+    links = page_links(options(tmp_path, repo="o/r", colab_url="x{path}"), "index", set(), {"pytorch"})
+    assert [(lk.kind, lk.fw, lk.url) for lk in links] == [("PDF", "pytorch", "_downloads/pdf/book-pytorch.pdf")]
+
+
+def test_slides_links_per_framework_with_a_deck(tmp_path: Path) -> None:
+    links = page_links(options(tmp_path), "c/s", {"pytorch", "jax"}, set(), slides={"jax"})
+    assert [(lk.kind, lk.fw, lk.url) for lk in links if lk.kind == "Slides"] == [
+        ("Slides", "jax", "_slides/c/s-jax.html")]
+
+
+def test_notebook_zips_are_deterministic() -> None:
+    files = {"b/x.ipynb": "{}\n", "a/y.ipynb": "[]\n"}
+    one, two = zip_bytes(files), zip_bytes(dict(reversed(list(files.items()))))
+    assert one == two
+    import io
+    import zipfile
+
+    with zipfile.ZipFile(io.BytesIO(one)) as zf:
+        assert zf.namelist() == ["a/y.ipynb", "b/x.ipynb"]
+        assert zf.read("b/x.ipynb") == b"{}\n"
 
 
 def test_pdf_links_only_when_present_or_configured(tmp_path: Path) -> None:

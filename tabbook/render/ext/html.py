@@ -26,7 +26,19 @@ from sphinx.application import Sphinx
 from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util.osutil import relative_uri
 
-from tabbook.render.site import Link, SiteOptions, compact_css, compact_js, links_for, publish_downloads
+from tabbook.render.names import SYNC_GROUP
+from tabbook.render.site import (
+    NO_PDF_NOTE,
+    Link,
+    SiteOptions,
+    available_pdfs,
+    compact_css,
+    compact_js,
+    deck_target,
+    links_for,
+    pdf_url,
+    publish_downloads,
+)
 
 OTHER_SD_COMPONENT = re.compile(r'class="[^"]*\bsd-(?!tab-)[a-z]')
 
@@ -101,9 +113,13 @@ def _options(app: Sphinx) -> SiteOptions | None:
 KINDS = {  # kind: (shown as, link title)
     "Notebook": ("Notebooks", "Download the executed notebook"),
     "PDF": ("PDF", "Download the book as PDF"),
+    "Slides": ("Slides", "This section as slides"),
     "Colab": ("Open in Colab", "Open the notebook in Google Colab"),
     "Source": ("Source", "The page's Markdown source"),
 }
+#: Kinds shown as one link that follows the reader's framework choice (tabbook.js keeps the href,
+#: text and title in step with the tabs); the build's default framework is the no-JS fallback.
+FOLLOW = ("PDF", "Slides")
 
 
 def _links_changed(app: Sphinx, env: Any, added: set[str], changed: set[str], removed: set[str]) -> list[str]:
@@ -118,14 +134,47 @@ def _links_changed(app: Sphinx, env: Any, added: set[str], changed: set[str], re
     return sorted(doc for doc, links in current.items() if doc in before and before[doc] != links)
 
 
-def _bar(links: list[Link], here: str) -> nodes.container:
+def follow_link_html(group: list[Link], template: str, default: str) -> str:
+    """One ``<a>`` for a kind offered per framework: its href is the default framework's (or the
+    first offered); ``data-href`` is the URL with ``{fw}`` for the framework and
+    ``data-fws`` the frameworks offered (``name:Label|…``), what the tab script needs to
+    point it at the reader's choice: a few bytes on every page, not every URL spelled out."""
+    import html as htmlmod
+
+    first = next((link for link in group if link.fw == default), group[0])
+    attrs = {  # no title: it would name the framework, and the text already does
+        "class": "tabbook-follow",
+        "href": template.replace("{fw}", first.fw),
+        "data-sync-group": SYNC_GROUP,
+        "data-href": template,
+        # a label's ":" or "|" would read as the separators: they become spaces
+        "data-fws": "|".join(f"{link.fw}:{re.sub('[:|]', ' ', link.label)}" for link in group),
+    }
+    text = "".join(f' {k}="{htmlmod.escape(v, quote=True)}"' for k, v in attrs.items())
+    return f"<a{text}>{htmlmod.escape(first.label)}</a>"
+
+
+def _bar(links: list[Link], here: str, default: str = "", pdf_missing: bool = False,
+         templates: dict[str, str] | None = None) -> nodes.container:
+    """The downloads line; ``templates``: kind → its per-framework URL with ``{fw}``
+    (root-relative or absolute), for the kinds shown as one link that follows the tabs."""
     bar = nodes.container(classes=["tabbook-downloads"])
     for kind, (shown, title) in KINDS.items():
         group = [link for link in links if link.kind == kind]
-        if not group:
-            continue
         para = nodes.paragraph(classes=["tabbook-downloads-" + kind.lower()])
         para += nodes.inline(shown, shown, classes=["tabbook-downloads-kind"])
+        if not group:
+            if kind == "PDF" and pdf_missing:
+                para["classes"].append("tabbook-downloads-missing")
+                para += nodes.inline(NO_PDF_NOTE, NO_PDF_NOTE, classes=["tabbook-missing"])
+                bar += para
+            continue
+        if kind in FOLLOW and templates and kind in templates:
+            url = templates[kind]
+            url = url if "://" in url else relative_uri(here, url)
+            para += nodes.raw("", follow_link_html(group, url, default), format="html")
+            bar += para
+            continue
         for link in group:
             url = link.url if "://" in link.url else relative_uri(here, link.url)
             para += nodes.reference(link.label, link.label, refuri=url, internal=False,
@@ -134,17 +183,36 @@ def _bar(links: list[Link], here: str) -> nodes.container:
     return bar
 
 
+def _front_pdfs(opts: SiteOptions, doctree: nodes.document, here: str) -> None:
+    """The front page's downloads table gets the PDFs that exist now."""
+    from tabbook.render.front import fill_pdf_cells
+
+    pdfs = {}
+    for fw in available_pdfs(opts):
+        url = pdf_url(opts, fw)
+        pdfs[fw] = url if "://" in url else relative_uri(here, url)
+    for node in list(doctree.findall(nodes.raw)):
+        if "html" in node.get("format", "").split() and "<!--tabbook-pdf:" in node.astext():
+            text = fill_pdf_cells(node.astext(), pdfs, opts.labels)
+            node.replace_self(nodes.raw("", text, format="html"))
+
+
 def _downloads_bar(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     if app.builder.format != "html":
         return
     opts = _options(app)
-    links = links_for(opts, docname) if opts else []
-    if not links:
+    if opts is None:
         return
+    if opts.front_page and docname == app.config.root_doc:
+        _front_pdfs(opts, doctree, app.builder.get_target_uri(docname))
+        return  # the front page lists every download itself (tabbook.render.front)
+    links = links_for(opts, docname)
     section = next(iter(doctree.findall(nodes.section)), None)
     if section is None or not section.children or not isinstance(section[0], nodes.title):
         return
-    section.insert(1, _bar(links, app.builder.get_target_uri(docname)))
+    pdf_missing = not any(link.kind == "PDF" for link in links)
+    templates = {"PDF": pdf_url(opts, "{fw}"), "Slides": deck_target(docname, "{fw}")}
+    section.insert(1, _bar(links, app.builder.get_target_uri(docname), opts.default_tab, pdf_missing, templates))
 
 
 def _publish(app: Sphinx, exception: BaseException | None) -> None:
@@ -196,11 +264,94 @@ def _heading_levels(app: Sphinx, pagename: str, templatename: str, context: dict
             context[key] = HEADING_WITHOUT_LEVEL.sub('role="heading" aria-level="2"', value)
 
 
+HIGHLIGHT_CACHE = "tabbook-highlight.pickle"
+#: Builds an unused highlighted block is kept for (a page not written again keeps its entries
+#: that long; a code edit's old text ages out).
+HIGHLIGHT_KEEP = 50
+
+
+def _cached_highlighting(app: Sphinx) -> None:
+    """Keep Pygments' HTML for each code block between runs (beside the doctrees).
+
+    Why: a page is written again whenever its prose changes, and highlighting its code is the
+    largest part of that (~0.6 s for the hundred blocks of this book's training page, four
+    tabs each); the code itself did not change. A block's HTML is reused when its text,
+    language, options, the formatter (styles, the lean token classes) and the builder's render
+    code are the same. A block whose highlighting warned is not kept, so its warning repeats.
+    """
+    import hashlib
+    import pickle
+
+    highlighter = getattr(app.builder, "highlighter", None)
+    if app.builder.format != "html" or highlighter is None or highlighter.dest != "html":
+        return
+    from tabbook.render.sphinx import _render_code_hash
+
+    path = Path(app.doctreedir) / HIGHLIGHT_CACHE
+    try:
+        store = pickle.loads(path.read_bytes())
+        assert isinstance(store, dict) and isinstance(store["entries"], dict)
+    except Exception:  # noqa: BLE001 - no cache, or one from another version: start empty
+        store = {"build": 0, "entries": {}}
+    store["build"] += 1
+    entries: dict[str, tuple[str, int]] = store["entries"]
+    style = highlighter.formatter_args.get("style")
+    salt = repr((_render_code_hash(), highlighter.formatter.__qualname__, getattr(style, "__name__", style),
+                 sorted((k, repr(v)) for k, v in highlighter.formatter_args.items() if k != "style")))
+    original = highlighter.highlight_block
+
+    def highlight_block(source: str, lang: str, opts: dict[str, Any] | None = None, force: bool = False,
+                        location: Any = None, **kwargs: Any) -> str:
+        key = hashlib.sha256(repr((salt, source, lang, sorted((opts or {}).items()), force,
+                                   sorted(kwargs.items()))).encode()).hexdigest()
+        hit = entries.get(key)
+        if hit is not None:
+            entries[key] = (hit[0], store["build"])
+            return hit[0]
+        warnings = getattr(app, "_warncount", 0)
+        html = original(source, lang, opts, force, location, **kwargs)
+        if getattr(app, "_warncount", 0) == warnings:
+            entries[key] = (html, store["build"])
+        return html
+
+    highlighter.highlight_block = highlight_block  # type: ignore[method-assign]
+
+    def save(app: Sphinx, exception: BaseException | None) -> None:
+        if exception is not None:
+            return
+        oldest = store["build"] - HIGHLIGHT_KEEP
+        store["entries"] = {k: v for k, v in entries.items() if v[1] > oldest}
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_bytes(pickle.dumps(store, protocol=pickle.HIGHEST_PROTOCOL))
+        tmp.replace(path)
+
+    app.connect("build-finished", save)
+
+
+def _template_bytecode(app: Sphinx) -> None:
+    """Keep the theme's compiled Jinja templates between runs (beside the doctrees).
+
+    Why: every Sphinx run makes a new template environment and compiles furo's templates from
+    source again, ~0.2 s of each incremental build (a prose edit's, a live preview's). Jinja's
+    file cache keys each template by name and a checksum of its source, so an edited template
+    is compiled again; entries are written to a temporary file and renamed (parallel-safe).
+    """
+    import jinja2
+
+    environment = getattr(getattr(app.builder, "templates", None), "environment", None)
+    if isinstance(environment, jinja2.Environment) and environment.bytecode_cache is None:
+        folder = Path(app.doctreedir) / "jinja-bytecode"
+        folder.mkdir(parents=True, exist_ok=True)
+        environment.bytecode_cache = jinja2.FileSystemBytecodeCache(str(folder))
+
+
 def setup_html(app: Sphinx) -> None:
     """Register the reader's site parts: downloads, lazy images, lean markup, per-page assets."""
     app.add_config_value("tabbook_site", {}, "html", types=(dict,))
     app.add_post_transform(LazyImages)
     app.connect("builder-inited", _lean_highlighting)
+    app.connect("builder-inited", _template_bytecode)
+    app.connect("builder-inited", _cached_highlighting)
     app.connect("env-get-outdated", _links_changed)
     app.connect("doctree-resolved", _downloads_bar)
     app.connect("html-page-context", _page_assets)

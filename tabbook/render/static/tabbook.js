@@ -7,6 +7,11 @@
 // and reloads (localStorage, sphinx-design's key) and can be forced with ?tab=<name>. A tab set
 // lacking the chosen framework shows the reader's most recent other choice it has, else the
 // tab the build selected (the book's default framework, else the first tab).
+//
+// The same choice drives links offered per framework (the PDF, the slides: one <a> whose
+// data-href/data-fws give every framework's URL, pointing at the chosen one). The front page's
+// picker (tabbook.render.front) stores a choice under the same key and signals it as another
+// window would, with a "storage" event.
 (() => {
   "use strict";
 
@@ -139,6 +144,19 @@
     for (const entry of sets) {
       if (entry.group === group) show(entry, pick(entry, choices));
     }
+    followLinks(group, choices);
+  }
+
+  // ---- links that follow the choice ---------------------------------------
+
+  /** Point every per-framework link of the group (data-href: its URL with {fw}; data-fws:
+   * "name:Label|…") at the most recent choice it offers; else it keeps the build's default. */
+  function followLinks(group, choices) {
+    for (const a of document.querySelectorAll(`a[data-fws][data-sync-group="${group}"]`)) {
+      const fws = new Map(a.dataset.fws.split("|").map((s) => s.split(":")));
+      const fw = choices.find((id) => fws.has(id));
+      if (fw) [a.href, a.textContent] = [a.dataset.href.replace("{fw}", fw), fws.get(fw)];
+    }
   }
 
   /** A tab chosen by the reader: show it, sync the group, remember it; keep the tab in place. */
@@ -207,6 +225,8 @@
   function initTabs() {
     document.querySelectorAll(".sd-tab-set").forEach((set, i) => enhance(set, i));
     const groups = new Set(sets.map((s) => s.group).filter(Boolean));
+    // Links that follow the choice and the front page's picker belong to a group without a tab set.
+    document.querySelectorAll("[data-sync-group]").forEach((el) => groups.add(el.dataset.syncGroup));
     const query = new URLSearchParams(window.location.search);
     for (const group of groups) {
       const forced = query.get(group);
