@@ -7,6 +7,9 @@ VENV      := .venv
 VPY       := $(VENV)/bin/python
 TB        := $(VPY) -m tabbook
 BUILDER_STAMP := $(VENV)/.installed-$(shell sha256sum envs/builder.txt 2>/dev/null | cut -c1-12)
+# What only the tests add (the optional Dask extra of `build --scheduler`, actionlint):
+# `make test` installs it; a plain `make html` never does.
+TEST_STAMP := $(VENV)/.extra-test-$(shell cat envs/builder-test.txt envs/builder-dask.txt 2>/dev/null | sha256sum | cut -c1-12)
 export TF_CPP_MIN_LOG_LEVEL := 2
 
 .PHONY: html site test check lib envs clean serve unit freeze-check exec-check lint pdf tex libtest dist browser bench d2lbook-book d2l-side-by-side wheelhouse
@@ -25,6 +28,10 @@ $(BUILDER_STAMP): envs/builder.txt
 	@test -x $(VPY) || $(PY) -m venv $(VENV)
 	$(VPY) -m pip install --quiet --disable-pip-version-check -r envs/builder.txt
 	@rm -f $(VENV)/.installed-* && touch $@
+
+$(TEST_STAMP): envs/builder-test.txt envs/builder-dask.txt $(BUILDER_STAMP)
+	$(VPY) -m pip install --quiet --disable-pip-version-check -r envs/builder-test.txt
+	@rm -f $(VENV)/.extra-test-* && touch $@
 
 envs: $(BUILDER_STAMP)
 	$(TB) envs
@@ -47,7 +54,7 @@ lint: $(BUILDER_STAMP)
 	$(VPY) -m ruff check .
 
 # Under CI the PDF tests must run, not skip: install TeX first.
-unit: $(BUILDER_STAMP) browser $(if $(CI),tex)
+unit: $(BUILDER_STAMP) $(TEST_STAMP) browser $(if $(CI),tex)
 	$(VPY) -m pytest -q tests
 
 # The committed freeze store must match the sources (no stale or missing entry),

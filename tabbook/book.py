@@ -106,8 +106,14 @@ def decode_page(data: bytes, rel: str) -> tuple[str, list[BookError]]:
     return text, warnings
 
 
-def read_page(config: Config, rel: str, hashes: dict[str, str] | None = None) -> Section:
-    """Read one page of the book by its root-relative path (raises its problems as BookError)."""
+def read_page(config: Config, rel: str, hashes: dict[str, str] | None = None,
+              parsed: dict[str, tuple[str, Section]] | None = None) -> Section:
+    """Read one page of the book by its root-relative path (raises its problems as BookError).
+
+    ``parsed``: sections read before, by page, with the hash of the bytes they were read from
+    (:class:`PageCache`); a page whose bytes have that hash is not parsed again, and one that
+    is parsed is put there.
+    """
     path = config.root / rel
     try:
         data = path.read_bytes()
@@ -116,10 +122,66 @@ def read_page(config: Config, rel: str, hashes: dict[str, str] | None = None) ->
     except OSError as exc:
         raise BookError(f"cannot be read: {exc.strerror or exc}", rel) from None
     text, warnings = decode_page(data, rel)
+    digest = hashlib.sha256(data).hexdigest()
     if hashes is not None:
-        hashes[rel] = hashlib.sha256(data).hexdigest()
-    section = read_section(text, rel, config.tabs, config.default_tab)
+        hashes[rel] = digest
+    known = parsed.get(rel) if parsed is not None else None
+    if known is not None and known[0] == digest:
+        section = known[1]
+    else:
+        section = read_section(text, rel, config.tabs, config.default_tab)
+        if parsed is not None:
+            parsed[rel] = (digest, section)
     return replace(section, warnings=(*warnings, *section.warnings)) if warnings else section
+
+
+class PageCache:
+    """Pages as parsed by the last command, in ``build/pages-cache.pickle``.
+
+    Every command reads every page, and parsing is most of what a no-op rebuild of a large
+    book costs (issue 14: a no-op of 200 sections must cost about what one of 10 does). A
+    page's parse depends only on its bytes, the tabs and the builder's code, so sections are
+    kept by the hash of their bytes, under a key of the other two. A cache that cannot be
+    read or written only costs time. Pages that fail to read are never kept.
+    """
+
+    NAME = "pages-cache.pickle"
+
+    def __init__(self, config: Config) -> None:
+        self.path = config.build_dir / self.NAME
+        self.key = hashlib.sha256(json.dumps([_builder_code_hash(), list(config.tabs),
+                                              config.default_tab]).encode()).hexdigest()
+        self.sections: dict[str, tuple[str, Section]] = {}
+        try:
+            import pickle
+
+            key, sections = pickle.loads(self.path.read_bytes())
+            if key == self.key and isinstance(sections, dict):
+                self.sections = sections
+        except Exception:  # missing, damaged, or from another builder: parse everything
+            pass
+        self._before = dict(self.sections)
+
+    def save(self, root: Path) -> None:
+        """Write the cache if a page was parsed anew (pages whose file is gone are dropped)."""
+        import os
+        import pickle
+        import tempfile
+
+        if self.sections == self._before:
+            return
+        sections = {rel: v for rel, v in self.sections.items() if (root / rel).is_file()}
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.NAME}.")
+        except OSError:
+            return
+        try:
+            with os.fdopen(fd, "wb") as f:
+                pickle.dump((self.key, sections), f, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, self.path)
+        except (OSError, pickle.PicklingError):
+            Path(tmp).unlink(missing_ok=True)
 
 
 @cache
@@ -239,6 +301,7 @@ def read_book(config: Config, extra_files: bool = True) -> Book:
     pages: dict[str, Section] = {}
     hashes: dict[str, str] = {}
     failed: set[str] = set()
+    cache = PageCache(config)
 
     def read(rel: str) -> Section | None:
         if rel in pages:
@@ -246,7 +309,7 @@ def read_book(config: Config, extra_files: bool = True) -> Book:
         if rel in failed:
             return None
         try:
-            pages[rel] = read_page(config, rel, hashes)
+            pages[rel] = read_page(config, rel, hashes, cache.sections)
         except BookError as exc:
             problems.extend(_errors(exc))
             failed.add(rel)
@@ -271,6 +334,7 @@ def read_book(config: Config, extra_files: bool = True) -> Book:
             else:
                 labels[name] = (section.path, line)
     problems.sort(key=lambda e: (e.path or "", e.line or 0))
+    cache.save(config.root)
     book = Book(config, pages, [rel for rel in toc if rel in pages], labels, problems, page_hashes=hashes)
     for rel in failed:
         found_labels, found_entries = salvage(config, rel)

@@ -37,6 +37,7 @@ class Options:
     # A build of part of a book: references to pages that are not in it are warnings, shown as
     # text (d2lbook's behaviour), and Markdown outside the toc is not read. Full builds stay strict.
     partial: bool = False
+    scheduler: str | None = None  # a Dask scheduler's address: execute on its cluster (tabbook.execute.cluster)
 
 
 @dataclass
@@ -113,7 +114,8 @@ def build(config: Config, opts: Options, log: Callable[[str], Any] = print) -> B
             site.start()  # code will run, so pages will change: Sphinx sets itself up meanwhile
         try:
             if execute:
-                notebooks, failures = plan.run(config, the_plan, store, opts.jobs, log=log)
+                notebooks, failures = plan.run(config, the_plan, store, opts.jobs, log=log,
+                                                     scheduler=opts.scheduler)
             else:
                 notebooks = plan.skip_execution(the_plan)
         finally:
@@ -125,7 +127,8 @@ def build(config: Config, opts: Options, log: Callable[[str], Any] = print) -> B
             # Every page renders even when units failed (they show their code without
             # outputs); the build then fails listing every failure.
             changed = sources.write_sources(config, book.sections, notebooks,
-                                            sources.extra_pages(config, book.library, book.sections))
+                                            sources.extra_pages(config, book.library, book.sections),
+                                            origins=the_plan.origins, page_hashes=book.page_hashes)
             if opts.builder == "html":
                 from tabbook.render import slides
 

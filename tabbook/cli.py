@@ -1,7 +1,7 @@
 """Command line: ``python -m tabbook [-C ROOT] COMMAND``, one entry for everything the builder does.
 
 Commands: ``build``, ``check``, ``lib``, ``libtest``, ``pdf``, ``site``, ``serve``, ``linkcheck``,
-``envs``, ``katex``, ``clean`` (``python -m tabbook COMMAND --help`` for each). Library code
+``envs``, ``merge-stores``, ``katex``, ``clean`` (``python -m tabbook COMMAND --help`` for each). Library code
 raises :class:`BookError`; only this edge turns errors into ``file.md:LINE: message``
 lines on stderr and a non-zero exit status.
 """
@@ -46,6 +46,8 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--no-render", action="store_true", help="stop after execution (no Sphinx)")
     b.add_argument("--freeze-dir", type=Path, help="use another freeze store (e.g. a temp dir)")
     b.add_argument("--jobs", type=int, default=0, help="parallel units (default: core count)")
+    b.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                   help="execute on this Dask cluster's workers (needs envs/builder-dask.txt)")
     b.add_argument("--shard", type=_shard, help="i/N: execute every N-th stale unit from i")
     b.add_argument("--frozen", action="store_true", help="never execute; fail if the store is stale")
     b.add_argument("--builder", default="html", help="Sphinx builder; '' writes build/src only")
@@ -88,6 +90,9 @@ def parser() -> argparse.ArgumentParser:
     wh = sub.add_parser("wheelhouse", help="download what an offline (GPU) machine needs to execute")
     wh.add_argument("--dest", type=Path, help="where (default: build/wheelhouse)")
     wh.add_argument("--python-version", default="3.12", help="that machine's Python (default 3.12)")
+    mg = sub.add_parser("merge-stores", help="merge the current entries of freeze stores (shards, CI jobs)")
+    mg.add_argument("stores", nargs="+", type=Path, metavar="DIR", help="stores to merge, first wins a tie")
+    mg.add_argument("--into", type=Path, help="the store to merge into (default: the book's _freeze)")
     sub.add_parser("katex", help="install KaTeX now (builds do it on demand) and print where")
     sub.add_parser("clean", help="remove build/")
     return p
@@ -101,12 +106,19 @@ def _build(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
     for fw in frameworks or ():
         if fw not in config.tabs:
             raise BookError(f"--frameworks: unknown framework {fw!r} (tabs: {', '.join(config.tabs)})")
+    if args.scheduler is not None and "://" not in args.scheduler:
+        raise BookError(f"--scheduler wants a Dask scheduler address such as tcp://HOST:8786, not {args.scheduler!r}")
+    if args.scheduler:
+        from tabbook.execute.cluster import require_distributed
+
+        require_distributed()  # say at once, before reading the book, that Dask is missing
     selection = Selection(
         force=args.force, frameworks=frameworks, shard=args.shard, frozen_only=args.frozen,
         only=tuple(os.path.normpath(p) for p in args.only) if args.only else None,
     )
     opts = Options(selection, render=not args.no_render, freeze_dir=args.freeze_dir, jobs=args.jobs,
-                   builder=args.builder, execute=args.execute, partial=args.partial)
+                   builder=args.builder, execute=args.execute, partial=args.partial,
+                   scheduler=args.scheduler)
     result = build(config, opts)
     counts: dict[str, int] = {}
     for u in result.units:
@@ -169,6 +181,17 @@ def _pdf(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
 
     done = build_pdfs(config, _names(args.frameworks), frozen=args.frozen, force=args.force, jobs=args.jobs)
     print("[pdf] done: " + ", ".join(config.rel(p) for p in done.values()))
+    return 0
+
+
+def _merge_stores(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
+    from tabbook.execute.merge import merge_stores
+
+    target = args.into or config.freeze_dir
+    result = merge_stores(config, list(args.stores), target)
+    print(f"[merge] {len(result.written)} written, {result.unchanged} unchanged, "
+          f"{len(result.stale)} stale left out, {len(result.foreign)} not in the book left out "
+          f"→ {target}")
     return 0
 
 
@@ -236,6 +259,8 @@ def main(argv: list[str] | None = None) -> int:
                            any_env=args.any_env, venv_check=not args.no_venv_check)
         if args.command == "pdf":
             return _pdf(config, args)
+        if args.command == "merge-stores":
+            return _merge_stores(config, args)
         if args.command == "site":
             return _site(config, args)
         if args.command == "wheelhouse":

@@ -18,6 +18,10 @@ class BookError(Exception):
         self.column = column  # 1-based, where a line alone is not enough (a bad byte)
         super().__init__(self.location_message())
 
+    def __reduce__(self):  # noqa: ANN204 - pickle's protocol
+        """Pickled with its location (the parsed-page cache keeps sections' warnings)."""
+        return (type(self), (self.message, self.path, self.line, self.column))
+
     def location_message(self) -> str:
         if self.path is None:
             return self.message
@@ -34,6 +38,9 @@ class BookErrors(BookError):
     def __init__(self, errors: list[BookError]):
         self.errors = errors
         super().__init__("\n".join(e.location_message() for e in errors))
+
+    def __reduce__(self):  # noqa: ANN204 - pickle's protocol
+        return (type(self), (self.errors,))
 
     def location_message(self) -> str:  # noqa: D102 - same contract as parent
         return "\n".join(e.location_message() for e in getattr(self, "errors", []))

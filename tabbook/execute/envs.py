@@ -243,7 +243,10 @@ def ensure_pylib(config: Config) -> Path:
     lib.mkdir(parents=True, exist_ok=True)
     link = lib / config.library_dir.name
     if not link.exists():
-        link.symlink_to(config.library_dir.resolve(), target_is_directory=True)
+        try:
+            link.symlink_to(config.library_dir.resolve(), target_is_directory=True)
+        except FileExistsError:  # another process on this host (a Dask worker) made it first
+            pass
     return lib
 
 
@@ -264,9 +267,10 @@ def write_kernelspec(config: Config, fw: Framework, env: Env) -> None:
         },
         "metadata": {"tabbook": {"framework": fw.name}},
     }
-    tmp = spec_dir / "kernel.json.tmp"
-    tmp.write_text(json.dumps(spec, indent=1))
-    tmp.replace(spec_dir / "kernel.json")
+    from tabbook.execute.store import write_atomic
+
+    # A temp file of its own: Dask workers on one host may write the same spec at once.
+    write_atomic(spec_dir / "kernel.json", json.dumps(spec, indent=1))
 
 
 def create_envs(config: Config, names: list[str]) -> None:

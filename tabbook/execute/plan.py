@@ -58,6 +58,10 @@ class UnitStatus:
 @dataclass
 class Plan:
     notebooks: Notebooks = field(default_factory=dict)  # current entries, reused as they are
+    # Where each notebook came from, for units whose notebook is not new in this build: the
+    # store file's size and time, or why it shows code only. The sources step skips merging
+    # a page whose notebooks and text are what they were (render/sources.py).
+    origins: dict[tuple[str, str], str] = field(default_factory=dict)
     todo: list[tuple[Unit, KeyParts]] = field(default_factory=list)
     statuses: list[UnitStatus] = field(default_factory=list)
 
@@ -90,6 +94,7 @@ def plan(config: Config, sections: list[Section], library: dict[str, str], store
             selected = selection.selects(section.path, fw)
             if current and not (selection.force and selected):
                 out.notebooks[(section.path, fw)] = entry  # type: ignore[assignment]
+                out.origins[(section.path, fw)] = store.signature(section.path, fw)
                 out.statuses.append(UnitStatus(section.path, fw, "reused"))
             elif selection.frozen_only:
                 why = "missing" if entry is None else "stale (its code, environment or library changed)"
@@ -110,12 +115,14 @@ def plan(config: Config, sections: list[Section], library: dict[str, str], store
                 else:
                     out.statuses.append(UnitStatus(section.path, fw, "skipped"))
                     out.notebooks[(section.path, fw)] = code_only_notebook(unit, "not run in this build")
+                    out.origins[(section.path, fw)] = "code only: not run in this build"
     if stale:
         raise BookErrors(stale)
     if selection.shard:
         i, n = selection.shard
         for unit, _ in out.todo[:i] + [t for k, t in enumerate(out.todo[i:]) if k % n]:
             out.notebooks[(unit.section, unit.framework)] = code_only_notebook(unit, "run by another shard")
+            out.origins[(unit.section, unit.framework)] = "code only: run by another shard"
         out.todo = out.todo[i::n]
     return out
 
@@ -156,22 +163,32 @@ def skip_execution(the_plan: Plan) -> Notebooks:
     notebooks = dict(the_plan.notebooks)
     for unit, _ in the_plan.todo:
         notebooks[(unit.section, unit.framework)] = code_only_notebook(unit, "execution is off")
+        the_plan.origins[(unit.section, unit.framework)] = "code only: execution is off"
         the_plan.statuses.append(UnitStatus(unit.section, unit.framework, "not-executed"))
     return notebooks
 
 
 def run(config: Config, the_plan: Plan, store: FreezeStore, jobs: int = 0,
-        log: Callable[[str], Any] = print) -> tuple[Notebooks, list[BookError]]:
+        log: Callable[[str], Any] = print, scheduler: str | None = None) -> tuple[Notebooks, list[BookError]]:
     """Execute the plan's units and store each result.
 
     Returns the notebooks of every unit (a failed one as code without outputs) and
     the failures, so the caller can still render every page before it reports them.
+    With ``scheduler`` (a Dask scheduler's address) the units run on that cluster's
+    workers, which prepare their own kernels; the results are stored here all the same.
     """
     notebooks = dict(the_plan.notebooks)
     if not the_plan.todo:
         return notebooks, []
-    prepare_kernels(config, {u.framework for u, _ in the_plan.todo}, log=log)
-    runner = Runner(jobs or os.cpu_count() or 1, kernel_env(config), progress=log)
+    runner: Runner
+    if scheduler:
+        from tabbook.execute.cluster import ClusterRunner
+
+        keys = {(u.section, u.framework): (parts.env, parts.library) for u, parts in the_plan.todo}
+        runner = ClusterRunner(scheduler, config, keys, progress=log)
+    else:
+        prepare_kernels(config, {u.framework for u, _ in the_plan.todo}, log=log)
+        runner = Runner(jobs or os.cpu_count() or 1, kernel_env(config), progress=log)
     # Longest first (the time each took when last run; never run: first of all), so the
     # build does not end waiting on one long unit started last while the other cores idle.
     last = [store.last_seconds(u.section, u.framework) for u, _ in the_plan.todo]
@@ -185,6 +202,7 @@ def run(config: Config, the_plan: Plan, store: FreezeStore, jobs: int = 0,
             statuses.append(UnitStatus(unit.section, unit.framework, "failed", res.seconds, res.error))
             failures.append(BookError(res.error or "failed"))
             notebooks[(unit.section, unit.framework)] = code_only_notebook(unit, "execution failed")
+            the_plan.origins[(unit.section, unit.framework)] = "code only: execution failed"
             continue
         nb = res.notebook
         for cell in nb["cells"]:
@@ -197,5 +215,6 @@ def run(config: Config, the_plan: Plan, store: FreezeStore, jobs: int = 0,
             failures.append(BookError(f"cannot write {target}: {exc.strerror or exc}", unit.section))
             continue
         notebooks[(unit.section, unit.framework)] = nb
+        the_plan.origins[(unit.section, unit.framework)] = store.signature(unit.section, unit.framework)
         statuses.append(UnitStatus(unit.section, unit.framework, "executed", res.seconds))
     return notebooks, failures

@@ -14,6 +14,7 @@ import json
 import os
 import tempfile
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +55,10 @@ def cells_hash(cells: list[FrameworkCell]) -> str:
     return h.hexdigest()
 
 
+@lru_cache(maxsize=64)
 def text_hash(text: str | None) -> str:
+    """sha256 of a text. Cached: every unit's key hashes its framework's whole generated library,
+    the same few texts hundreds of times in a large book (a string keeps its own dict hash)."""
     return hashlib.sha256((text or "").encode()).hexdigest()
 
 
@@ -140,6 +144,14 @@ class FreezeStore:
             return json.loads(path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError):
             return None
+
+    def signature(self, section: str, framework: str) -> str:
+        """The entry file's size and modification time: what changes whenever it is rewritten."""
+        try:
+            st = self.path(section, framework).stat()
+        except OSError:
+            return "missing"
+        return f"entry {st.st_size} {st.st_mtime_ns}"
 
     def last_seconds(self, section: str, framework: str) -> float | None:
         """How long the unit took when its stored entry was made (None: never run)."""

@@ -219,8 +219,29 @@ def _raise_interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
+def _stop_when_orphaned() -> None:
+    """End this worker (SIGTERM: its kernel is shut down) once its parent is gone.
+
+    The worker runs in a session of its own so that a build can kill it with its kernel; the
+    other side of that is that nothing kills it when the build itself is killed outright (a
+    Dask worker process SIGKILLed mid-unit). Its result would go nowhere, so it stops.
+    """
+    import threading
+    import time
+
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
 def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, _raise_interrupt)
+    _stop_when_orphaned()
     job = json.loads(Path(argv[0]).read_text())
     result = run(job)
     tmp = Path(argv[1] + ".tmp")

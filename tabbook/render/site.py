@@ -239,24 +239,68 @@ def _copy_if_changed(src: Path, dst: Path) -> None:
     shutil.copy2(src, dst)
 
 
+#: What the last :func:`publish_downloads` made of each entry: ``build/.html-downloads.json`` for
+#: ``build/html`` (beside the site, so it is never published with it).
+PUBLISHED = ".{}-downloads.json"
+
+
+def _reader_code() -> str:
+    """The code that turns an entry into its reader's copy: a new builder republishes all."""
+    import hashlib
+
+    from tabbook.execute import store
+
+    return hashlib.sha256(Path(__file__).read_bytes() + Path(store.__file__).read_bytes()).hexdigest()
+
+
 def publish_downloads(opts: SiteOptions, docnames: list[str], outdir: Path) -> int:
     """Copy each page's executed notebooks (reader form) and the built PDFs into ``outdir``.
-    Returns the number of files now published."""
+    Returns the number of files now published.
+
+    Every HTML build calls this for every page, so it must not read every entry each time:
+    a book of hundreds of sections in four frameworks has thousands, and an edit of one
+    sentence would pay for all of them (issue 14). An entry whose file (size, modification
+    time) and the code that converts it are what they were at the last publication, with
+    its copy still in place, is skipped (the record: ``PUBLISHED``, beside the site).
+    """
+
+    record_path = outdir.parent / PUBLISHED.format(outdir.name)
+    try:
+        record = json.loads(record_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        record = {}
+    code = _reader_code()
+    before = record.get("entries", {}) if record.get("code") == code else {}
+    published: dict[str, list[int]] = {}
     count = 0
     per_fw: dict[str, dict[str, str]] = {}  # framework -> {path in its zip: notebook text}
+    dirty: set[str] = set()  # frameworks with a notebook converted again in this run
     for docname in docnames:
         for fw in sorted(available_notebooks(opts, docname)):
             src = notebook_entry(opts, docname, fw)
-            dst = outdir / notebook_target(docname, fw)
-            text = json.dumps(reader_notebook(json.loads(src.read_text(encoding="utf-8"))),
-                              indent=1, ensure_ascii=False) + "\n"
-            if not dst.is_file() or dst.read_text(encoding="utf-8") != text:
-                write_atomic(dst, text)
-            per_fw.setdefault(fw, {})[f"{opts.name}-{fw}/{docname}.ipynb"] = text
+            target = notebook_target(docname, fw)
+            dst = outdir / target
+            stat = src.stat()
+            seen = [stat.st_size, stat.st_mtime_ns]
             count += 1
+            published[target] = seen
+            if before.get(target) == seen and dst.is_file():
+                text = dst.read_text(encoding="utf-8")  # for the zip: the copy is what it would be
+            else:
+                text = json.dumps(reader_notebook(json.loads(src.read_text(encoding="utf-8"))),
+                                  indent=1, ensure_ascii=False) + "\n"
+                if not dst.is_file() or dst.read_text(encoding="utf-8") != text:
+                    write_atomic(dst, text)
+                dirty.add(fw)
+            per_fw.setdefault(fw, {})[f"{opts.name}-{fw}/{docname}.ipynb"] = text
     for fw, files in per_fw.items():
-        write_zip(outdir / zip_target(opts.name, fw), files)
+        zipped = outdir / zip_target(opts.name, fw)
+        # Zipping every notebook again costs what the book weighs: only when one changed.
+        if fw in dirty or published != before or not zipped.is_file():
+            write_zip(zipped, files)
         count += 1
+    if published != before or record.get("code") != code:
+        write_atomic(record_path, json.dumps({"code": code, "entries": published}, sort_keys=True))
     if not opts.pdf_url:
         for fw in sorted(available_pdfs(opts)):
             _copy_if_changed(Path(opts.pdf_dir) / f"{opts.name}-{fw}.pdf", outdir / pdf_target(opts.name, fw))

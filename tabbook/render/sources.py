@@ -45,21 +45,80 @@ def extra_pages(config: Config, library: dict[str, str], sections: Sequence[Sect
     prose = [cell.source for s in sections for cell in s.cells if cell.kind == "markdown"]
     extra = {}
     if not any(AUTODOC.search(text) for text in prose):  # a d2lbook book documents d2l with autodoc
-        extra["api.md"] = api_reference_markdown(config, library)
+        extra["api.md"] = _cached_api_reference(config, library, api_reference_markdown)
     placed = any(BIBLIOGRAPHY_ROLE in text for text in prose)
     if config.bibfile is not None and not placed:
         extra["references.md"] = "# References\n\n```{bibliography}\n:all:\n```\n"
     return extra
 
 
+def _cached_api_reference(config: Config, library: dict[str, str], make: Any) -> str:
+    """The API page, made again only when the library, the configuration or the builder changed.
+
+    Making it parses the whole generated library, on every build: a cost that grows with the
+    book and that a prose edit or a no-op rebuild should not pay (issue 14).
+    """
+    import hashlib
+
+    from tabbook.book import _builder_code_hash
+
+    settings = [f.read_bytes().hex() if f and f.is_file() else "" for f in (config.root / "config.ini", config.overlay)]
+    key = hashlib.sha256(json.dumps([_builder_code_hash(), settings, str(config.root), library],
+                                    sort_keys=True).encode()).hexdigest()
+    cache = config.build_dir / "apiref-cache.json"
+    try:
+        cached = json.loads(cache.read_text(encoding="utf-8"))
+        if cached.get("key") == key:
+            return str(cached["text"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass
+    text = make(config, library)
+    try:
+        write_atomic(cache, json.dumps({"key": key, "text": text}))
+    except OSError:
+        pass  # only slower next time
+    return text
+
+
+#: Per generated page, what it was made from at the last build (see :func:`write_sources`).
+SOURCES_MEMO = "sources-memo.json"
+
+
+def _page_key(config: Config, section: Section, labels: dict[str, str],
+              origins: dict[tuple[str, str], str], page_hashes: dict[str, str]) -> str | None:
+    """What a generated page is made from, as one hash; None when that cannot be said cheaply
+    (a notebook made in this build, a page whose text was not hashed)."""
+    import hashlib
+
+    from tabbook.book import _builder_code_hash
+
+    page = page_hashes.get(section.path)
+    if page is None or config.root / section.path == config.index:
+        return None  # the root page carries the front page, made from the whole book: always made
+    units = []
+    for fw in config.tabs:
+        if (section.path, fw) in origins:
+            units.append([fw, origins[(section.path, fw)]])
+        elif section.code_cells and any(fw in c.tabs for c in section.code_cells):
+            return None  # executed now (or unknown): merge it
+    return hashlib.sha256(json.dumps([_builder_code_hash(), page, section.path, list(config.tabs), labels,
+                                      units]).encode()).hexdigest()
+
+
 def write_sources(
     config: Config, sections: list[Section], notebooks: dict[tuple[str, str], dict[str, Any]],
-    extra: dict[str, str] | None = None,
+    extra: dict[str, str] | None = None, origins: dict[tuple[str, str], str] | None = None,
+    page_hashes: dict[str, str] | None = None,
 ) -> int:
     """Write Sphinx's source tree: one merged notebook (or MyST page) per section.
 
     Returns how many files were written or removed: 0 means Sphinx would read
     exactly what it read last time (what lets a no-op build skip Sphinx).
+
+    With ``origins`` (where each notebook came from, :class:`tabbook.execute.plan.Plan`) and
+    the pages' ``page_hashes``, a page made from the same text, the same store entries and
+    the same builder as at the last build, whose files are still there, is not merged again:
+    merging every page of a book of hundreds of sections is most of a no-op rebuild (issue 14).
     """
     from tabbook.render.merge import merge_section
 
@@ -68,14 +127,33 @@ def write_sources(
     changed = 0
     labels = {fw: config.framework(fw).label for fw in config.tabs}
     wanted: set[Path] = set()
+    memo_path = config.build_dir / SOURCES_MEMO
+    try:
+        memo_before = json.loads(memo_path.read_text(encoding="utf-8")) if origins is not None else {}
+    except (OSError, ValueError):
+        memo_before = {}
+    memo: dict[str, str] = {}
     for section in sections:
         stem = section.path[:-3]
+        key = _page_key(config, section, labels, origins, page_hashes or {}) \
+            if origins is not None else None
+        out = src / f"{stem}.ipynb" if section.code_cells else src / f"{stem}.md"
+        if key is not None and memo_before.get(stem) == key and out.is_file() \
+                and line_map_path(config, stem).is_file():
+            memo[stem] = key
+            wanted.add(out)
+            continue
+        if key is not None:
+            memo[stem] = key
         executed = {fw: notebooks[(section.path, fw)] for fw in config.tabs if (section.path, fw) in notebooks}
         maps: list[list[int]] = []
         if section.code_cells:
             doc = merge_section(section, executed, config.tabs, labels, line_maps=maps)
+            # Compact JSON: Python's C encoder only serves dumps without indent, and every build
+            # serializes every page to compare it with the file (a tenth of a second per hundred
+            # pages with indent). Sphinx and the line maps count cells, never file lines.
             changed += write_if_changed(src / f"{stem}.ipynb",
-                                        json.dumps(doc, indent=1, ensure_ascii=False, sort_keys=True))
+                                        json.dumps(doc, ensure_ascii=False, sort_keys=True))
             wanted.add(src / f"{stem}.ipynb")
             line_map = {"source": section.path, "cells": maps}
         else:
@@ -127,6 +205,8 @@ def write_sources(
                 and not any(p.is_symlink() for p in path.parents if src in p.parents):
             path.unlink()
             changed += 1
+    if origins is not None and memo != memo_before:
+        write_atomic(memo_path, json.dumps(memo, sort_keys=True))
     return changed
 
 

@@ -6,9 +6,10 @@ site), :mod:`.math` (KaTeX at build time, fonts cut to the book's glyphs), :mod:
 (the live preview's error banner, only under ``make serve``), :mod:`.partial` (references
 out of a partial build shown as text), :mod:`.bib` (the dialect's ``:bibliography:`` in a
 book without bib files), :mod:`.apidoc` (autodoc of the book's own library, read from source)
-, :mod:`.diagnostics` (every warning recorded for the builder to map to the Markdown) and
+, :mod:`.diagnostics` (every warning recorded for the builder to map to the Markdown),
 :mod:`.gate` (a Sphinx started early waits for the sources before reading them), :mod:`.purge`
-(the pages to read again are all purged first, so a label may move between pages). Each
+(the pages to read again are all purged first, so a label may move between pages) and
+:mod:`.navtree` (furo's sidebar tree made once per folder, not once per page). Each
 module is also an extension on its own, so a test or a book can load just the parts it needs.
 """
 
@@ -21,7 +22,7 @@ from sphinx.application import Sphinx
 PARTS = ("tabbook.render.ext.tabs", "tabbook.render.ext.latex", "tabbook.render.ext.html",
          "tabbook.render.ext.math", "tabbook.render.ext.preview", "tabbook.render.ext.partial",
          "tabbook.render.ext.bib", "tabbook.render.ext.apidoc", "tabbook.render.ext.diagnostics",
-         "tabbook.render.ext.gate", "tabbook.render.ext.purge")
+         "tabbook.render.ext.gate", "tabbook.render.ext.purge", "tabbook.render.ext.navtree")
 
 
 def setup(app: Sphinx) -> dict[str, Any]:

@@ -1,0 +1,304 @@
+"""Execution on a Dask cluster: ``tabbook build --scheduler tcp://HOST:PORT``.
+
+A book of hundreds of sections in four frameworks needs more than one machine. Dask's
+``distributed`` scheduler already runs on a laptop, a Slurm allocation or a Kubernetes cluster,
+keeps track of its workers and re-runs the tasks of a worker that dies; tabbook only gives it
+(section, framework) units. Each task runs on a worker exactly what a local build runs for that
+unit: the framework's environment is found or created on the worker's host as locally
+(:func:`tabbook.execute.envs.ensure_env`), and the unit executes in a worker subprocess and
+kernel of its own (:class:`tabbook.execute.runner.Runner`). The task returns the executed notebook
+as data; the client, and only the client, writes it into the freeze store (atomically, in
+:func:`tabbook.execute.plan.run`), so a worker never writes into the store and a unit whose
+worker dies leaves nothing behind: the scheduler runs it again on another worker, and after
+``distributed.scheduler.allowed-failures`` deaths the unit fails with a message saying so.
+
+Workers see the book at the same path as the client (a shared file system, or the same
+checkout at the same place on each host); each task checks that the section, the framework's
+lock files and the generated library it finds there are the ones the client keyed the unit by,
+so a stale checkout on a worker is an error, never wrong outputs under a current key.
+
+Dask is an optional extra of the builder (``envs/builder-dask.txt``): nothing here imports it
+until a build names a scheduler.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tabbook.config import OVERLAY_ENV, Config, load_config
+from tabbook.errors import BookError
+from tabbook.execute.runner import Progress, Runner, Unit, UnitResult
+
+#: What to install for ``--scheduler`` (the pinned versions are in envs/builder-dask.txt).
+DASK_REQUIREMENTS = "envs/builder-dask.txt"
+#: The worker events the client shows as progress.
+TOPIC = "tabbook-progress"
+
+
+def require_distributed() -> Any:
+    """``distributed``, or a clear error saying what to install (Dask is an optional extra)."""
+    try:
+        import distributed
+    except ImportError as exc:
+        raise BookError(
+            f"--scheduler needs Dask's distributed scheduler, which is not installed in this Python "
+            f"({exc.name} missing): install the builder's optional extra with "
+            f"`.venv/bin/python -m pip install -r {DASK_REQUIREMENTS}`") from exc
+    return distributed
+
+
+@dataclass(frozen=True)
+class Request:
+    """What a worker needs to run one unit: the unit and what the client keyed it by."""
+
+    build: str  # this build's id: progress events and the stop signal are per build
+    root: str  # the book's root on the client (workers see the book at the same path)
+    overlay: str | None  # $TABBOOK_OVERLAY of the client, if any
+    unit: Unit
+    env_hash: str  # the freeze key's environment part, as the client computed it
+    library_hash: str  # the freeze key's library part
+
+
+# -- worker side ------------------------------------------------------------------------------
+
+_lock = threading.Lock()
+_configs: dict[tuple[str, str | None], Config] = {}
+_prepared: set[tuple[str, str | None, str]] = set()
+
+
+def _worker_config(request: Request) -> Config:
+    """The book's configuration as this host reads it (cached per worker process).
+
+    ``load_config`` reads the overlay from the environment, which is process-wide: the lock
+    keeps two tasks of a multi-threaded worker from reading each other's.
+    """
+    with _lock:
+        cached = _configs.get((request.root, request.overlay))
+        if cached is not None:
+            return cached
+        saved = os.environ.get(OVERLAY_ENV)
+        try:
+            if request.overlay:
+                os.environ[OVERLAY_ENV] = request.overlay
+            else:
+                os.environ.pop(OVERLAY_ENV, None)
+            config = load_config(Path(request.root))
+        finally:
+            if saved is None:
+                os.environ.pop(OVERLAY_ENV, None)
+            else:
+                os.environ[OVERLAY_ENV] = saved
+        _configs[(request.root, request.overlay)] = config
+        return config
+
+
+def _prepare(config: Config, request: Request) -> None:
+    """Find or create the framework's environment and kernel on this host, once per process,
+    and check that it and the library are what the client keyed the unit by."""
+    from tabbook.execute.envs import checked_env, ensure_env, lock_hash, write_kernelspec
+    from tabbook.execute.store import text_hash
+
+    unit = request.unit
+    host = socket.gethostname()
+    section = Path(request.root) / unit.section
+    if not section.is_file():
+        raise BookError(f"worker {host} does not see the book at {request.root} (workers need the book "
+                        "at the client's path: a shared file system or the same checkout there)", unit.section)
+    framework = config.framework(unit.framework)
+    with _lock:
+        done = (request.root, request.overlay, unit.framework)
+        if done not in _prepared:
+            env = ensure_env(config, framework, create=True, log=lambda _msg: None)
+            checked_env(config, framework, env)
+            write_kernelspec(config, framework, env)
+            _prepared.add(done)
+    if lock_hash(framework) != request.env_hash:
+        raise BookError(f"[{unit.framework}] worker {host}'s environment is not the client's (another lock "
+                        "file or --python interpreter there): its outputs would be stored under a key "
+                        "they do not match", unit.section)
+    lib = config.library_dir / f"{framework.module}.py"
+    text = lib.read_text(encoding="utf-8") if lib.is_file() else None
+    if text_hash(text) != request.library_hash:
+        raise BookError(f"[{unit.framework}] worker {host}'s {config.rel(lib)} is not the client's "
+                        "(a stale checkout there?)", unit.section)
+
+
+def run_unit(request: Request) -> dict[str, Any]:
+    """The task a worker runs: one unit, in a subprocess and kernel of its own; returns its result.
+
+    A failure of the unit is data (``error`` with ``file.md:LINE``), as in a local build. The
+    unit stops when the client signals this build's stop event (Ctrl-C on the client).
+    """
+    import distributed
+
+    from tabbook.execute.plan import kernel_env
+
+    worker = distributed.get_worker()
+    unit = request.unit
+    host = socket.gethostname()
+    worker.log_event(TOPIC, {"build": request.build, "event": "start", "unit": unit.name, "worker": worker.address})
+    t0 = time.monotonic()
+    try:
+        config = _worker_config(request)
+        _prepare(config, request)
+    except BookError as exc:
+        return {"error": exc.location_message(), "seconds": time.monotonic() - t0, "host": host}
+    runner = Runner(1, kernel_env(config), progress=lambda _msg: None)
+    # The worker's client, taken here: the watcher thread below is not a task thread, where
+    # Dask could find it by itself.
+    stop = distributed.Event(f"tabbook-stop-{request.build}", client=distributed.get_client())
+    finished = threading.Event()
+
+    def watch() -> None:
+        while not finished.is_set():
+            try:
+                if stop.wait(timeout=1):
+                    runner.stop()
+                    return
+            except Exception:  # the client is gone: the scheduler cancels the task itself
+                time.sleep(1)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        result = runner.run([unit])[0]
+    finally:
+        finished.set()
+    return {"notebook": result.notebook, "error": result.error, "provenance": result.provenance,
+            "seconds": result.seconds, "host": host}
+
+
+# -- client side ------------------------------------------------------------------------------
+
+
+class ClusterRunner(Runner):
+    """Runs units as tasks on a Dask cluster; the progress lines are a local build's."""
+
+    def __init__(self, address: str, config: Config, keys: dict[tuple[str, str], tuple[str, str]],
+                 progress: Progress = print, workers_timeout: float = 120):
+        super().__init__(1, {}, progress)
+        self.address = address
+        self.config = config
+        self.keys = keys  # (section, framework) -> (env hash, library hash) of the unit's key
+        self.workers_timeout = workers_timeout
+        self.build = uuid.uuid4().hex[:12]
+        self._client: Any = None
+        self._futures: list[Any] = []
+        self._started: set[str] = set()
+
+    def _event(self, event: Any) -> None:
+        """A worker's progress event (on the client's event-loop thread)."""
+        _, msg = event
+        if not isinstance(msg, dict) or msg.get("build") != self.build or msg.get("event") != "start":
+            return
+        with self._lock:
+            name = msg["unit"]
+            again = name in self._started
+            self._started.add(name)
+            if name not in self._running:
+                self._running.append(name)
+            running = ", ".join(self._running) or "-"
+            where = f" on {msg.get('worker', '?')}" + (" (again: its worker was lost)" if again else "")
+            self.progress(f"[exec {self._done}/{self._total}] start {name}{where}  (running: {running})")
+
+    def _finished(self, unit: Unit, result: UnitResult, host: str) -> None:
+        with self._lock:
+            if unit.name in self._running:
+                self._running.remove(unit.name)
+            self._done += 1
+            running = ", ".join(self._running) or "-"
+            status = "ok" if result.ok else "FAIL"
+            self.progress(f"[exec {self._done}/{self._total}] done  {unit.name} {status} "
+                          f"{result.seconds:.1f}s{' on ' + host if host else ''}  (running: {running})")
+
+    def _connect(self) -> Any:
+        distributed = require_distributed()
+        try:
+            # Dask's own connect timeout (distributed.comm.timeouts.connect, 30 s unless configured).
+            client = distributed.Client(self.address, set_as_default=False)
+        except OSError as exc:
+            raise BookError(f"--scheduler {self.address}: cannot reach the Dask scheduler: {exc}") from exc
+        try:
+            client.wait_for_workers(1, timeout=self.workers_timeout)
+        except (TimeoutError, distributed.TimeoutError) as exc:
+            client.close()
+            raise BookError(f"--scheduler {self.address}: no worker joined the cluster within "
+                            f"{self.workers_timeout:.0f} s") from exc
+        workers = client.scheduler_info(n_workers=-1).get("workers", {})
+        self.progress(f"[dask] {len(workers)} workers at {self.address}")
+        return client
+
+    def run(self, units: list[Unit]) -> list[UnitResult]:
+        self._total = len(units)
+        if not units:
+            return []
+        distributed = require_distributed()
+        self._client = client = self._connect()
+        overlay = os.environ.get(OVERLAY_ENV) or None
+        try:
+            client.subscribe_topic(TOPIC, self._event)
+            index: dict[str, int] = {}
+            for i, unit in enumerate(units):
+                env_hash, library_hash = self.keys[(unit.section, unit.framework)]
+                request = Request(self.build, str(self.config.root), overlay, unit, env_hash, library_hash)
+                # The plan's order (longest first) as Dask's priority: higher runs sooner.
+                future = client.submit(run_unit, request, key=f"tabbook-{self.build}-{i}", pure=False,
+                                       priority=len(units) - i)
+                index[future.key] = i
+                self._futures.append(future)
+            results: list[UnitResult | None] = [None] * len(units)
+            for future in distributed.as_completed(self._futures, loop=client.loop):
+                unit = units[index[future.key]]
+                host = ""
+                try:
+                    data = future.result()
+                except distributed.KilledWorker as exc:
+                    result = UnitResult(unit, error=f"{unit.section}: [{unit.framework}] not executed: the "
+                                        f"workers it was given to died, and the scheduler gave up on it "
+                                        f"({exc}); nothing of it was stored")
+                except Exception as exc:  # the task itself failed on the worker (not the unit)
+                    result = UnitResult(unit, error=f"{unit.section}: [{unit.framework}] the Dask task "
+                                        f"failed on its worker: {type(exc).__name__}: {exc}")
+                else:
+                    host = data.get("host", "")
+                    result = UnitResult(unit, notebook=data.get("notebook"), error=data.get("error"),
+                                        seconds=float(data.get("seconds") or 0.0),
+                                        provenance=data.get("provenance") or {})
+                results[index[future.key]] = result
+                self._finished(unit, result, host)
+            return [r for r in results if r is not None]
+        except BaseException:
+            self.stop()
+            raise
+        finally:
+            self._close()
+
+    def stop(self) -> None:
+        """Ctrl-C: tell the workers to kill this build's units, cancel what has not started."""
+        self._stopping = True
+        client = self._client
+        if client is None:
+            return
+        try:
+            import distributed
+
+            distributed.Event(f"tabbook-stop-{self.build}", client=client).set()
+            client.cancel(self._futures, force=True)
+        except Exception:  # the scheduler is gone: it can no longer run anything of ours
+            pass
+
+    def _close(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            try:
+                client.unsubscribe_topic(TOPIC)
+            except Exception:
+                pass
+            client.close()
