@@ -12,6 +12,7 @@ from tabbook.render.front import (
     front_matter,
     hide_root_toctree,
     one_line,
+    where_line,
 )
 from tabbook.source.read import read_section
 
@@ -52,6 +53,26 @@ def test_computed_lines_group_by_device_and_version() -> None:
     assert lines == ["CPU only (AMD EPYC), PyTorch 2.1, Python 3.11.7: 2 sections, 2026-11-20 to 2026-11-22",
                      "1× NVIDIA H100, PyTorch 2.1, Python 3.11.7: 1 section, 2026-11-24",
                      "1 section shown without outputs"]
+
+
+def test_a_chapter_index_says_where_its_sections_outputs_were_computed() -> None:
+    """Issue 17: one line on the chapter index, per framework, from the entries its pages show."""
+    chapter = sec("# Chapter\n\nAbout.\n\n```toc\na\nb\n```\n", "ch/index.md")
+    pages = {p.path: p for p in (chapter, sec("# A\n\nFirst.\n", "ch/a.md"), sec("# B\n\nSecond.\n", "ch/b.md"))}
+    labels = {"pytorch": "PyTorch", "jax": "JAX", "tensorflow": "TensorFlow"}
+
+    def entry(**prov: object) -> dict[str, object]:
+        return {"metadata": {"tabbook": {"provenance": prov}}}
+
+    cpu = {"device": "CPU only", "cpu": "AMD EPYC", "gpus": []}
+    h100 = {"device": "1× NVIDIA H100", "gpus": ["NVIDIA H100"]}
+    notebooks = {("ch/a.md", "pytorch"): entry(**h100), ("ch/b.md", "pytorch"): entry(**h100),
+                 ("ch/a.md", "jax"): entry(**h100), ("ch/b.md", "jax"): entry(**cpu),
+                 ("ch/a.md", "tensorflow"): entry(**cpu), ("ch/b.md", "tensorflow"): entry(not_executed="off")}
+    assert where_line(chapter, pages, labels, notebooks) == (
+        "*The outputs of this chapter's sections were computed on 1× NVIDIA H100 for PyTorch; "
+        "on 1× NVIDIA H100 and the CPU only (AMD EPYC) for JAX; on the CPU only (AMD EPYC) for TensorFlow.*")
+    assert where_line(chapter, pages, labels, {}) == ""
 
 
 def facts(**kw: object) -> FrontFacts:

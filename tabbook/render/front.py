@@ -157,6 +157,49 @@ def computed_lines(label: str, provs: Iterable[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def where_line(section: Section, pages: dict[str, Section], labels: dict[str, str],
+               notebooks: dict[tuple[str, str], dict[str, Any]]) -> str:
+    """One line for a chapter's index: where the outputs of the pages below it were computed,
+    per framework ("…computed on 1× NVIDIA H100 80GB HBM3 for PyTorch and JAX; on the CPU only
+    (AMD EPYC …) for TensorFlow and MXNet."), so a reader sees which tabs met a GPU before
+    opening a section (issue 17). "" when no page below it shows outputs."""
+    below: list[str] = []
+
+    def walk(page: Section) -> None:
+        for _, _, path in page_entries(page):
+            child = pages.get(path)
+            if child is not None and path not in below:
+                below.append(path)
+                walk(child)
+
+    walk(section)
+    per_fw: dict[str, list[str]] = {}
+    for fw in labels:
+        places: list[str] = []
+        for path in below:
+            prov = store_provenance(notebooks[(path, fw)]) if (path, fw) in notebooks else None
+            if not prov or prov.get("not_executed"):
+                continue
+            cpu = prov.get("cpu", "")
+            where = str(prov.get("device", "?")) if prov.get("gpus") else (
+                f"the CPU only ({cpu})" if cpu else "the CPU only")
+            if where not in places:
+                places.append(where)
+        if places:
+            per_fw[fw] = places
+    if not per_fw:
+        return ""
+    groups: dict[str, list[str]] = {}
+    for fw, places in per_fw.items():
+        groups.setdefault(" and ".join(places), []).append(labels[fw])
+
+    def names(items: list[str]) -> str:
+        return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+    parts = [f"on {where} for {names(fws)}" for where, fws in groups.items()]
+    return "*The outputs of this chapter's sections were computed " + "; ".join(parts) + ".*"
+
+
 # ---- gathering and writing -------------------------------------------------------------------
 
 def pip_extras(root: Path, modules: dict[str, str]) -> dict[str, str]:

@@ -93,8 +93,10 @@ def _page_key(config: Config, section: Section, labels: dict[str, str],
     from tabbook.book import _builder_code_hash
 
     page = page_hashes.get(section.path)
-    if page is None or config.root / section.path == config.index:
-        return None  # the root page carries the front page, made from the whole book: always made
+    if page is None or config.root / section.path == config.index or (section.toc and not section.code_cells):
+        # The root page carries the front page, and a chapter's index the line saying where
+        # its sections' outputs were computed: both made from other pages, so always made.
+        return None
     units = []
     for fw in config.tabs:
         if (section.path, fw) in origins:
@@ -172,6 +174,12 @@ def write_sources(
                 lines += (rows + [rows[-1] if rows else 0] * n)[:n]  # 0: a line the builder wrote
             if front:
                 text += "\n\n" + front
+            elif section.toc and not is_root:
+                from tabbook.render.front import where_line
+
+                where = where_line(section, {s.path: s for s in sections}, labels, notebooks)
+                if where:
+                    text += "\n\n" + where
             if is_root and extra:
                 pages = "\n".join(p[:-3] for p in extra)
                 text += f"\n\n```{{toctree}}\n:caption: {APPENDIX_CAPTION}\n:maxdepth: 1\n\n{pages}\n```"
