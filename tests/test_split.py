@@ -261,3 +261,22 @@ def test_split_on_real_chapter() -> None:
                 assert "tab.selected" not in fc.source, (fc.where, fw)
                 if parses(fc.cell.source):
                     assert parses(fc.source), (fc.where, fw)
+
+
+def test_a_decorated_def_in_a_branch_keeps_its_decorators() -> None:
+    """``ast`` puts a decorated def's line on ``def``: the branch used to start there and drop
+    ``@d2l.add_to_class(Trainer)`` (the method became a plain module function) or ``@jax.jit``."""
+    source = ("if tab.selected('mxnet'):\n"
+              "    @d2l.add_to_class(Trainer)\n"
+              "    @staticmethod\n"
+              "    def clip(x):\n"
+              "        return x\n"
+              "elif tab.selected('jax'):\n"
+              "    @jax.jit\n"
+              "    def clip(x):\n"
+              "        return x\n")
+    section = read(f"# S\n\n```{{.python .input}}\n%%tab mxnet, jax\n{source}```\n")
+    [mx] = split_section(section, "mxnet")
+    [jx] = split_section(section, "jax")
+    assert mx.source == "@d2l.add_to_class(Trainer)\n@staticmethod\ndef clip(x):\n    return x"
+    assert jx.source == "@jax.jit\ndef clip(x):\n    return x"

@@ -142,6 +142,12 @@ def _string_rows(stmts: list[ast.stmt]) -> frozenset[int]:
     return frozenset(rows)
 
 
+def _first_row(stmt: ast.stmt) -> int:
+    """A statement's first line (1-based), its decorators included: ``ast`` puts a decorated
+    ``def``'s ``lineno`` on the ``def`` line, below them."""
+    return min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", [])])
+
+
 def _branch_text(lines: list[str], stmts: list[ast.stmt], node: ast.If, target: int | None = None) -> list[str]:
     """The source lines of ``stmts``, re-indented to column ``target`` (default: the ``if``'s).
 
@@ -150,7 +156,7 @@ def _branch_text(lines: list[str], stmts: list[ast.stmt], node: ast.If, target: 
     """
     indent = node.col_offset if target is None else target
     keep = _string_rows(stmts)
-    first = stmts[0].lineno - 1
+    first = _first_row(stmts[0]) - 1
     body_indent = stmts[0].col_offset
     last = max(getattr(s, "end_lineno", None) or s.lineno for s in stmts)
     same_line = bool(lines[first][:body_indent].strip())  # ``if ...: x = 1`` / ``else: x = 1``
@@ -188,10 +194,10 @@ def _elif_text(lines: list[str], chosen: list[ast.stmt], node: ast.If) -> list[s
     """What replaces ``elif tab.selected(...): …`` (to its chain's end) in an ordinary ``if``."""
     if _is_elif(chosen[0], lines):
         # No branch of ours applies, an ordinary ``elif``/``else`` follows: keep that chain as it is.
-        first = chosen[0].lineno - 1
+        first = _first_row(chosen[0]) - 1
         return lines[first:max(getattr(s, "end_lineno", None) or s.lineno for s in chosen)]
     head = lines[node.lineno - 1][:node.col_offset] + "else:"
-    row = lines[chosen[0].lineno - 1]
+    row = lines[_first_row(chosen[0]) - 1]
     same_line = bool(row[:chosen[0].col_offset].strip())
     target = node.col_offset + 4 if same_line else chosen[0].col_offset
     return [head, *_branch_text(lines, chosen, node, target)]
