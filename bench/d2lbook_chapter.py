@@ -39,10 +39,8 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -182,16 +180,7 @@ class Tool:
         self.root, self.env, self.page = root, env, edit_page
 
     def run(self, cmd: list[str], logf) -> float:  # type: ignore[no-untyped-def]
-        logf.write(f"\n===== {self.name}: {' '.join(cmd)}\n")
-        logf.flush()
-        t0 = time.perf_counter()
-        proc = subprocess.run(cmd, cwd=self.root, env=self.env, stdout=logf, stderr=subprocess.STDOUT)
-        seconds = time.perf_counter() - t0
-        logf.write(f"===== exit {proc.returncode} in {seconds:.1f} s\n")
-        logf.flush()
-        if proc.returncode != 0:
-            raise SystemExit(f"{self.name} failed (exit {proc.returncode}); see {logf.name}")
-        return seconds
+        return d2lbook_book.run_step(self.name, cmd, self.root, self.env, logf)
 
 
 class Tabbook(Tool):

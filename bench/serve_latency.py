@@ -59,7 +59,7 @@ def free_port() -> int:
 def start(name: str, root: Path, port: int, log: Path) -> subprocess.Popen[str]:
     py = str(ROOT / ".venv" / "bin" / "python")
     if name == "tabbook":
-        cmd = [py, "-m", "tabbook", "-C", str(root), "serve", "--port", str(port), ]
+        cmd = [py, "-m", "tabbook", "-C", str(root), "serve", "--port", str(port)]
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
     else:
         cmd = [str(ROOT / ".venv" / "bin" / "sphinx-autobuild"), "-q", ".", "_build/html", "--port", str(port),
