@@ -226,3 +226,30 @@ def test_a_label_and_an_equation_may_move_to_an_earlier_page(tmp_path: Path) -> 
     proc = _tabbook(book, "build")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert 'href="a.html#equation-eq-x"' in (book / "build" / "html" / "b.html").read_text()
+
+
+def test_new_rendering_code_rewrites_pages_sphinx_would_keep(tmp_path: Path) -> None:
+    """Sphinx re-writes a page when its source or the config changed, not when an extension did:
+    a new tabbook left pages as the old one wrote them (a script the new one no longer links).
+    The rendering code's hash is a config value, so a new value rewrites every page; a change
+    to conf.py that Sphinx does not see keeps them."""
+    from tabbook.render.sphinx import _render_code_hash
+    from tabbook.render.sphinx_conf import sphinx_settings
+
+    book = tmp_path / "book"
+    shutil.copytree(FIXTURE, book)
+    assert sphinx_settings(book)["tabbook_code"] == _render_code_hash()
+    proc = _tabbook(book, "build")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    page = book / "build" / "html" / "sec.html"
+
+    def rebuilt(line: str) -> bool:
+        before = page.stat().st_mtime_ns
+        with (book / "conf.py").open("a") as conf:
+            conf.write(line + "\n")
+        proc = _tabbook(book, "build")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        return page.stat().st_mtime_ns != before
+
+    assert not rebuilt("_unrelated = 1")
+    assert rebuilt("tabbook_code = 'another builder'")

@@ -234,6 +234,26 @@ def test_no_foreign_requests_and_no_console_errors(page: Any, server: Server, pa
     assert page.watch.dialogs == []
 
 
+def test_search_terms_are_highlighted_without_linking_the_highlighter_everywhere(page: Any, server: Server) -> None:
+    """Sphinx's highlighter is fetched only by a reader who comes from a search: a plain visit
+    does not download it; following a search result (and ?highlight=) marks the terms."""
+    open_page(page, server, "other.html")
+    assert not [u for u in page.watch.requests if "sphinx_highlight" in u]
+    assert page.locator("span.highlighted").count() == 0
+
+    open_page(page, server, "search.html?q=framework")
+    page.wait_for_selector("#search-results li a", timeout=10_000)
+    with page.expect_navigation():
+        page.locator("#search-results li a", has_text="Another Page").first.click()
+    page.wait_for_selector("span.highlighted", timeout=10_000)
+    assert page.locator("span.highlighted").first.inner_text().lower() == "framework"
+
+    open_page(page, server, "other.html?highlight=second")
+    page.wait_for_selector("span.highlighted", timeout=10_000)
+    assert page.locator("span.highlighted").first.inner_text().lower() == "second"
+    assert page.watch.errors == []
+
+
 def test_script_in_output_is_shown_as_text(page: Any, server: Server) -> None:
     open_page(page, server, "tabs.html")
     out = page.locator(".cell_output:visible", has_text="<script>alert(1)</script>")

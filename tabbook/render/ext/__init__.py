@@ -26,6 +26,8 @@ PARTS = ("tabbook.render.ext.tabs", "tabbook.render.ext.latex", "tabbook.render.
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
+    # Set by tabbook.render.sphinx_conf; a change makes Sphinx read and write every page again.
+    app.add_config_value("tabbook_code", "", "env", types=frozenset({str}))
     for name in PARTS:
         app.setup_extension(name)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -8,7 +8,9 @@ or math (:mod:`.math`, which has its own state and parallel-build story):
 - Images load lazily, so hidden framework tabs cost nothing until shown.
 - Assets a page does not use are not linked: sphinx-design's stylesheet (only pages with
   sphinx-design components other than tabs need it; tabbook.css styles tabs), its tab script
-  (tabbook.js does the syncing, accessibly) and myst-nb's stylesheet (tabbook.css styles cells).
+  (tabbook.js does the syncing, accessibly), myst-nb's stylesheet (tabbook.css styles cells), and
+  Sphinx's search-term highlighter outside the search page (tabbook.js loads it for a reader who
+  comes from a search).
 - Code is highlighted with fewer spans: tokens drawn like plain text in both the light and the
   dark style lose their wrapper (same pixels, a third less HTML on code-heavy pages).
 - Toctree captions get the ``aria-level`` their ``role="heading"`` requires.
@@ -275,7 +277,11 @@ def _page_assets(app: Sphinx, pagename: str, templatename: str, context: dict[st
             drop.add("sphinx-design")
         css[:] = [c for c in css if _basename(c).split(".")[0] not in drop]
     if isinstance(js, list):
-        js[:] = [s for s in js if _basename(s) != "design-tabs.js"]
+        # sphinx-design's tab script: tabbook.js syncs tabs. Sphinx's search-term highlighter:
+        # only a reader coming from a search needs it, so tabbook.js loads it then; the search
+        # page's own script uses it, so that page keeps it.
+        drop_js = {"design-tabs.js"} if pagename == "search" else {"design-tabs.js", "sphinx_highlight.js"}
+        js[:] = [s for s in js if _basename(s) not in drop_js]
 
 
 HEADING_WITHOUT_LEVEL = re.compile(r'role="heading"(?![^>]*aria-level)')

@@ -12,8 +12,14 @@
 // data-href/data-fws give every framework's URL, pointing at the chosen one). The front page's
 // picker (tabbook.render.front) stores a choice under the same key and signals it as another
 // window would, with a "storage" event.
+//
+// Sphinx's search-term highlighter (sphinx_highlight.js) is needed only by a reader who arrives
+// from a search (terms in localStorage, or ?highlight=): it is not linked from content pages
+// (tabbook.render.ext.html) and is loaded from here, beside this script, when there are terms.
 (() => {
   "use strict";
+
+  const HERE = document.currentScript ? document.currentScript.src : "";
 
   const STORE_PREFIX = "sphinx-design-tab-id-"; // sphinx-design's key: both scripts agree
   const HISTORY_KEY = "tabbook-tab-history";
@@ -322,9 +328,24 @@
     });
   }
 
+  function loadHighlighter() {
+    if (typeof SphinxHighlight !== "undefined" || !HERE) return; // linked by the page itself
+    let terms = storage.get("sphinx_highlight_terms");
+    try {
+      terms = terms || new URL(window.location.href).searchParams.get("highlight");
+    } catch (err) {
+      // no URL support: nothing to highlight from the address
+    }
+    if (!terms) return;
+    const script = document.createElement("script");
+    script.src = HERE.replace(/tabbook\.js(\?.*)?$/, "sphinx_highlight.js");
+    document.head.appendChild(script);
+  }
+
   function init() {
     initTabs();
     initCopy();
+    loadHighlighter();
   }
 
   if (document.readyState === "loading") {
