@@ -52,6 +52,10 @@ def machine() -> None:
 
 
 def main() -> int:
+    # Every figure times a command as a script runs it: no warm builder (tabbook.warm), even when
+    # `make bench` runs at a terminal. bench/d2lbook_chapter.py times the warm builder itself
+    # (TABBOOK_WARM=1) beside rows without it.
+    os.environ["TABBOOK_WARM"] = "0"
     machine()
     rc = 0
     scripts = ["build_times.py", "import_cost.py", "page_weight.py", "peer_mystnb.py", "serve_latency.py",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -71,7 +72,14 @@ class BuildResult:
                   **({"device": self.devices[(u.section, u.framework)]}
                      if self.devices.get((u.section, u.framework)) else {})} for u in self.units]
         return {"units": units, "seconds": round(self.seconds, 3), "sphinx_seconds": round(self.sphinx_seconds, 3),
-                "execute_seconds": round(self.execute_seconds, 3), "library_changed": self.library_changed}
+                "execute_seconds": round(self.execute_seconds, 3), "library_changed": self.library_changed,
+                "warm": _in_a_warm_builder()}
+
+
+def _in_a_warm_builder() -> bool:
+    """Whether this build runs in a warm builder (:mod:`tabbook.warm`), for the report."""
+    warm = sys.modules.get("tabbook.warm")
+    return bool(warm is not None and getattr(warm, "_INSIDE", False))
 
 
 def build(config: Config, opts: Options, log: Callable[[str], Any] = print) -> BuildResult:

@@ -1,7 +1,7 @@
 """Command line: ``python -m tabbook [-C ROOT] COMMAND``, one entry for everything the builder does.
 
 Commands: ``build``, ``check``, ``lib``, ``libtest``, ``pdf``, ``site``, ``serve``, ``linkcheck``,
-``envs``, ``merge-stores``, ``katex``, ``clean`` (``python -m tabbook COMMAND --help`` for each). Library code
+``envs``, ``merge-stores``, ``katex``, ``clean``, ``warm`` (``python -m tabbook COMMAND --help`` for each). Library code
 raises :class:`BookError`; only this edge turns errors into ``file.md:LINE: message``
 lines on stderr and a non-zero exit status.
 """
@@ -95,6 +95,10 @@ def parser() -> argparse.ArgumentParser:
     mg.add_argument("--into", type=Path, help="the store to merge into (default: the book's _freeze)")
     sub.add_parser("katex", help="install KaTeX now (builds do it on demand) and print where")
     sub.add_parser("clean", help="remove build/")
+    wm = sub.add_parser("warm", help="the book's warm builder, which later builds hand over to (tabbook.warm)")
+    wm.add_argument("--stop", action="store_true", help="end it")
+    wm.add_argument("--wait", type=float, metavar="SECONDS",
+                    help="wait up to SECONDS until it accepts builds (exit status 1 if it does not)")
     return p
 
 
@@ -125,7 +129,8 @@ def _build(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
         counts[u.status] = counts.get(u.status, 0) + 1
     summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "no code units"
     gpu = result.gpu_summary()
-    print(f"[done] {summary} in {result.seconds:.1f}s{'; ' + gpu if gpu else ''}; report: build/report.json")
+    warm = " (warm builder)" if result.as_report()["warm"] else ""
+    print(f"[done] {summary} in {result.seconds:.1f}s{warm}{'; ' + gpu if gpu else ''}; report: build/report.json")
     return 0
 
 
@@ -217,6 +222,27 @@ def main(argv: list[str] | None = None) -> int:
     if rest and args.command != "serve":  # serve's own options are parsed by tabbook.serve
         p.error(f"unrecognized arguments: {' '.join(rest)}")
     signal.signal(signal.SIGTERM, signal.default_int_handler)
+    warm = None
+    if args.command == "build" and not args.scheduler:
+        from tabbook import warm
+
+        if warm.enabled():
+            handed = warm.hand_over(sys.argv[1:] if argv is None else list(argv), args.root)
+            if handed is not None:
+                return handed
+        else:
+            warm = None
+    try:
+        return _dispatch(args, rest)
+    finally:
+        if warm is not None:  # the next build of this book finds tabbook and Sphinx loaded
+            try:
+                warm.start(args.root)
+            except OSError:
+                pass
+
+
+def _dispatch(args: argparse.Namespace, rest: list[str]) -> int:
     from tabbook.config import OVERLAY_ENV, load_config
 
     if args.overlay:  # the environment carries it to Sphinx and the workers
@@ -232,6 +258,20 @@ def main(argv: list[str] | None = None) -> int:
             from tabbook.render.linkcheck import report_broken_links
 
             return report_broken_links(args.site or args.root / "build" / "html")
+        if args.command == "warm":
+            from tabbook import warm
+
+            if args.stop:
+                print("[warm] stopped" if warm.stop(args.root) else "[warm] none was running")
+            elif args.wait is not None:
+                ready = warm.wait_ready(args.root, timeout=args.wait)
+                print(f"[warm] {'running' if ready else f'not running after {args.wait:g}s'}")
+                return 0 if ready else 1
+            else:
+                running = warm.running(args.root)
+                print(f"[warm] {'running' if running else 'not running'} for {args.root.resolve()} "
+                      f"({'on' if warm.enabled() else 'off'} for builds from here; ${warm.ENV}=0/1 sets it)")
+            return 0
         if args.command == "katex":
             from tabbook.render.katex import MathUnavailable, ensure_katex
 

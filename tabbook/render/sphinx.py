@@ -15,6 +15,12 @@ inputs Sphinx reads besides them are the same as at its last successful run
 ``config.ini`` and the overlay, the resources' sizes and times, the versions of
 Sphinx and its extensions, the built PDFs and which slide decks exist), the output is current; Sphinx's own incremental
 check costs seconds on a book of hundreds of pages.
+
+**In a warm builder** (:mod:`tabbook.warm`), which has Sphinx and the extensions imported
+already, :data:`IN_PROCESS` is set and each run is a fork of that process
+(:class:`ForkedSphinx`) instead of a new interpreter: the same command line, gate and
+diagnostics, without the second of imports. A fork per run keeps one run's module state out of
+the next.
 """
 
 from __future__ import annotations
@@ -75,6 +81,12 @@ def sphinx_env() -> dict[str, str]:
 
 
 STAMP = ".tabbook-stamp"
+#: What the last HTML run had imported (under ``build/``): a warm builder imports it before it forks.
+WARM_MODULES = "warm-modules.json"
+#: Where a Sphinx run records the modules it imported (:func:`tabbook.render.ext.learn_modules`).
+LEARN_ENV = "TABBOOK_LEARN_MODULES"
+#: The book's folder, for the run to leave the book's own modules out of what it records.
+BOOK_ROOT_ENV = "TABBOOK_BOOK_ROOT"
 #: Distributions whose version decides what Sphinx makes of the same sources.
 SPHINX_DISTS = ("sphinx", "myst-nb", "myst-parser", "sphinx-design", "furo", "sphinxcontrib-bibtex")
 
@@ -131,6 +143,100 @@ def site_stamp(config: Config, cmd: list[str]) -> str:
     return h.hexdigest()
 
 
+#: Set by a warm builder (:mod:`tabbook.warm`): run Sphinx in a fork of this process.
+IN_PROCESS = False
+
+
+class ForkedSphinx:
+    """``sphinx-build ARGS`` in a fork of this process, with the few parts of
+    :class:`subprocess.Popen` that :class:`SphinxRun` uses (``communicate``, ``kill``,
+    ``returncode``): standard input is a pipe (the gate reads it), standard output is
+    discarded, standard error is kept for :meth:`communicate`."""
+
+    def __init__(self, args: list[str], env: dict[str, str]) -> None:
+        import tempfile
+
+        self.returncode: int | None = None
+        self._err = tempfile.TemporaryFile()
+        read_end, self._input = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        self.pid = os.fork()
+        if self.pid == 0:  # pragma: no cover - runs in the fork; its effects are tested
+            os.close(self._input)
+            self._run(args, env, read_end)
+        os.close(read_end)
+
+    def _run(self, args: list[str], env: dict[str, str], read_end: int) -> None:
+        import io
+        import signal
+        import traceback
+
+        code = 1
+        try:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            os.dup2(read_end, 0)
+            os.close(read_end)
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+            os.close(devnull)
+            os.dup2(self._err.fileno(), 2)
+            sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
+            sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=True)
+            sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), write_through=True)
+            os.environ.clear()
+            os.environ.update(env)
+            from sphinx.cmd.build import build_main
+
+            code = build_main(args)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        except BaseException:  # noqa: BLE001 - reported on the run's stderr, like a crashed process
+            traceback.print_exc()
+        finally:
+            try:
+                sys.stdout.flush()
+                sys.stderr.flush()
+            finally:
+                os._exit(code)
+
+    def _wait(self, timeout: float | None) -> None:
+        import time
+
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.returncode is None:
+            pid, status = os.waitpid(self.pid, 0 if deadline is None else os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+            elif deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(["sphinx-build"], timeout or 0)
+            else:
+                time.sleep(0.01)
+
+    def communicate(self, input: str = "", timeout: float | None = None) -> tuple[str, str]:  # noqa: A002
+        if self._input >= 0:
+            try:
+                os.write(self._input, input.encode())
+            except BrokenPipeError:
+                pass  # it ended already
+            os.close(self._input)
+            self._input = -1
+        self._wait(timeout)
+        self._err.seek(0)
+        err = self._err.read().decode(errors="replace")
+        self._err.close()
+        return "", err
+
+    def kill(self) -> None:
+        import signal
+
+        if self.returncode is None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
 class SphinxRun:
     """One Sphinx run of a builder, which may be started before its sources are written.
 
@@ -149,7 +255,7 @@ class SphinxRun:
         self.stamp_file = (out or config.build_dir / builder) / STAMP
         self.records = (config.build_dir / "warnings" /
                         f"{builder}-{hashlib.sha256(str(out).encode()).hexdigest()[:8]}.json")
-        self.proc: subprocess.Popen[str] | None = None
+        self.proc: subprocess.Popen[str] | ForkedSphinx | None = None
 
     @property
     def started(self) -> bool:
@@ -178,7 +284,9 @@ class SphinxRun:
 
     def _env(self) -> dict[str, str]:
         from tabbook.render.ext.diagnostics import ENV_VAR
-        return {**sphinx_env(), ENV_VAR: str(self.records)}
+        learn = ({LEARN_ENV: str(self.config.build_dir / WARM_MODULES), BOOK_ROOT_ENV: str(self.config.root.resolve())}
+                 if self.builder == "html" else {})
+        return {**sphinx_env(), ENV_VAR: str(self.records), **learn}
 
     def start(self) -> None:
         """Start Sphinx now; it waits at ``builder-inited`` until :meth:`finish`."""
@@ -186,8 +294,14 @@ class SphinxRun:
 
         source_dir(self.config).mkdir(parents=True, exist_ok=True)  # Sphinx checks it exists
         self.records.unlink(missing_ok=True)
+        if IN_PROCESS:
+            self.proc = self._fork({**self._env(), gate.ENV_VAR: "1"})
+            return
         self.proc = subprocess.Popen(self.cmd, env={**self._env(), gate.ENV_VAR: "1"}, text=True,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def _fork(self, env: dict[str, str]) -> ForkedSphinx:
+        return ForkedSphinx(self.cmd[3:], env)
 
     def call_off(self) -> None:
         """End a started run that must not read anything (nothing changed, or the build failed)."""
@@ -214,7 +328,11 @@ class SphinxRun:
         from tabbook.render.diagnostics import collect
         from tabbook.render.ext import gate
 
-        if self.proc is None:
+        if self.proc is None and IN_PROCESS:
+            self.records.unlink(missing_ok=True)
+            _, stderr = (proc := self._fork(self._env())).communicate("")
+            returncode = proc.returncode
+        elif self.proc is None:
             self.records.unlink(missing_ok=True)
             done = subprocess.run(self.cmd, env=self._env(), capture_output=True, text=True)
             returncode, stderr = done.returncode, done.stderr

@@ -15,6 +15,10 @@ module is also an extension on its own, so a test or a book can load just the pa
 
 from __future__ import annotations
 
+import json
+import os
+import sys
+from pathlib import Path
 from typing import Any
 
 from sphinx.application import Sphinx
@@ -30,4 +34,28 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.add_config_value("tabbook_code", "", "env", types=frozenset({str}))
     for name in PARTS:
         app.setup_extension(name)
+    app.connect("build-finished", learn_modules)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}
+
+
+def learn_modules(app: Sphinx, exception: Exception | None) -> None:
+    """Record the modules a successful run has imported (the builder asks for it with
+    ``$TABBOOK_LEARN_MODULES``): a warm builder (:mod:`tabbook.warm`) imports them before it
+    forks the next run, which then starts with them loaded. The book's own modules (its
+    library changes as the book does) are left out."""
+    path = os.environ.get("TABBOOK_LEARN_MODULES")  # tabbook.render.sphinx.LEARN_ENV
+    if exception is not None or not path:
+        return
+    book = os.environ.get("TABBOOK_BOOK_ROOT") or "\0"  # tabbook.render.sphinx.BOOK_ROOT_ENV
+    names = sorted(n for n, m in list(sys.modules.items()) if "__main__" not in n
+                   and not str(getattr(m, "__file__", None) or "").startswith(book))
+    text = json.dumps(names)
+    target = Path(path)
+    try:
+        if target.read_text() == text:
+            return
+    except OSError:
+        pass
+    tmp = target.with_name(target.name + f".{os.getpid()}.tmp")
+    tmp.write_text(text)
+    tmp.replace(target)

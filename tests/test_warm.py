@@ -1,0 +1,211 @@
+"""The warm builder (tabbook.warm): a build handed over to it is the same build, only faster.
+
+Each test starts a real warm builder for its own copy of a book (the socket is keyed by the
+book's folder) and stops it at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tabbook import warm
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURE = ROOT / "tests" / "fixtures" / "book"
+
+
+def _env(book: Path, on: bool) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT), "TABBOOK_CACHE": str(book / ".cache"),
+            warm.ENV: "1" if on else "0"}
+
+
+def _tabbook(book: Path, *args: str, on: bool = True) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tabbook", "-C", str(book), *args], cwd=ROOT,
+                          capture_output=True, text=True, env=_env(book, on), timeout=300)
+
+
+def _pages(book: Path) -> dict[str, str]:
+    html = book / "build" / "html"
+    return {p.relative_to(html).as_posix(): p.read_text().replace(str(book), "BOOK")
+            for p in html.rglob("*.html")}
+
+
+def _edit(book: Path, words: str) -> None:
+    sec = book / "sec.md"
+    lines = sec.read_text().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if i and line.strip()[:1].isalpha())
+    lines[at] = lines[at].rstrip("\n") + f" {words}\n"
+    sec.write_text("".join(lines))
+
+
+@pytest.fixture
+def warm_book(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A built copy of the fixture book with its warm builder running."""
+    book = tmp_path / "warm"
+    shutil.copytree(FIXTURE, book)
+    proc = _tabbook(book, "build", on=True)  # finds none, builds, starts one
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "(warm builder)" not in proc.stdout
+    for key, value in _env(book, True).items():
+        monkeypatch.setenv(key, value)
+    assert warm.wait_ready(book, timeout=120), (book / "build" / "warm.log").read_text()
+    try:
+        yield book
+    finally:
+        warm.stop(book)
+
+
+def test_a_build_handed_over_renders_what_a_build_of_its_own_does(warm_book: Path, tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    shutil.copytree(FIXTURE, plain)
+    assert _tabbook(plain, "build", on=False).returncode == 0
+    for book, on in ((warm_book, True), (plain, False)):
+        _edit(book, "A sentence added while the builder was warm.")
+        proc = _tabbook(book, "build", on=on)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert ("(warm builder)" in proc.stdout) is on
+        assert json.loads((book / "build" / "report.json").read_text())["warm"] is on
+    assert "added while the builder was warm" in _pages(warm_book)["sec.html"]
+    assert _pages(warm_book) == _pages(plain)
+    # Each HTML run records what it imported, for the warm builder to import before its next fork.
+    learned = json.loads((warm_book / "build" / "warm-modules.json").read_text())
+    assert "sphinx.builders.html" in learned and "myst_nb" in learned
+
+
+def test_a_run_records_what_it_imported_except_the_books_own_modules(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import types
+
+    from tabbook.render.ext import learn_modules
+    from tabbook.render.sphinx import BOOK_ROOT_ENV, LEARN_ENV
+
+    book = tmp_path / "book"
+    own = types.ModuleType("the_books_library")
+    own.__file__ = str(book / "the_books_library" / "__init__.py")
+    monkeypatch.setitem(sys.modules, "the_books_library", own)
+    record = tmp_path / "learned.json"
+    monkeypatch.setenv(LEARN_ENV, str(record))
+    monkeypatch.setenv(BOOK_ROOT_ENV, str(book))
+    learn_modules(None, RuntimeError("a failed run"))  # type: ignore[arg-type]
+    assert not record.exists()  # a failed run records nothing
+    learn_modules(None, None)  # type: ignore[arg-type]
+    names = json.loads(record.read_text())
+    assert "json" in names and "tabbook.render.ext" in names
+    assert "the_books_library" not in names
+
+
+def test_errors_and_exit_status_pass_through(warm_book: Path) -> None:
+    sec = warm_book / "sec.md"
+    good = sec.read_text()
+    sec.write_text(good + "\nSee :numref:`no_such_label`.\n")
+    proc = _tabbook(warm_book, "build")
+    assert proc.returncode == 1
+    assert "sec.md:" in proc.stderr and "no_such_label" in proc.stderr
+    proc = _tabbook(warm_book, "build", "--frameworks", "nope")
+    assert proc.returncode == 1 and "unknown framework 'nope'" in proc.stderr
+    sec.write_text(good)
+    proc = _tabbook(warm_book, "build")
+    assert proc.returncode == 0 and "(warm builder)" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_a_config_change_reaches_a_build_in_the_warm_builder(warm_book: Path) -> None:
+    """The warm builder read config.ini when it started; a build handed to it reads it again."""
+    config = warm_book / "config.ini"
+    config.write_text(config.read_text().replace("title = Fixture Book", "title = Retitled Book"))
+    proc = _tabbook(warm_book, "build")
+    assert proc.returncode == 0 and "(warm builder)" in proc.stdout, proc.stdout + proc.stderr
+    page = _pages(warm_book)["sec.html"]
+    assert "- Retitled Book</title>" in page and "- Fixture Book</title>" not in page
+
+
+def test_ctrl_c_reaches_the_build_in_the_warm_builder(warm_book: Path) -> None:
+    sec = warm_book / "sec.md"
+    sec.write_text(sec.read_text() + "\n```{.python .input}\n%%tab all\nimport time\ntime.sleep(60)\n```\n")
+    client = subprocess.Popen([sys.executable, "-m", "tabbook", "-C", str(warm_book), "build"], cwd=ROOT,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(warm_book, True))
+    deadline = time.monotonic() + 120
+    report = warm_book / "build" / "report.json"
+    before = report.stat().st_mtime_ns
+    # Wait until the unit runs: a kernel of this book is alive.
+    while time.monotonic() < deadline and not _kernels(warm_book):
+        time.sleep(0.2)
+    assert _kernels(warm_book), "the unit never started"
+    client.send_signal(signal.SIGINT)
+    out, err = client.communicate(timeout=120)
+    assert client.returncode == 130, out + err
+    assert "interrupted" in err
+    assert report.stat().st_mtime_ns != before  # the report is written even when interrupted
+    time.sleep(1)
+    assert _kernels(warm_book) == []
+    assert warm.running(warm_book)  # the warm builder itself goes on
+
+
+def _kernels(book: Path) -> list[str]:
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            args = cmdline.read_bytes().split(b"\0")
+        except OSError:
+            continue
+        try:
+            here = os.readlink(cmdline.parent / "cwd")
+        except OSError:
+            continue
+        if any(b"ipykernel" in a for a in args) and here.startswith(str(book)):
+            found.append(cmdline.parent.name)
+    return found
+
+
+def test_a_changed_builder_or_book_gets_another_warm_builder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = warm.socket_path(tmp_path)
+    assert first is not None and first == warm.socket_path(tmp_path)
+    assert warm.socket_path(tmp_path / "other") != first
+    monkeypatch.setattr(warm, "_code_hash", lambda: "another builder")
+    assert warm.socket_path(tmp_path) != first
+
+
+def test_on_by_default_only_for_a_person_at_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Tty:
+        def __init__(self, tty: bool) -> None:
+            self.tty = tty
+
+        def isatty(self) -> bool:
+            return self.tty
+
+    monkeypatch.delenv(warm.ENV, raising=False)
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.setattr(sys, "stdout", Tty(True))
+    assert warm.enabled()
+    monkeypatch.setenv("CI", "true")
+    assert not warm.enabled()
+    monkeypatch.delenv("CI")
+    monkeypatch.setattr(sys, "stdout", Tty(False))
+    assert not warm.enabled()
+    monkeypatch.setenv(warm.ENV, "1")
+    assert warm.enabled()
+    monkeypatch.setenv(warm.ENV, "0")
+    monkeypatch.setattr(sys, "stdout", Tty(True))
+    assert not warm.enabled()
+
+
+def test_stop_ends_it_and_removes_its_socket(warm_book: Path) -> None:
+    path = warm.socket_path(warm_book)
+    assert path is not None and path.exists()
+    assert warm.stop(warm_book)
+    deadline = time.monotonic() + 10
+    while path.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not path.exists() and not warm.running(warm_book)
+    proc = _tabbook(warm_book, "build")  # builds by itself, and starts a new one
+    assert proc.returncode == 0 and "(warm builder)" not in proc.stdout
+    assert warm.wait_ready(warm_book, timeout=120)  # (stopped again when the test ends)
