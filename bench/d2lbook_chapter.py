@@ -390,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
         print(why_four_frameworks_take_longer(floors, four_row["d2lbook_s"]))
     ratio = weights["tabbook"] / weights["d2lbook"]
     print(f"| first-load bytes of {page} | {weights['tabbook'] / 1000:.1f} kB | {weights['d2lbook'] / 1000:.1f} kB | "
-          f"{ratio:.2f} | ≤ 0.25 — {'met' if ratio <= 0.25 else 'NOT met'} |")
+          f"{ratio:.3f} | ≤ 0.25 — {'met' if ratio <= 0.25 else 'NOT met'} |")
     if args.json:
         args.json.write_text(json.dumps({"runs": runs, "summary": summary, "weights": weights, "floors": floors,
                                          "left_out": left_out, "load_before_round": loads}, indent=1))

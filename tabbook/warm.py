@@ -134,7 +134,10 @@ def hand_over(argv: list[str], root: Path) -> int | None:
     if sock is None:
         return None
     with sock:
-        request = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}).encode()
+        umask = os.umask(0o022)
+        os.umask(umask)
+        request = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ),
+                              "umask": umask}).encode()
         sys.stdout.flush()
         sys.stderr.flush()
         try:
@@ -317,6 +320,7 @@ def _build_in_fork(conn: socket.socket, fds: list[int]) -> None:
             os.dup2(fd, target)
             os.close(fd)
         os.chdir(request["cwd"])
+        os.umask(request["umask"])  # files are made as the command line would make them
         os.environ.clear()
         os.environ.update(request["env"])
         os.environ[ENV] = "0"  # whatever this build starts hands nothing back to its own builder
