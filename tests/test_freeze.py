@@ -323,3 +323,20 @@ def test_interrupt_keeps_old_entry(old_entry: Path, monkeypatch: pytest.MonkeyPa
     assert old_entry.read_bytes() == before
     assert json.loads(before) == {"old": True}
     assert _leftovers(old_entry.parent) == ["jax.ipynb"]
+
+
+def test_atomic_writes_make_files_others_can_read(tmp_path: Path) -> None:
+    """mkstemp makes 0600 files; what the builder writes (the site's notebooks and decks, the
+    store, d2l/*.py) gets the mode a plain write would: a web server must be able to read it."""
+
+    from tabbook.execute.store import write_atomic
+
+    old = os.umask(0o022)
+    try:
+        write_atomic(tmp_path / "a.txt", "x")
+        os.umask(0o077)
+        write_atomic(tmp_path / "b.txt", "x")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "a.txt").stat().st_mode & 0o777 == 0o644
+    assert (tmp_path / "b.txt").stat().st_mode & 0o777 == 0o600

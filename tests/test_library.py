@@ -332,6 +332,23 @@ def test_syntax_error_in_a_saved_block_is_an_error(config: Config) -> None:
     assert errors_of(err.value) == ["ch/t.md:6: Python syntax error in a #@save cell: invalid syntax"]
 
 
+def test_a_saved_cell_python_parses_but_cannot_run_is_an_error(config: Config) -> None:
+    """ast.parse accepts `return` outside a function; the generated module would not import
+    (found by tests/test_fuzz.py: a def line replaced by `if tab.selected(...)`)."""
+    text = ("# T\n\n```{.python .input}\n%%tab all\n#@save\nif tab.selected('pytorch'):\n"
+            "    x = 1\n    return x\n```\n")
+    with pytest.raises(BookError) as err:
+        generate_library(config, [read_section(text, "ch/t.md", config.tabs, config.default_tab)])
+    assert errors_of(err.value) == ["ch/t.md:8: Python syntax error in a #@save cell: 'return' outside function"]
+
+
+def test_top_level_await_in_a_saved_cell_is_allowed(config: Config) -> None:
+    text = ("# T\n\n```{.python .input}\n%%tab all\nimport asyncio\nawait asyncio.sleep(0)\n\n"
+            "#@save\ndef f():\n    return 1\n```\n")
+    library = generate_library(config, [read_section(text, "ch/t.md", config.tabs, config.default_tab)])
+    assert any("def f():" in text for text in library.values())
+
+
 def test_name_never_saved_nor_imported_is_an_error(config: Config) -> None:
     text = "# T\n\n```{.python .input}\n%%tab pytorch\ndef f():  #@save\n    return d2l.Missing()\n```\n"
     with pytest.raises(BookError) as err:

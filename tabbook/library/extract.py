@@ -197,6 +197,9 @@ def saved_chunks(fc: FrameworkCell, title: str, line_of: Callable[[int], int], w
     masked, magic_rows = ps.mask_magics(fc.source)
     try:
         tree = ast.parse(masked)
+        # What the parser accepts but Python does not run: `return`/`yield` outside a function,
+        # `break` outside a loop, ... (the compiler's checks; a notebook allows top-level await).
+        compile(tree, str(path), "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
     except SyntaxError as exc:
         raise BookError(f"Python syntax error in a #@save cell: {exc.msg}", path,
                         line_of(exc.lineno or 1)) from exc

@@ -509,6 +509,8 @@ def write_library(config: Config, files: dict[str, str]) -> list[str]:
     only when all are written do the ``os.replace`` calls run, so an error
     (disk full, permissions) leaves every existing file as it was.
     """
+    from tabbook.execute.store import new_file_mode
+
     changed = [rel for rel in stale_library(config, files) if rel in files]
     temps: list[tuple[str, Path]] = []
     try:
@@ -517,6 +519,7 @@ def write_library(config: Config, files: dict[str, str]) -> list[str]:
             target.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
             temps.append((rel, Path(tmp)))
+            os.fchmod(fd, new_file_mode())  # as a plain write would make it (mkstemp: 0600)
             with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
                 fh.write(files[rel])
     except BaseException:
