@@ -307,9 +307,12 @@ def _dispatch(args: argparse.Namespace, rest: list[str]) -> int:
             from tabbook.execute.wheelhouse import REQUIREMENTS, gather
 
             dest = args.dest or config.build_dir / "wheelhouse"
-            count, size = gather(dest, args.python_version)
-            print(f"[wheelhouse] {count} wheels, {size / 1e6:.1f} MB in {dest} "
-                  f"(CPython {args.python_version}, manylinux x86-64; from {REQUIREMENTS.name})")
+            count, size, own = gather(dest, args.python_version, config.offline_requirements)
+            sources = ", ".join([REQUIREMENTS.name, *(str(p.relative_to(config.root)) if p.is_relative_to(config.root)
+                                                      else str(p) for p in config.offline_requirements)])
+            print(f"[wheelhouse] {count} wheels, {size / 1e6:.1f} MB in {dest} (the kernel and builder: "
+                  f"{own / 1e6:.1f} MB; CPython {args.python_version}, manylinux x86-64; from {sources}); "
+                  f"install there with -r {dest / 'requirements.txt'}")
             return 0
         if args.command == "envs":
             from tabbook.execute.envs import create_envs

@@ -206,6 +206,9 @@ class Config:
     # Book files placed at the root of Sphinx's sources (book-relative): what a book's own CI
     # copies there before building (d2l-en's index.md includes frontpage.html that way).
     root_files: tuple[str, ...] = ()
+    # ``[build] offline_requirements``: requirement files of what the book's code needs besides
+    # the frameworks, for a machine that cannot download (``tabbook wheelhouse``).
+    offline_requirements: tuple[Path, ...] = ()
     overlay: Path | None = None  # the overlay file that was read, if any
     # What ``#@save`` alone on a line saves: "block" (d2lbook: the statement after it, with the
     # unindented lines that directly follow) or "cell" (every statement of the cell).
@@ -486,6 +489,7 @@ def load_config(root: Path) -> Config:
         notebooks=tuple(get("build", "notebooks", "").split()),
         resources=resources,
         root_files=tuple(get("build", "root_files", "").split()),
+        offline_requirements=tuple(root / p for p in get("build", "offline_requirements", "").split()),
         overlay=overlay,
         save=save,
     )
