@@ -48,7 +48,7 @@ from pathlib import Path
 from tabbook.config import Config, load_config
 from tabbook.errors import BookError
 from tabbook.render.sources import source_dir
-from tabbook.render.sphinx import sphinx_command
+from tabbook.render.sphinx import learn_env, learned_modules, sphinx_command
 
 PACKAGE_PARENT = Path(__file__).resolve().parent.parent
 BUILDER_STATIC = Path(__file__).resolve().parent / "render" / "static"
@@ -229,21 +229,6 @@ def warm_up(config: Config) -> None:
             pass
 
 
-def learned_modules(config: Config) -> Path:
-    """What the last rebuild imported, so that the next server imports it before forking."""
-    return config.build_dir / "serve-modules.json"
-
-
-def learn_modules(config: Config) -> None:
-    """Record the modules this (forked) rebuild has loaded: the next ``warm_up`` imports them."""
-    skip = {config.library_dir.name}
-    names = sorted(n for n in sys.modules if "__main__" not in n and n.split(".")[0] not in skip)
-    path = learned_modules(config)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(names))
-    tmp.replace(path)
-
-
 class WarmBuilder:
     """sphinx-autobuild's builder for a tabbook book: each rebuild runs tabbook's stages and then
     Sphinx in the worker process sphinx-autobuild forks from the warm server (:func:`warm_up`),
@@ -266,8 +251,7 @@ class WarmBuilder:
         if run_stages(config) != 0:
             return
         rc = build_main(self.sphinx_args)
-        if rc == 0:
-            learn_modules(config)
+        if rc == 0:  # (its build-finished recorded what it imported: learn_env in serve())
             write_status(config)
             print(f"[serve] done; serving http://{self.url_host}/", flush=True)
         else:
@@ -305,6 +289,7 @@ def serve(config: Config, host: str, port: int, build_first: bool = True) -> int
     initial = build_first or not (html_dir(config) / "index.html").is_file()
     args = autobuild_args(config, host, port, initial_build=False)
     _SERVED = config
+    os.environ.update(learn_env(config))  # each rebuild's Sphinx records what it imported
     warm_up(config)
     autobuild_main.Builder = WarmBuilder  # type: ignore[misc]  # its rebuilds, run in its forked workers
     source_dir(config).mkdir(parents=True, exist_ok=True)  # sphinx-autobuild needs it to exist

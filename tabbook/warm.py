@@ -42,6 +42,10 @@ import sysconfig
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tabbook.config import Config
 
 ENV = "TABBOOK_WARM"
 #: A warm builder ends after this long without a build.
@@ -127,10 +131,15 @@ def _connect(path: Path) -> socket.socket | None:
     return sock
 
 
+def _connect_book(root: Path) -> socket.socket | None:
+    """A connection to the book's warm builder for the code and packages here, if one listens."""
+    path = socket_path(root)
+    return _connect(path) if path is not None else None
+
+
 def hand_over(argv: list[str], root: Path) -> int | None:
     """Run this build in the book's warm builder; its exit status, or None when there is none."""
-    path = socket_path(root)
-    sock = _connect(path) if path is not None else None
+    sock = _connect_book(root)
     if sock is None:
         return None
     with sock:
@@ -173,7 +182,7 @@ def hand_over(argv: list[str], root: Path) -> int | None:
 def start(root: Path) -> None:
     """Start the book's warm builder in the background, if none is running (it outlives this build)."""
     path = socket_path(root)
-    if path is None or path.exists() and _connect(path) is not None:
+    if path is None or running(root):
         return
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         p for p in (str(PACKAGE_PARENT), os.environ.get("PYTHONPATH")) if p)}
@@ -190,8 +199,7 @@ def start(root: Path) -> None:
 
 def running(root: Path) -> bool:
     """Whether the book's warm builder (for this builder code) accepts builds."""
-    path = socket_path(root)
-    sock = _connect(path) if path is not None else None
+    sock = _connect_book(root)
     if sock is None:
         return False
     with sock:
@@ -211,8 +219,7 @@ def wait_ready(root: Path, timeout: float = 60.0) -> bool:
 
 def stop(root: Path) -> bool:
     """End the book's warm builder (for this builder code); whether one was running."""
-    path = socket_path(root)
-    sock = _connect(path) if path is not None else None
+    sock = _connect_book(root)
     if sock is None:
         return False
     with sock:
@@ -249,45 +256,34 @@ def _remember_entry_points() -> None:
         module.entry_points = entry_points
 
 
-def _warm_up(root: Path) -> None:
-    """Import what a build of the book and its Sphinx run import."""
-
+def _warm_up(config: Config) -> None:
+    """Import what a build of the book and its Sphinx run import (the live preview's
+    :func:`tabbook.serve.warm_up`, which includes what the book's last HTML run recorded)."""
     _remember_entry_points()  # before the plugins' modules take their own references
 
     from tabbook import build, cli  # noqa: F401 - imported to be inherited by every fork
-    from tabbook.config import load_config
-    from tabbook.render.sphinx import WARM_MODULES
+
+    _import_learned(config)
+
+
+#: The record of the last HTML run's imports, as last imported from: its modification time.
+_learned: int | None = None
+
+
+def _import_learned(config: Config) -> None:
+    """Warm up again when the book's last HTML run has recorded new imports (render/ext): between
+    builds, so that the next fork starts with them loaded."""
+    from tabbook.render.sphinx import learned_modules
     from tabbook.serve import warm_up
-
-    config = load_config(root)
-    warm_up(config)
-    _import_learned(config.build_dir / WARM_MODULES)
-
-
-#: The learned modules' file as last imported from: (path, modification time).
-_learned: tuple[Path, int] | None = None
-
-
-def _import_learned(path: Path) -> None:
-    """Import what the book's last Sphinx run imported (it records it, render/ext), once per
-    version of the record: between builds, so that the next fork starts with it loaded."""
-    import importlib
 
     global _learned
     try:
-        mtime = path.stat().st_mtime_ns
-        if _learned == (path, mtime):
-            return
-        names = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return
-    _learned = (path, mtime)
-    for name in names:
-        if name not in sys.modules:
-            try:
-                importlib.import_module(name)
-            except Exception:  # noqa: BLE001 - a module that cannot be imported alone is left to the build
-                pass
+        mtime = learned_modules(config).stat().st_mtime_ns
+    except OSError:
+        mtime = None
+    if _learned is None or mtime != _learned:
+        warm_up(config)
+        _learned = mtime
 
 
 def _read_frame(conn: socket.socket) -> bytes:
@@ -367,18 +363,19 @@ def serve_forever(path: Path, root: Path) -> int:
     import gc
 
     from tabbook.config import load_config
-    from tabbook.render.sphinx import WARM_MODULES
 
     os.chdir(root)
-    _warm_up(root)
-    learned = load_config(root).build_dir / WARM_MODULES
+    config = load_config(root)
+    _warm_up(config)
     # What was imported stays: out of the collector's sight, a fork's collections do not touch
     # (and so copy) every page of it.
     gc.collect()
     gc.freeze()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     if path.exists():
-        if _connect(path) is not None:
+        other = _connect(path)
+        if other is not None:
+            other.close()
             return 0  # another one is already serving this book
         path.unlink(missing_ok=True)
     try:
@@ -396,7 +393,7 @@ def serve_forever(path: Path, root: Path) -> int:
             if not children:
                 if time.monotonic() - last > IDLE_SECONDS:
                     return 0
-                _import_learned(learned)  # what the last build's Sphinx run loaded, if new
+                _import_learned(config)  # what the last build's Sphinx run loaded, if new
             try:
                 conn, _ = listener.accept()
             except TimeoutError:

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from procs import processes
 
 from tabbook.render import katex
 
@@ -136,15 +137,7 @@ def _tabbook(book: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def _sphinx_processes(book: Path) -> list[str]:
-    found = []
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            args = cmdline.read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"sphinx" in args and any(str(book).encode() in a for a in args):
-            found.append(cmdline.parent.name)
-    return found
+    return processes(lambda args, here: b"sphinx" in args and any(str(book).encode() in a for a in args))
 
 
 def test_an_early_sphinx_renders_what_a_late_one_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

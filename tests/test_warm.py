@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from procs import processes
 
 from tabbook import warm
 
@@ -151,19 +152,7 @@ def test_ctrl_c_reaches_the_build_in_the_warm_builder(warm_book: Path) -> None:
 
 
 def _kernels(book: Path) -> list[str]:
-    found = []
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            args = cmdline.read_bytes().split(b"\0")
-        except OSError:
-            continue
-        try:
-            here = os.readlink(cmdline.parent / "cwd")
-        except OSError:
-            continue
-        if any(b"ipykernel" in a for a in args) and here.startswith(str(book)):
-            found.append(cmdline.parent.name)
-    return found
+    return processes(lambda args, here: any(b"ipykernel" in a for a in args) and here.startswith(str(book)))
 
 
 def test_a_changed_builder_or_book_gets_another_warm_builder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

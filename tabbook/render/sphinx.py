@@ -81,12 +81,24 @@ def sphinx_env() -> dict[str, str]:
 
 
 STAMP = ".tabbook-stamp"
-#: What the last HTML run had imported (under ``build/``): a warm builder imports it before it forks.
+#: What the last HTML run had imported (under ``build/``): the live preview's server and the warm
+#: builder import it before they fork (:func:`tabbook.serve.warm_up`).
 WARM_MODULES = "warm-modules.json"
 #: Where a Sphinx run records the modules it imported (:func:`tabbook.render.ext.learn_modules`).
 LEARN_ENV = "TABBOOK_LEARN_MODULES"
 #: The book's folder, for the run to leave the book's own modules out of what it records.
 BOOK_ROOT_ENV = "TABBOOK_BOOK_ROOT"
+
+
+def learned_modules(config: Config) -> Path:
+    return config.build_dir / WARM_MODULES
+
+
+def learn_env(config: Config) -> dict[str, str]:
+    """The environment that asks an HTML run to record what it imported."""
+    return {LEARN_ENV: str(learned_modules(config)), BOOK_ROOT_ENV: str(config.root.resolve())}
+
+
 #: Distributions whose version decides what Sphinx makes of the same sources.
 SPHINX_DISTS = ("sphinx", "myst-nb", "myst-parser", "sphinx-design", "furo", "sphinxcontrib-bibtex")
 
@@ -284,8 +296,7 @@ class SphinxRun:
 
     def _env(self) -> dict[str, str]:
         from tabbook.render.ext.diagnostics import ENV_VAR
-        learn = ({LEARN_ENV: str(self.config.build_dir / WARM_MODULES), BOOK_ROOT_ENV: str(self.config.root.resolve())}
-                 if self.builder == "html" else {})
+        learn = learn_env(self.config) if self.builder == "html" else {}
         return {**sphinx_env(), ENV_VAR: str(self.records), **learn}
 
     def start(self) -> None:
