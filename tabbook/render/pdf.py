@@ -191,12 +191,17 @@ def build_pdfs(config: Config, frameworks: tuple[str, ...] | None = None, *, fro
     from tabbook.build import Options, build
     from tabbook.execute.plan import Selection
 
-    if missing := missing_tools():
-        raise BookError(f"cannot build PDFs: {', '.join(missing)} not found; {INSTALL_HINT}")
     wanted = frameworks or config.tabs
     for fw in wanted:
         if fw not in config.tabs:
             raise BookError(f"unknown framework {fw!r} (tabs: {', '.join(config.tabs)})")
+    if missing := missing_tools():
+        # A problem in the book (``file.md:LINE``, a stale entry under --frozen) is worth more
+        # than a missing tool: read, check and plan first, without executing or rendering
+        # anything, so that a machine without TeX reports what an author can fix right away.
+        build(config, Options(Selection(frozen_only=frozen, force=force), render=False, execute=False,
+                              jobs=jobs), log=log)
+        raise BookError(f"cannot build PDFs: {', '.join(missing)} not found; {INSTALL_HINT}")
     # Execute what is stale, merge build/src and fill the LaTeX doctree cache.
     build(config, Options(Selection(frozen_only=frozen, force=force), builder="latex", jobs=jobs), log=log)
     workers = max(1, min(jobs or os.cpu_count() or 1, len(wanted), 2))
