@@ -56,7 +56,7 @@ lint: $(BUILDER_STAMP)
 # The PDFs are part of the product, so their tests run everywhere `make test` runs, not only
 # under CI: TeX (like Chromium) is installed first when missing (Debian packages, root once).
 unit: $(BUILDER_STAMP) $(TEST_STAMP) browser tex
-	$(VPY) -m pytest -q tests
+	TABBOOK_TEST_STRICT=1 $(VPY) -m pytest -q -rs tests
 
 # The committed freeze store must match the sources (no stale or missing entry),
 # and the committed d2l/ must be what `make lib` generates.

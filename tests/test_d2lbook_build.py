@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from prerequisites import require
 
 from tabbook.config import OVERLAY_ENV, load_config
 from tabbook.errors import BookError
@@ -577,8 +578,7 @@ def test_an_existing_interpreter_without_a_kernel_is_a_clear_error(tmp_path: Pat
     import glob
 
     bare = sorted(glob.glob(str(Path.home() / ".pyenv" / "versions" / "3.1[23]*" / "bin" / "python3.1[23]")))
-    if not bare:
-        pytest.skip("no bare Python 3.12/3.13 under ~/.pyenv")
+    require(bare, "no bare Python 3.12/3.13 under ~/.pyenv")
     book, overlay = make_book(tmp_path, eval_notebook=True)
     overlay.write_text(overlay.read_text().replace("[framework:mxnet]\npython = current\n", "[framework:mxnet]\n"))
     proc = tabbook(book, overlay, "--python", f"mxnet={bare[0]}", "build")

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from prerequisites import skip_unless
 
 from tabbook.config import load_config
 from tabbook.render.ext.latex import html_to_text, shorten_traceback
@@ -26,10 +27,8 @@ from tabbook.render.pdf import TOOLS, latex_failure, log_errors, pdf_paths, sect
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "book"
 
-needs_tex = pytest.mark.skipif(
-    not (tex_available() and shutil.which("pdftotext")) and not os.environ.get("CI"),
-    reason="TeX is not installed (make test installs it: scripts/install-tex.sh); under CI this fails instead",
-)
+needs_tex = skip_unless(tex_available() and shutil.which("pdftotext"),
+                        "TeX is not installed (make test installs it: scripts/install-tex.sh)")
 
 PRINT_SECTION = r'''# Printing
 :label:`sec_print`

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
+from prerequisites import skip_unless
 
 Server = Any  # conftest.Server: the test site on 127.0.0.1
 
@@ -342,8 +342,7 @@ def real_server(serve_dir: Any) -> Any:
     srv.httpd.server_close()
 
 
-@pytest.mark.skipif(not REAL_PAGES and not os.environ.get("CI"),
-                    reason="no built book in build/html (`make test` builds it before the tests; or `make html`)")
+@skip_unless(REAL_PAGES, "no built book in build/html (`make test` builds it before the tests; or `make html`)")
 @pytest.mark.parametrize("path", REAL_PAGES or ["-"])
 def test_real_book_pages_are_clean(page: Any, real_server: Any, path: str) -> None:
     """The book as built by `make html`: same origin only, no console errors, tabs enhanced."""
