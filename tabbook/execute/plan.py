@@ -23,6 +23,7 @@ from typing import Any
 
 from tabbook.config import Config
 from tabbook.errors import BookError, BookErrors
+from tabbook.execute.gpus import Devices, detect, guess_need
 from tabbook.execute.runner import Runner, Unit, build_notebook
 from tabbook.execute.store import META, FreezeStore, KeyParts, cells_hash, text_hash
 from tabbook.source.read import Section
@@ -109,6 +110,7 @@ def plan(config: Config, sections: list[Section], library: dict[str, str], store
                     cwd=(config.root / section.path).parent, timeout=config.cell_timeout,
                     stderr_filters=config.stderr_filters,
                     gpu_probe=framework.gpu_probe,
+                    gpus=guess_need("\n".join(c.source for c in cells)),
                 )
                 if selected:
                     out.todo.append((unit, parts))
@@ -188,7 +190,11 @@ def run(config: Config, the_plan: Plan, store: FreezeStore, jobs: int = 0,
         runner = ClusterRunner(scheduler, config, keys, progress=log)
     else:
         prepare_kernels(config, {u.framework for u, _ in the_plan.todo}, log=log)
-        runner = Runner(jobs or os.cpu_count() or 1, kernel_env(config), progress=log)
+        env = kernel_env(config)
+        gpus = detect(env)
+        if gpus:
+            log(f"[exec] {len(gpus)} GPU(s): " + "; ".join(g.describe() for g in gpus))
+        runner = Runner(jobs or os.cpu_count() or 1, env, progress=log, devices=Devices(gpus))
     # Longest first (the time each took when last run; never run: first of all), so the
     # build does not end waiting on one long unit started last while the other cores idle.
     last = [store.last_seconds(u.section, u.framework) for u, _ in the_plan.todo]
