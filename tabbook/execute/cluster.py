@@ -34,6 +34,7 @@ from typing import Any
 
 from tabbook.config import OVERLAY_ENV, Config, load_config
 from tabbook.errors import BookError
+from tabbook.execute.gpus import Devices, detect
 from tabbook.execute.runner import Progress, Runner, Unit, UnitResult
 
 #: What to install for ``--scheduler`` (the pinned versions are in envs/builder-dask.txt).
@@ -150,7 +151,10 @@ def run_unit(request: Request) -> dict[str, Any]:
         _prepare(config, request)
     except BookError as exc:
         return {"error": exc.location_message(), "seconds": time.monotonic() - t0, "host": host}
-    runner = Runner(1, kernel_env(config), progress=lambda _msg: None)
+    # The host's GPUs and its machine lock, as in a local build: Dask workers on one host (and
+    # local builds beside them) never share a device, and a run-alone unit runs alone there.
+    env = kernel_env(config)
+    runner = Runner(1, env, progress=lambda _msg: None, devices=Devices(detect(env)))
     # The worker's client, taken here: the watcher thread below is not a task thread, where
     # Dask could find it by itself.
     stop = distributed.Event(f"tabbook-stop-{request.build}", client=distributed.get_client())
