@@ -25,6 +25,7 @@ from pathlib import Path
 
 from tabbook.config import Config
 from tabbook.errors import BookError, BookErrors
+from tabbook.files import write_atomic
 from tabbook.source.read import Section, read_section
 from tabbook.source.toc import entry_path, is_external, walk_toc
 
@@ -164,24 +165,15 @@ class PageCache:
 
     def save(self, root: Path) -> None:
         """Write the cache if a page was parsed anew (pages whose file is gone are dropped)."""
-        import os
         import pickle
-        import tempfile
 
         if self.sections == self._before:
             return
         sections = {rel: v for rel, v in self.sections.items() if (root / rel).is_file()}
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.NAME}.")
-        except OSError:
-            return
-        try:
-            with os.fdopen(fd, "wb") as f:
-                pickle.dump((self.key, sections), f, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, self.path)
+            write_atomic(self.path, pickle.dumps((self.key, sections), protocol=pickle.HIGHEST_PROTOCOL))
         except (OSError, pickle.PicklingError):
-            Path(tmp).unlink(missing_ok=True)
+            pass  # a cache that cannot be written only costs time
 
 
 @cache
@@ -232,7 +224,6 @@ class Book:
         (:class:`~tabbook.library.generate.CallTimeName`) do not stop generation: they
         are kept in :attr:`library_problems` for each command to judge.
         """
-        from tabbook.execute.store import write_atomic
         from tabbook.library.generate import CallTimeName, generate_library, hand_written_tops
 
         sections = self.sections

@@ -23,8 +23,9 @@ from tabbook.book import read_book
 from tabbook.config import Config
 from tabbook.errors import BookError, BookErrors
 from tabbook.execute.plan import Selection, UnitStatus
-from tabbook.execute.store import FreezeStore, write_atomic
+from tabbook.execute.store import FreezeStore
 from tabbook.execute.store import provenance as store_provenance
+from tabbook.files import write_atomic
 
 
 @dataclass(frozen=True)

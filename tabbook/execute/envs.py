@@ -22,6 +22,7 @@ from pathlib import Path
 
 from tabbook.config import Config, Framework
 from tabbook.errors import BookError
+from tabbook.files import cache_dir, write_atomic
 
 MARKER = ".tabbook-complete"
 
@@ -31,13 +32,6 @@ class Env:
     framework: str
     python: Path  # interpreter that runs the kernel
     lock_hash: str  # what the freeze key records about the environment
-
-
-def cache_root() -> Path:
-    if os.environ.get("TABBOOK_CACHE"):
-        return Path(os.environ["TABBOOK_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME")
-    return (Path(base) if base else Path.home() / ".cache") / "tabbook"
 
 
 def find_python(version: str) -> Path:
@@ -109,7 +103,7 @@ def lock_hash(fw: Framework) -> str:
 
 def venv_dir(fw: Framework) -> Path:
     """``$TABBOOK_VENVS`` (or the cache's ``venvs/``) / ``<framework>-<lock hash>``."""
-    base = Path(os.environ["TABBOOK_VENVS"]) if os.environ.get("TABBOOK_VENVS") else cache_root() / "venvs"
+    base = Path(os.environ["TABBOOK_VENVS"]) if os.environ.get("TABBOOK_VENVS") else cache_dir() / "venvs"
     return base / f"{fw.name}-{lock_hash(fw)}"
 
 
@@ -267,7 +261,6 @@ def write_kernelspec(config: Config, fw: Framework, env: Env) -> None:
         },
         "metadata": {"tabbook": {"framework": fw.name}},
     }
-    from tabbook.execute.store import write_atomic
 
     # A temp file of its own: Dask workers on one host may write the same spec at once.
     write_atomic(spec_dir / "kernel.json", json.dumps(spec, indent=1))

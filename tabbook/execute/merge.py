@@ -23,7 +23,8 @@ from typing import Any
 
 from tabbook.config import Config
 from tabbook.errors import BookError, BookErrors
-from tabbook.execute.store import META, FreezeStore, KeyParts, gpu_entry_current, write_atomic
+from tabbook.execute.store import META, FreezeStore, KeyParts, gpu_entry_current
+from tabbook.files import write_atomic
 
 
 @dataclass

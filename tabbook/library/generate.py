@@ -31,11 +31,11 @@ from __future__ import annotations
 import ast
 import os
 import re
-import tempfile
 from pathlib import Path
 
 from tabbook.config import Config
 from tabbook.errors import BookError, BookErrors
+from tabbook.files import write_beside
 from tabbook.library import pysource as ps
 from tabbook.library.extract import (
     LIBRARY_NAME,
@@ -509,19 +509,11 @@ def write_library(config: Config, files: dict[str, str]) -> list[str]:
     only when all are written do the ``os.replace`` calls run, so an error
     (disk full, permissions) leaves every existing file as it was.
     """
-    from tabbook.execute.store import new_file_mode
-
     changed = [rel for rel in stale_library(config, files) if rel in files]
     temps: list[tuple[str, Path]] = []
     try:
         for rel in changed:
-            target = config.root / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-            temps.append((rel, Path(tmp)))
-            os.fchmod(fd, new_file_mode())  # as a plain write would make it (mkstemp: 0600)
-            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-                fh.write(files[rel])
+            temps.append((rel, write_beside(config.root / rel, files[rel])))
     except BaseException:
         for _, tmp in temps:
             tmp.unlink(missing_ok=True)

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from tabbook.config import Config
 from tabbook.errors import BookError, BookErrors
+from tabbook.files import copy_atomic
 from tabbook.render.latex_conf import TEX_NAME
 from tabbook.render.sphinx import sphinx_command, sphinx_env
 
@@ -178,10 +179,7 @@ def typeset(config: Config, framework: str, tex_path: Path, log=print) -> Path:
     for ref in undefined_references(log_text):
         log(f"[pdf:{framework}] warning: undefined reference {ref!r} (its target is not in this PDF)")
     dest = pdf_paths(config)[framework]
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(dest.name + ".tmp")
-    shutil.copyfile(built, tmp)
-    tmp.replace(dest)
+    copy_atomic(built, dest)
     return dest
 
 

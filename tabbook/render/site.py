@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from tabbook.config import Config
-from tabbook.execute.store import FreezeStore, public_copy, write_atomic
+from tabbook.execute.store import FreezeStore, public_copy
+from tabbook.files import write_atomic, write_if_changed
 
 COLAB_GITHUB = "https://colab.research.google.com/github/{repo}/blob/{branch}/{path}"
 DOWNLOADS = "_downloads"  # under the HTML output directory
@@ -223,13 +224,7 @@ def zip_bytes(files: dict[str, str]) -> bytes:
 
 def write_zip(path: Path, files: dict[str, str]) -> None:
     """Write the zip of ``files`` atomically, only when its bytes change."""
-    data = zip_bytes(files)
-    if path.is_file() and path.read_bytes() == data:
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
+    write_if_changed(path, zip_bytes(files))
 
 
 def _copy_if_changed(src: Path, dst: Path) -> None:
@@ -289,8 +284,7 @@ def publish_downloads(opts: SiteOptions, docnames: list[str], outdir: Path) -> i
             else:
                 text = json.dumps(reader_notebook(json.loads(src.read_text(encoding="utf-8"))),
                                   indent=1, ensure_ascii=False) + "\n"
-                if not dst.is_file() or dst.read_text(encoding="utf-8") != text:
-                    write_atomic(dst, text)
+                write_if_changed(dst, text)
                 dirty.add(fw)
             per_fw.setdefault(fw, {})[f"{opts.name}-{fw}/{docname}.ipynb"] = text
     for fw, files in per_fw.items():

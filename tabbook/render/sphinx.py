@@ -44,7 +44,7 @@ def conf_dir(config: Config) -> Path:
     if (config.root / "conf.py").is_file():
         return config.root
     from tabbook.config import OVERLAY_ENV
-    from tabbook.render.sources import write_if_changed
+    from tabbook.files import write_if_changed
 
     folder = config.build_dir / "sphinx-conf"
     folder.mkdir(parents=True, exist_ok=True)
