@@ -8,7 +8,7 @@ unit: the framework's environment is found or created on the worker's host as lo
 (:func:`tabbook.execute.envs.ensure_env`), and the unit executes in a worker subprocess and
 kernel of its own (:class:`tabbook.execute.runner.Runner`). The task returns the executed notebook
 as data; the client, and only the client, writes it into the freeze store (atomically, in
-:func:`tabbook.execute.plan.run`), so a worker never writes into the store and a unit whose
+:func:`tabbook.execute.plan.run`, which the build hands this runner), so a worker never writes into the store and a unit whose
 worker dies leaves nothing behind: the scheduler runs it again on another worker, and after
 ``distributed.scheduler.allowed-failures`` deaths the unit fails with a message saying so.
 
@@ -138,7 +138,7 @@ def run_unit(request: Request) -> dict[str, Any]:
     """
     import distributed
 
-    from tabbook.execute.plan import kernel_env
+    from tabbook.execute.envs import kernel_env
 
     worker = distributed.get_worker()
     unit = request.unit

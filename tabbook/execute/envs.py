@@ -17,8 +17,10 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tabbook.config import Config, Framework
 from tabbook.errors import BookError
@@ -274,3 +276,23 @@ def create_envs(config: Config, names: list[str]) -> None:
         fw = config.framework(name)
         env = ensure_env(config, fw)
         print(f"[env] {name}: {fw.import_name} {check_env(config, fw, env)} at {env.python}")
+
+
+def kernel_env(config: Config) -> dict[str, str]:
+    """The environment kernels start in: project-local kernelspecs, the repo's ``d2l`` importable."""
+    env = dict(os.environ)
+    env["JUPYTER_PATH"] = str(jupyter_dir(config).resolve())
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    return env
+
+
+def prepare_kernels(config: Config, frameworks: set[str], log: Callable[[str], Any] = print) -> None:
+    """Create (if needed), check and register the kernel of each framework about to run."""
+    for fw in sorted(frameworks, key=config.tabs.index):
+        framework = config.framework(fw)
+        env = ensure_env(config, framework, create=True, log=log)
+        version = checked_env(config, framework, env)  # imports the framework once per venv, not per build
+        if framework.interpreter is not None:
+            log(f"[env] {fw}: existing interpreter {framework.interpreter} ({framework.import_name} {version})")
+        write_kernelspec(config, framework, env)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tabbook.source.pycode import line_mapper
 from tabbook.source.split import FrameworkCell
 
 NBFORMAT = {"nbformat": 4, "nbformat_minor": 5}
@@ -63,8 +64,6 @@ class UnitResult:
 
 def build_notebook(unit: Unit) -> dict[str, Any]:
     """The nbformat-4 notebook the kernel runs: the unit's code cells only."""
-    from tabbook.library.extract import line_mapper
-
     cells = []
     for fc in unit.cells:
         # The Markdown line of each line the kernel runs: a traceback's "line N" of the

@@ -42,7 +42,6 @@ from tabbook.library.extract import (
     LibraryPieces,
     Loc,
     Piece,
-    line_mapper,
     remap,
     saved_chunks,
     top_names,
@@ -60,6 +59,7 @@ from tabbook.library.imports import (
     undefined_names,
 )
 from tabbook.library.scopes import hidden_reads, local_names
+from tabbook.source.pycode import line_mapper, mask_magics
 from tabbook.source.read import Section
 from tabbook.source.split import split_section
 
@@ -223,7 +223,7 @@ def _collect(config: Config, tab: str, sections: list[Section]
             line_of = line_mapper(fc, config.default_tab, multi)
             saved = "save" in fc.cell.flags
             try:
-                tree = ast.parse(ps.mask_magics(fc.source)[0])
+                tree = ast.parse(mask_magics(fc.source)[0])
             except SyntaxError:
                 tree = None  # not saved: the execute stage reports it with its traceback
             if tree is not None:

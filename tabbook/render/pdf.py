@@ -2,7 +2,8 @@
 
 ``python -m tabbook [-C ROOT] pdf [--frameworks a,b] [--frozen] [--force]``
 
-1. The ordinary pipeline (:func:`tabbook.build.build`) checks the book, executes
+1. The ordinary pipeline (:func:`tabbook.build.build`, called by
+   :func:`tabbook.build.build_pdfs`, which then calls :func:`write_pdfs`) checks the book, executes
    what is stale (nothing when the freeze store is current: no kernel starts),
    merges ``build/src`` and reads it once into the LaTeX doctree cache.
 2. Per framework, Sphinx's LaTeX builder writes ``build/latex/<fw>/book.tex``
@@ -183,20 +184,21 @@ def typeset(config: Config, framework: str, tex_path: Path, log=print) -> Path:
     return dest
 
 
-def build_pdfs(config: Config, frameworks: tuple[str, ...] | None = None, *, frozen: bool = False,
-               force: bool = False, jobs: int = 0, log=print) -> dict[str, Path]:
-    """The whole of ``make pdf``; returns framework → PDF for those built."""
-    from tabbook.build import Options, build
-    from tabbook.execute.plan import Selection
-
+def pdf_frameworks(config: Config, frameworks: tuple[str, ...] | None) -> tuple[str, ...]:
+    """The frameworks to typeset (all tabs by default), once the tools are known to be there:
+    checked before the build, so a missing TeX fails at once, not after executing the book."""
     if missing := missing_tools():
         raise BookError(f"cannot build PDFs: {', '.join(missing)} not found; {INSTALL_HINT}")
     wanted = frameworks or config.tabs
     for fw in wanted:
         if fw not in config.tabs:
             raise BookError(f"unknown framework {fw!r} (tabs: {', '.join(config.tabs)})")
-    # Execute what is stale, merge build/src and fill the LaTeX doctree cache.
-    build(config, Options(Selection(frozen_only=frozen, force=force), builder="latex", jobs=jobs), log=log)
+    return tuple(wanted)
+
+
+def write_pdfs(config: Config, wanted: tuple[str, ...], jobs: int = 0, log=print) -> dict[str, Path]:
+    """Each framework's LaTeX from the doctree cache a ``latex`` build filled, typeset;
+    returns framework → PDF. (:func:`tabbook.build.build_pdfs` runs that build first.)"""
     workers = max(1, min(jobs or os.cpu_count() or 1, len(wanted), 2))
     done: dict[str, Path] = {}
     failures: list[BookError] = []

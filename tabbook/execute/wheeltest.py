@@ -195,9 +195,10 @@ def libtest(config: Config, frameworks: list[str] | None = None, *, generate: bo
     try:
         if generate:
             from tabbook.book import read_book
+            from tabbook.library.cache import book_library
             from tabbook.library.generate import write_library
 
-            for rel in write_library(config, read_book(config, extra_files=False).library):
+            for rel in write_library(config, book_library(read_book(config, extra_files=False))):
                 print(f"[libtest] regenerated {rel}")
         wheel = build_wheel(config)
         outcomes: list[Outcome] = []
