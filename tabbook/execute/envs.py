@@ -118,11 +118,11 @@ def ensure_env(config: Config, fw: Framework, create: bool = True, log=print) ->
     if fw.python == "current":
         return Env(fw.name, Path(sys.executable), lock_hash(fw))
     if fw.requirements is None:
-        from tabbook.config import _key_line
+        from tabbook.settings import key_line
 
         where = config.overlay.name if config.overlay else "tabbook.ini"
         ini = config.root / "config.ini"
-        line = _key_line(ini.read_text(encoding="utf-8"), "build", "tabs") if ini.is_file() else None
+        line = key_line(ini.read_text(encoding="utf-8"), "build", "tabs") if ini.is_file() else None
         raise BookError(
             f"tab {fw.name!r} has no environment to run its code: give [framework:{fw.name}] a "
             f"requirements lock file in config.ini or an overlay ({where}), an existing interpreter "
