@@ -444,11 +444,12 @@ class _Files:
                                          f"(its keys: {', '.join(sorted(known))})")
 
 
-def load_config(root: Path) -> Config:
+def load_config(root: Path, overlay: Path | None = None) -> Config:
     """Read ``root/config.ini`` and the overlay; every problem is a :class:`BookError` naming the file
-    (and the line, for a bad value)."""
+    (and the line, for a bad value). ``overlay``: the overlay to read, given explicitly (a Dask
+    worker gets the client's); None: :func:`overlay_path`'s choice."""
     root = root.resolve()
-    overlay = overlay_path(root)
+    overlay = overlay or overlay_path(root)
     files = _Files(root, overlay.resolve() if overlay is not None else None)
     book = files.read(Config)
     files.check_known_keys("site", Site)

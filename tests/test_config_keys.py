@@ -102,3 +102,26 @@ def test_every_key_is_declared_once_with_its_help() -> None:
     assert all(d.help for cls in (Config, Site, Framework) for _, d in settings_of(cls))
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert key_reference() in readme, "README's key list is stale: paste tabbook.config.key_reference()"
+
+
+def test_the_overlay_is_passed_explicitly_not_through_the_environment(
+        book: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Dask worker reads the configuration with the client's overlay, given as an argument:
+    the process's environment is neither read for it nor changed (it used to be swapped)."""
+    import os
+
+    from tabbook.execute import cluster
+    from tabbook.execute.runner import Unit
+
+    overlay = book.parent / "client" / "tabbook.ini"
+    overlay.parent.mkdir()
+    overlay.write_text("[build]\ncell_timeout = 7\n")
+    assert load_config(book, overlay).cell_timeout == 7
+    elsewhere = book.parent / "worker.ini"
+    elsewhere.write_text("[build]\ncell_timeout = 9\n")
+    monkeypatch.setenv(OVERLAY_ENV, str(elsewhere))
+    before = dict(os.environ)
+    unit = Unit("sec.md", "alpha", (), "tabbook-alpha", "json", book, 60)
+    request = cluster.Request("b1", str(book), str(overlay), unit, "env", "lib")
+    assert cluster._worker_config(request).cell_timeout == 7
+    assert dict(os.environ) == before
