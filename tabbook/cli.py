@@ -1,9 +1,9 @@
 """Command line: ``python -m tabbook [-C ROOT] COMMAND``, one entry for everything the builder does.
 
 Commands: ``build``, ``check``, ``lib``, ``libtest``, ``pdf``, ``site``, ``serve``, ``linkcheck``,
-``envs``, ``merge-stores``, ``katex``, ``clean``, ``warm`` (``python -m tabbook COMMAND --help`` for each). Library code
-raises :class:`BookError`; only this edge turns errors into ``file.md:LINE: message``
-lines on stderr and a non-zero exit status.
+``envs``, ``wheelhouse``, ``merge-stores``, ``katex``, ``clean``, ``warm`` (``python -m tabbook
+COMMAND --help`` for each). Library code raises :class:`BookError`; only this edge turns errors
+into ``file.md:LINE: message`` lines on stderr and a non-zero exit status.
 """
 
 from __future__ import annotations

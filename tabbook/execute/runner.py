@@ -1,4 +1,4 @@
-"""Stage 4, execute: a framework's notebook → executed notebook, in its own kernel.
+"""Execute: a framework's notebook → executed notebook, in its own kernel.
 
 Each (section, framework) unit runs in a worker subprocess (``tabbook.execute.worker``)
 that drives nbclient; the parent only schedules, shows progress and collects

@@ -1,4 +1,4 @@
-"""Stage 3 internals: ``#@save`` cells of one framework → ordered library pieces.
+"""Library internals: ``#@save`` cells of one framework → ordered library pieces.
 
 Structure is decided with ``ast`` and edits are made on the book's text by
 line ranges (see :mod:`tabbook.library.pysource`), so the saved code keeps its

@@ -1,4 +1,4 @@
-"""Stage 3, library: the book's ``#@save`` code → the ``d2l`` package, one module per framework.
+"""Library: the book's ``#@save`` code → the ``d2l`` package, one module per framework.
 
 ``generate_library`` is a pure function from the sections (table-of-contents
 order) to file texts; ``write_library`` is the only place that touches disk,

@@ -1,4 +1,4 @@
-"""Stage 4a, render: the merged sources Sphinx reads (``build/src``), one file per page.
+"""Render: the merged sources Sphinx reads (``build/src``), one file per page.
 
 A page with code becomes a merged notebook (:mod:`.merge`); a page of prose only
 becomes MyST Markdown. Generated pages (the API reference, the bibliography) are

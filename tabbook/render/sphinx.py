@@ -1,4 +1,4 @@
-"""Stage 4b, render: run Sphinx on the merged sources, one builder at a time.
+"""Render: run Sphinx on the merged sources, one builder at a time.
 
 Sphinx runs in a subprocess with the book's ``conf.py`` (``-c ROOT``) and a doctree
 cache per builder under ``build/doctrees``, so HTML and the per-framework LaTeX

@@ -1,4 +1,4 @@
-"""Stage 6, render: the tabbook Sphinx extensions, one module per concern.
+"""Render: the tabbook Sphinx extensions, one module per concern.
 
 ``extensions = [..., "tabbook.render.ext"]`` sets up all of them: :mod:`.tabs` (framework cells
 as tab sets, every format), :mod:`.latex` (the per-framework PDFs), :mod:`.html` (the reader's

@@ -1,4 +1,4 @@
-"""Stage 6, render: the reader's site (HTML only; LaTeX builds are untouched).
+"""Render: the reader's site (HTML only; LaTeX builds are untouched).
 
 What makes the HTML a site rather than Sphinx's defaults, and nothing about tabs (:mod:`.tabs`)
 or math (:mod:`.math`, which has its own state and parallel-build story):
