@@ -1,9 +1,9 @@
 """Command line: ``python -m tabbook [-C ROOT] COMMAND``, one entry for everything the builder does.
 
 Commands: ``build``, ``check``, ``lib``, ``libtest``, ``pdf``, ``site``, ``serve``, ``linkcheck``,
-``envs``, ``merge-stores``, ``katex``, ``clean``, ``warm`` (``python -m tabbook COMMAND --help`` for each). Library code
-raises :class:`BookError`; only this edge turns errors into ``file.md:LINE: message``
-lines on stderr and a non-zero exit status.
+``envs``, ``wheelhouse``, ``merge-stores``, ``katex``, ``clean``, ``warm`` (``python -m tabbook
+COMMAND --help`` for each). Library code raises :class:`BookError`; only this edge turns errors
+into ``file.md:LINE: message`` lines on stderr and a non-zero exit status.
 """
 
 from __future__ import annotations
@@ -99,6 +99,8 @@ def parser() -> argparse.ArgumentParser:
     wm.add_argument("--stop", action="store_true", help="end it")
     wm.add_argument("--wait", type=float, metavar="SECONDS",
                     help="wait up to SECONDS until it accepts builds (exit status 1 if it does not)")
+    # How a build starts the warm builder in the background (tabbook.warm.start).
+    wm.add_argument("--serve", type=Path, metavar="SOCKET", help=argparse.SUPPRESS)
     return p
 
 
@@ -135,7 +137,7 @@ def _build(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
 
 
 def _check(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
-    from tabbook.source.check import check_book
+    from tabbook.check import check_book
 
     warnings: list[BookError] = []
     problems = check_book(config, partial=args.partial, warnings=warnings)
@@ -151,16 +153,17 @@ def _check(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
 
 def _lib(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
     from tabbook.book import read_book
+    from tabbook.library.cache import book_library
     from tabbook.library.generate import stale_library, write_library
 
     if args.no_generate:
         if not args.import_:
             raise BookError("lib --no-generate does nothing without --import")
-        from tabbook.library.wheeltest import import_modules
+        from tabbook.execute.wheeltest import import_modules
 
         return 1 if any(o.status == "failed" for o in import_modules(config)) else 0
     book = read_book(config, extra_files=False)
-    files = book.library
+    files = book_library(book)
     if book.library_problems:
         raise BookErrors(book.library_problems)
     if args.check:
@@ -173,7 +176,7 @@ def _lib(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
     for rel in write_library(config, files):
         print(f"[library] wrote {rel}")
     if args.import_:
-        from tabbook.library.wheeltest import import_modules
+        from tabbook.execute.wheeltest import import_modules
 
         outcomes = import_modules(config)
         if any(o.status == "failed" for o in outcomes):
@@ -182,7 +185,7 @@ def _lib(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
 
 
 def _pdf(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
-    from tabbook.render.pdf import build_pdfs
+    from tabbook.build import build_pdfs
 
     done = build_pdfs(config, _names(args.frameworks), frozen=args.frozen, force=args.force, jobs=args.jobs)
     print("[pdf] done: " + ", ".join(config.rel(p) for p in done.values()))
@@ -204,9 +207,8 @@ def _site(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
     """The published site: every framework's PDF first (``pdf``), then the HTML build, which
     copies them into the site and links them from every page. Fails without TeX: a complete
     site is what this command promises."""
-    from tabbook.build import Options, build
+    from tabbook.build import Options, build, build_pdfs
     from tabbook.execute.plan import Selection
-    from tabbook.render.pdf import build_pdfs
 
     done = build_pdfs(config, None, frozen=args.frozen, force=args.force, jobs=args.jobs)
     print("[pdf] done: " + ", ".join(config.rel(p) for p in done.values()))
@@ -242,6 +244,15 @@ def main(argv: list[str] | None = None) -> int:
                 pass
 
 
+def _warm_up(config) -> None:  # noqa: ANN001 - Config
+    """What the warm builder imports before it forks builds: the build and what the live
+    preview imports for a Sphinx run (:func:`tabbook.serve.warm_up`)."""
+    from tabbook import build  # noqa: F401 - imported to be inherited by every fork
+    from tabbook.serve import warm_up
+
+    warm_up(config)
+
+
 def _dispatch(args: argparse.Namespace, rest: list[str]) -> int:
     from tabbook.config import OVERLAY_ENV, load_config
 
@@ -261,6 +272,8 @@ def _dispatch(args: argparse.Namespace, rest: list[str]) -> int:
         if args.command == "warm":
             from tabbook import warm
 
+            if args.serve is not None:
+                return warm.serve_forever(args.serve, args.root.resolve(), command=main, warm_up=_warm_up)
             if args.stop:
                 print("[warm] stopped" if warm.stop(args.root) else "[warm] none was running")
             elif args.wait is not None:
@@ -292,7 +305,7 @@ def _dispatch(args: argparse.Namespace, rest: list[str]) -> int:
         if args.command == "lib":
             return _lib(config, args)
         if args.command == "libtest":
-            from tabbook.library.wheeltest import libtest
+            from tabbook.execute.wheeltest import libtest
 
             return libtest(config, args.frameworks, generate=not args.no_generate,
                            overrides=dict(item.split("=", 1) for item in args.python),

@@ -10,6 +10,7 @@ from typing import IO
 
 import pytest
 
+from tabbook import files
 from tabbook.execute import store as freeze
 from tabbook.execute.store import (
     FreezeStore,
@@ -19,9 +20,9 @@ from tabbook.execute.store import (
     provenance,
     public_copy,
     text_hash,
-    write_atomic,
     write_notebook,
 )
+from tabbook.files import write_atomic
 from tabbook.source.read import read_section
 from tabbook.source.split import split_section
 
@@ -291,7 +292,7 @@ def test_failed_write_midway_keeps_old_entry(old_entry: Path, monkeypatch: pytes
             self.f.flush()
             raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(freeze.os, "fdopen", lambda fd, *a, **k: Exploding(real_fdopen(fd, *a, **k)))
+    monkeypatch.setattr(files.os, "fdopen", lambda fd, *a, **k: Exploding(real_fdopen(fd, *a, **k)))
     with pytest.raises(OSError, match="No space left"):
         write_notebook(old_entry, {"new": True, "cells": ["x" * 1000]})
     assert old_entry.read_bytes() == before
@@ -304,7 +305,7 @@ def test_failed_rename_keeps_old_entry(old_entry: Path, monkeypatch: pytest.Monk
     def refuse(src: str, dst: str) -> None:
         raise PermissionError("read-only store")
 
-    monkeypatch.setattr(freeze.os, "replace", refuse)
+    monkeypatch.setattr(files.os, "replace", refuse)
     with pytest.raises(PermissionError):
         write_notebook(old_entry, {"new": True})
     assert old_entry.read_bytes() == before
@@ -328,8 +329,6 @@ def test_interrupt_keeps_old_entry(old_entry: Path, monkeypatch: pytest.MonkeyPa
 def test_atomic_writes_make_files_others_can_read(tmp_path: Path) -> None:
     """mkstemp makes 0600 files; what the builder writes (the site's notebooks and decks, the
     store, d2l/*.py) gets the mode a plain write would: a web server must be able to read it."""
-
-    from tabbook.execute.store import write_atomic
 
     old = os.umask(0o022)
     try:

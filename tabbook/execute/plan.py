@@ -15,15 +15,13 @@ it failed) still has a notebook for the page: its code without outputs
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from tabbook.config import Config
 from tabbook.errors import BookError, BookErrors
-from tabbook.execute.gpus import Devices, detect, guess_need
+from tabbook.execute.gpus import guess_need
 from tabbook.execute.runner import Runner, Unit, build_notebook
 from tabbook.execute.store import META, FreezeStore, KeyParts, cells_hash, text_hash
 from tabbook.source.read import Section
@@ -129,30 +127,6 @@ def plan(config: Config, sections: list[Section], library: dict[str, str], store
     return out
 
 
-def kernel_env(config: Config) -> dict[str, str]:
-    """The environment kernels start in: project-local kernelspecs, the repo's ``d2l`` importable."""
-    from tabbook.execute.envs import jupyter_dir
-
-    env = dict(os.environ)
-    env["JUPYTER_PATH"] = str(jupyter_dir(config).resolve())
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    return env
-
-
-def prepare_kernels(config: Config, frameworks: set[str], log: Callable[[str], Any] = print) -> None:
-    """Create (if needed), check and register the kernel of each framework about to run."""
-    from tabbook.execute.envs import checked_env, ensure_env, write_kernelspec
-
-    for fw in sorted(frameworks, key=config.tabs.index):
-        framework = config.framework(fw)
-        env = ensure_env(config, framework, create=True, log=log)
-        version = checked_env(config, framework, env)  # imports the framework once per venv, not per build
-        if framework.interpreter is not None:
-            log(f"[env] {fw}: existing interpreter {framework.interpreter} ({framework.import_name} {version})")
-        write_kernelspec(config, framework, env)
-
-
 def code_only_notebook(unit: Unit, why: str) -> dict[str, Any]:
     """The unit's code cells without outputs, for a page whose unit did not run; ``why`` says so."""
     nb = build_notebook(unit)
@@ -170,31 +144,20 @@ def skip_execution(the_plan: Plan) -> Notebooks:
     return notebooks
 
 
-def run(config: Config, the_plan: Plan, store: FreezeStore, jobs: int = 0,
-        log: Callable[[str], Any] = print, scheduler: str | None = None) -> tuple[Notebooks, list[BookError]]:
+def run(config: Config, the_plan: Plan, store: FreezeStore,
+        make_runner: Callable[[], Runner]) -> tuple[Notebooks, list[BookError]]:
     """Execute the plan's units and store each result.
 
     Returns the notebooks of every unit (a failed one as code without outputs) and
     the failures, so the caller can still render every page before it reports them.
-    With ``scheduler`` (a Dask scheduler's address) the units run on that cluster's
-    workers, which prepare their own kernels; the results are stored here all the same.
+    ``make_runner`` is the caller's choice of where units run (local worker processes, or
+    a Dask cluster's workers: :mod:`.cluster`), called only when a unit is to run, since
+    preparing kernels costs time; the results are stored here all the same.
     """
     notebooks = dict(the_plan.notebooks)
     if not the_plan.todo:
         return notebooks, []
-    runner: Runner
-    if scheduler:
-        from tabbook.execute.cluster import ClusterRunner
-
-        keys = {(u.section, u.framework): (parts.env, parts.library) for u, parts in the_plan.todo}
-        runner = ClusterRunner(scheduler, config, keys, progress=log)
-    else:
-        prepare_kernels(config, {u.framework for u, _ in the_plan.todo}, log=log)
-        env = kernel_env(config)
-        gpus = detect(env)
-        if gpus:
-            log(f"[exec] {len(gpus)} GPU(s): " + "; ".join(g.describe() for g in gpus))
-        runner = Runner(jobs or os.cpu_count() or 1, env, progress=log, devices=Devices(gpus))
+    runner = make_runner()
     # Longest first (the time each took when last run; never run: first of all), so the
     # build does not end waiting on one long unit started last while the other cores idle.
     last = [store.last_seconds(u.section, u.framework) for u, _ in the_plan.todo]

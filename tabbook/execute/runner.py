@@ -1,4 +1,4 @@
-"""Stage 4, execute: a framework's notebook → executed notebook, in its own kernel.
+"""Execute: a framework's notebook → executed notebook, in its own kernel.
 
 Each (section, framework) unit runs in a worker subprocess (``tabbook.execute.worker``)
 that drives nbclient; the parent only schedules, shows progress and collects
@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from tabbook.execute.gpus import Devices, Held, Placement
+from tabbook.source.pycode import line_mapper
 from tabbook.source.split import FrameworkCell
 
 NBFORMAT = {"nbformat": 4, "nbformat_minor": 5}
@@ -69,8 +70,6 @@ class UnitResult:
 
 def build_notebook(unit: Unit) -> dict[str, Any]:
     """The nbformat-4 notebook the kernel runs: the unit's code cells only."""
-    from tabbook.library.extract import line_mapper
-
     cells = []
     for fc in unit.cells:
         # The Markdown line of each line the kernel runs: a traceback's "line N" of the

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from tabbook.files import write_atomic
 from tabbook.source.split import FrameworkCell
 
 KEY_VERSION = "1"
@@ -60,38 +59,6 @@ def text_hash(text: str | None) -> str:
     """sha256 of a text. Cached: every unit's key hashes its framework's whole generated library,
     the same few texts hundreds of times in a large book (a string keeps its own dict hash)."""
     return hashlib.sha256((text or "").encode()).hexdigest()
-
-
-def new_file_mode() -> int:
-    """The mode ``open()`` gives a new file under this process's umask.
-
-    Why: :func:`tempfile.mkstemp` makes its file 0600, and a rename keeps that; the site's
-    notebooks and decks, the store's entries and ``d2l/*.py`` would then be unreadable by a web
-    server or another user. Read from ``/proc`` where it can be (setting the umask to read it
-    is process-wide, and threads may be creating files meanwhile)."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Umask:"):
-                return 0o666 & ~int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return 0o666 & ~mask
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temp file + rename: readers never see half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, new_file_mode())
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 #: The notebook metadata key under which the store keeps its bookkeeping.

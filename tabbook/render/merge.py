@@ -1,4 +1,4 @@
-"""Stage 5, merge: a section's executed notebooks → one MyST-NB document.
+"""Merge: a section's executed notebooks → one MyST-NB document.
 
 Code cells carry the framework they ran in (tags ``tabbook-fw-<name>``) and
 the run they belong to (``tabbook-run-<n>``): consecutive framework cells with
