@@ -24,7 +24,7 @@ from typing import Any
 from tabbook.config import Config
 from tabbook.errors import BookError, BookErrors
 from tabbook.execute.runner import Runner, Unit, build_notebook
-from tabbook.execute.store import META, FreezeStore, KeyParts, cells_hash, text_hash
+from tabbook.execute.store import META, FreezeStore, KeyParts, cells_hash, match, text_hash
 from tabbook.source.read import Section
 from tabbook.source.split import FrameworkCell, split_section
 
@@ -56,6 +56,71 @@ class UnitStatus:
 
 
 @dataclass
+class UnitPlan:
+    """What the plan decided for one unit and why: a ``--dry-run`` line, a JSON object.
+
+    ``state``: ``reuse`` (its entry is current), ``run`` (stale, executes in this build),
+    ``stale`` (stale, but execution is off: shown as code only), ``skip`` (not selected in
+    this build: ``--only``, ``--frameworks``, another ``--shard``). ``why``: which inputs
+    changed since the entry was stored (its code, library names, a lock file, Python, the
+    kernel), or why it is reused. ``placement`` is left for the GPU machine plan (issue 31).
+    """
+
+    section: str
+    framework: str
+    state: str
+    why: list[str] = field(default_factory=list)
+    library_names: list[str] = field(default_factory=list)  # the library names that changed, if any
+    library_whole: str | None = None  # why the key covers the whole library, if it does
+    placement: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"page": self.section, "framework": self.framework, "state": self.state,
+                               "why": self.why}
+        if self.library_names:
+            out["library_names"] = self.library_names
+        if self.library_whole:
+            out["library_whole"] = self.library_whole
+        if self.placement is not None:
+            out["placement"] = self.placement
+        return out
+
+
+def explain(entry: dict[str, Any] | None, parts: KeyParts) -> tuple[list[str], list[str]]:
+    """Why an entry is not current for ``parts``: the inputs that changed, and the library names.
+
+    Read from the key parts the entry recorded; an entry of version-1 keys recorded only the
+    whole library's hash, so a library change there cannot be narrowed to names."""
+    if entry is None:
+        return ["no entry"], []
+    stored = ((entry.get("metadata") or {}).get(META) or {}).get("key_parts") or {}
+    if not stored:
+        return ["its entry records no key parts"], []
+    why: list[str] = []
+    names: list[str] = []
+    if stored.get("cells") != parts.cells:
+        why.append("its code")
+    if stored.get("env") != parts.env:
+        why.append("the lock file")
+    if stored.get("python") != parts.python:
+        why.append("Python")
+    if stored.get("kernel") != parts.kernel:
+        why.append("the kernel")
+    if stored.get("library") != parts.library:
+        old_names = stored.get("library_names")
+        if parts.library_whole:
+            why.append(f"the library (keyed whole: {parts.library_whole})")
+        elif stored.get("library_whole") or not isinstance(old_names, dict):
+            what = ("keyed whole before" if stored.get("library_whole")
+                    else "keyed on the whole library by an older tabbook")
+            why.append(f"the library ({what})")
+        else:
+            names = changed_names(old_names, dict(parts.library_names))
+            why.append(f"library names: {', '.join(names)}" if names else "the library's header")
+    return why or ["its key (another key version)"], names
+
+
+@dataclass
 class Plan:
     notebooks: Notebooks = field(default_factory=dict)  # current entries, reused as they are
     # Where each notebook came from, for units whose notebook is not new in this build: the
@@ -64,18 +129,35 @@ class Plan:
     origins: dict[tuple[str, str], str] = field(default_factory=dict)
     todo: list[tuple[Unit, KeyParts]] = field(default_factory=list)
     statuses: list[UnitStatus] = field(default_factory=list)
+    units: list[UnitPlan] = field(default_factory=list)  # every unit's decision and why (--dry-run)
+    # Current entries stored under their version-1 key: re-stamped with the new key by a build
+    # that may write the store (:func:`upgrade_keys`), never by --frozen or --dry-run.
+    upgrades: list[tuple[str, str, KeyParts]] = field(default_factory=list)
 
 
 def unit_key(config: Config, section: Section, fw: str, library: dict[str, str]) -> tuple[KeyParts, list[FrameworkCell]]:
-    """The freeze key of (section, framework), and the cells it hashes."""
+    """The freeze key of (section, framework), and the cells it hashes.
+
+    The library part covers only the definitions of ``d2l/<module>.py`` the cells can
+    reach, and the module's header (:func:`tabbook.library.reach.unit_reach`); a generated
+    module of another framework that the cells import counts whole."""
     from tabbook.execute.envs import lock_hash
+    from tabbook.library.reach import unit_reach
 
     framework = config.framework(fw)
     cells = split_section(section, fw)
-    lib_text = library.get(f"{config.library_dir.name}/{framework.module}.py")
+    package = config.library_dir.name
+    lib_text = library.get(f"{package}/{framework.module}.py")
+    reached = unit_reach([c.source for c in cells], lib_text or "", package, framework.module)
+    library_part = reached.key
+    if reached.other_modules:
+        library_part = text_hash("\0".join([library_part, *(text_hash(library.get(f"{package}/{m}.py"))
+                                                             for m in reached.other_modules)]))
     parts = KeyParts(
-        cells=cells_hash(cells), env=lock_hash(framework), library=text_hash(lib_text),
+        cells=cells_hash(cells), env=lock_hash(framework), library=library_part,
         python=framework.python, kernel=framework.kernel_name,
+        library_file=text_hash(lib_text), library_names=tuple(sorted(reached.names.items())),
+        library_whole=reached.whole,
     )
     return parts, cells
 
@@ -90,41 +172,76 @@ def plan(config: Config, sections: list[Section], library: dict[str, str], store
             parts, cells = unit_key(config, section, fw, library)
             if not cells:
                 continue
-            entry, current = store.lookup(section.path, fw, parts.key, parts)
+            entry = store.load(section.path, fw)
+            matched = match(entry, parts)
             selected = selection.selects(section.path, fw)
-            if current and not (selection.force and selected):
+            record = UnitPlan(section.path, fw, "reuse", library_whole=parts.library_whole)
+            out.units.append(record)
+            if matched and not (selection.force and selected):
                 out.notebooks[(section.path, fw)] = entry  # type: ignore[assignment]
                 out.origins[(section.path, fw)] = store.signature(section.path, fw)
                 out.statuses.append(UnitStatus(section.path, fw, "reused"))
-            elif selection.frozen_only:
-                why = "missing" if entry is None else "stale (its code, environment or library changed)"
+                record.why = [REUSE_WHY[matched]]
+                if matched == "legacy" and not selection.frozen_only:
+                    out.upgrades.append((section.path, fw, parts))
+                continue
+            record.state = "run"
+            if matched:
+                record.why = ["forced (--force)"]
+            else:
+                record.why, record.library_names = explain(entry, parts)
+            if selection.frozen_only:
+                why = "missing" if entry is None else f"stale ({', '.join(record.why)} changed)"
                 rel = config.rel(store.path(section.path, fw))
                 # At the unit's first code cell: the store keeps no finer record of what changed.
                 stale.append(BookError(f"[{fw}] freeze entry {rel} is {why}", section.path, cells[0].cell.line))
+                continue
+            framework = config.framework(fw)
+            unit = Unit(
+                section=section.path, framework=fw, cells=tuple(cells),
+                kernel_name=framework.kernel_name, import_name=framework.import_name,
+                cwd=(config.root / section.path).parent, timeout=config.cell_timeout,
+                stderr_filters=config.stderr_filters,
+                gpu_probe=framework.gpu_probe,
+            )
+            if selected:
+                out.todo.append((unit, parts))
             else:
-                framework = config.framework(fw)
-                unit = Unit(
-                    section=section.path, framework=fw, cells=tuple(cells),
-                    kernel_name=framework.kernel_name, import_name=framework.import_name,
-                    cwd=(config.root / section.path).parent, timeout=config.cell_timeout,
-                    stderr_filters=config.stderr_filters,
-                    gpu_probe=framework.gpu_probe,
-                )
-                if selected:
-                    out.todo.append((unit, parts))
-                else:
-                    out.statuses.append(UnitStatus(section.path, fw, "skipped"))
-                    out.notebooks[(section.path, fw)] = code_only_notebook(unit, "not run in this build")
-                    out.origins[(section.path, fw)] = "code only: not run in this build"
+                record.state = "skip"
+                record.why = ["not selected in this build", *record.why]
+                out.statuses.append(UnitStatus(section.path, fw, "skipped"))
+                out.notebooks[(section.path, fw)] = code_only_notebook(unit, "not run in this build")
+                out.origins[(section.path, fw)] = "code only: not run in this build"
     if stale:
         raise BookErrors(stale)
     if selection.shard:
         i, n = selection.shard
+        by_unit = {(u.section, u.framework): u for u in out.units}
         for unit, _ in out.todo[:i] + [t for k, t in enumerate(out.todo[i:]) if k % n]:
             out.notebooks[(unit.section, unit.framework)] = code_only_notebook(unit, "run by another shard")
             out.origins[(unit.section, unit.framework)] = "code only: run by another shard"
+            by_unit[(unit.section, unit.framework)].state = "skip"
+            by_unit[(unit.section, unit.framework)].why.insert(0, "run by another shard")
         out.todo = out.todo[i::n]
     return out
+
+
+REUSE_WHY = {
+    "key": "current",
+    "legacy": "current (stored under the older whole-library key, which still matches)",
+    "gpu": "current (GPU outputs of the same code and library)",
+}
+
+
+def upgrade_keys(the_plan: Plan, store: FreezeStore) -> None:
+    """Re-stamp the plan's current version-1 entries with their version-2 keys, so that a later
+    library edit invalidates them by name, not wholesale. Outputs are not touched."""
+    for section, fw, parts in the_plan.upgrades:
+        entry = store.load(section, fw)
+        if entry is not None and match(entry, parts) == "legacy":
+            store.upgrade(section, fw, entry, parts)
+            the_plan.origins[(section, fw)] = store.signature(section, fw)
+    the_plan.upgrades = []
 
 
 def kernel_env(config: Config) -> dict[str, str]:
@@ -178,13 +295,15 @@ def run(config: Config, the_plan: Plan, store: FreezeStore, jobs: int = 0,
     workers, which prepare their own kernels; the results are stored here all the same.
     """
     notebooks = dict(the_plan.notebooks)
+    upgrade_keys(the_plan, store)
     if not the_plan.todo:
         return notebooks, []
     runner: Runner
     if scheduler:
         from tabbook.execute.cluster import ClusterRunner
 
-        keys = {(u.section, u.framework): (parts.env, parts.library) for u, parts in the_plan.todo}
+        # The worker checks its d2l/<module>.py against the whole file's hash.
+        keys = {(u.section, u.framework): (parts.env, parts.library_file) for u, parts in the_plan.todo}
         runner = ClusterRunner(scheduler, config, keys, progress=log)
     else:
         prepare_kernels(config, {u.framework for u, _ in the_plan.todo}, log=log)
