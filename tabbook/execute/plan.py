@@ -25,6 +25,7 @@ from tabbook.config import Config
 from tabbook.errors import BookError, BookErrors
 from tabbook.execute.runner import Runner, Unit, build_notebook
 from tabbook.execute.store import META, FreezeStore, KeyParts, cells_hash, match, text_hash
+from tabbook.library.reach import changed_names
 from tabbook.source.read import Section
 from tabbook.source.split import FrameworkCell, split_section
 
