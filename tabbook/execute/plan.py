@@ -25,7 +25,7 @@ from tabbook.config import Config
 from tabbook.errors import BookError, BookErrors
 from tabbook.execute.runner import Runner, Unit, build_notebook
 from tabbook.execute.store import META, FreezeStore, KeyParts, cells_hash, match, text_hash
-from tabbook.library.reach import changed_names
+from tabbook.library.reach import HEADER, changed_names
 from tabbook.source.read import Section
 from tabbook.source.split import FrameworkCell, split_section
 
@@ -117,7 +117,11 @@ def explain(entry: dict[str, Any] | None, parts: KeyParts) -> tuple[list[str], l
             why.append(f"the library ({what})")
         else:
             names = changed_names(old_names, dict(parts.library_names))
-            why.append(f"library names: {', '.join(names)}" if names else "the library's header")
+            if HEADER in names:
+                why.append("the library's header (its imports and import-time code)")
+            names = [n for n in names if n != HEADER]
+            if names:
+                why.append(f"library names: {', '.join(names)}")
     return why or ["its key (another key version)"], names
 
 

@@ -39,6 +39,8 @@ REFLECTIVE = frozenset({"eval", "exec", "globals", "vars", "locals", "__import__
 OPAQUE_MAGIC = re.compile(r"^\s*%{1,2}\s*(run|load|writefile|loadpy|macro|rerun|recall)\b")
 #: Special module-level functions Python calls by itself: part of every unit's header.
 SPECIAL_DEFS = frozenset({"__getattr__", "__dir__"})
+#: The pseudo-name under which :attr:`Reach.names` records the header's hash.
+HEADER = "(header)"
 #: The hash recorded for a name that no statement of the module binds.
 ABSENT = "absent"
 
@@ -439,7 +441,9 @@ class Reach:
     """What a unit's key covers of one library module."""
 
     key: str  # the library part of the unit's freeze key
-    names: Mapping[str, str] = field(default_factory=dict)  # reached names the module binds -> short hash
+    # Reached names the module binds -> short hash of their statements, and :data:`HEADER`:
+    # recorded with the entry, so a later plan can say which names changed.
+    names: Mapping[str, str] = field(default_factory=dict)
     whole: str | None = None  # why the unit keys on the whole library (None: on ``names``)
     header: str = ""  # hash of the header statements
     other_modules: tuple[str, ...] = ()  # other generated modules the unit imports: the caller keys them whole
@@ -472,7 +476,7 @@ def reach(library: LibraryModule, uses: UnitUses) -> Reach:
     if why:
         return Reach(_hash("whole", library.whole), {}, why, header_hash, tuple(sorted(uses.other_modules)))
     per_name = {}
-    record = {}
+    record = {HEADER: header_hash[:16]}
     for name in sorted(names):
         where = library.by_name.get(name)
         h = _hash(*(statements[i].dump for i in where)) if where else ABSENT
