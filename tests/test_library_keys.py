@@ -15,6 +15,10 @@ from pathlib import Path
 import pytest
 
 from tabbook import cli
+from tabbook.book import read_book
+from tabbook.config import load_config
+from tabbook.execute import plan as plan_mod
+from tabbook.execute.store import LEGACY_KEY_VERSION, META, FreezeStore, _key
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK_FILES = ("config.ini", "index.md", "references.bib", "conf.py", "chapter_gpus", "_freeze", "d2l",
@@ -125,9 +129,6 @@ def test_dry_run_text_and_selection(book: Path, capsys) -> None:
 def test_version1_entries_are_reused_then_restamped(book: Path, capsys) -> None:
     """A store written before per-name keys: reused while its whole-library key matches, and
     re-stamped by a build that may write the store; then a library edit stales it by name."""
-    from tabbook.config import load_config
-    from tabbook.execute.store import LEGACY_KEY_VERSION, META, _key
-
     for path in (book / "_freeze").rglob("*.ipynb"):  # back to what the version-1 builder wrote
         nb = json.loads(path.read_text())
         meta = nb["metadata"][META]
@@ -143,14 +144,10 @@ def test_version1_entries_are_reused_then_restamped(book: Path, capsys) -> None:
     assert cli.main(["-C", str(book), "build", "--frozen", "--no-render"]) == 0
     entry = book / "_freeze" / "chapter_gpus" / "speed" / "pytorch.ipynb"
     assert "library_names" not in entry.read_text()  # --frozen writes nothing
-    from tabbook.execute import plan as plan_mod
-    from tabbook.execute.store import FreezeStore
-    from tabbook.book import read_book
-
     config = load_config(book)
     store = FreezeStore(config.freeze_dir)
-    the_plan = plan_mod.plan(config, read_book(config).sections, read_book(config).library, store,
-                             plan_mod.Selection())
+    read = read_book(config)
+    the_plan = plan_mod.plan(config, read.sections, read.library, store, plan_mod.Selection())
     assert len(the_plan.upgrades) == 28
     plan_mod.upgrade_keys(the_plan, store)
     assert "library_names" in entry.read_text()
