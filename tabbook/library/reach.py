@@ -39,6 +39,8 @@ REFLECTIVE = frozenset({"eval", "exec", "globals", "vars", "locals", "__import__
 OPAQUE_MAGIC = re.compile(r"^\s*%{1,2}\s*(run|load|writefile|loadpy|macro|rerun|recall)\b")
 #: Special module-level functions Python calls by itself: part of every unit's header.
 SPECIAL_DEFS = frozenset({"__getattr__", "__dir__"})
+#: Methods Python calls while *other* classes are defined.
+CLASS_HOOKS = frozenset({"__init_subclass__", "__set_name__", "__prepare__"})
 #: The pseudo-name under which :attr:`Reach.names` records the header's hash.
 HEADER = "(header)"
 #: The hash recorded for a name that no statement of the module binds.
@@ -245,6 +247,21 @@ def _mutated(target: ast.expr, self_names: set[str], library_names: set[str]) ->
     return None
 
 
+def _eager_parts(stmt: ast.stmt, library_names: set[str]) -> list[ast.AST]:
+    """The parts of a definition that run at import time and are not inert: a default that
+    calls the library, a class attribute computed by a call. Only these run for every unit
+    (a base class named, a literal default, do nothing that another unit could see)."""
+    out: list[ast.AST] = []
+    for part in deftime_nodes(stmt):
+        value = part.value if isinstance(part, ast.keyword) else part
+        if isinstance(value, ast.stmt):
+            if not _member_inert(value, library_names):
+                out.append(value)
+        elif not _inert(value, library_names):
+            out.append(value)
+    return out
+
+
 def _statements(stmt: ast.stmt, self_names: set[str], library_names: set[str]) -> list[Statement]:
     """One top-level statement as :class:`Statement` records: what it binds and reads; and, for a
     definition whose definition-time code is more than names and literals, that code as a
@@ -258,9 +275,13 @@ def _statements(stmt: ast.stmt, self_names: set[str], library_names: set[str]) -
         binds = {a.asname or a.name.split(".")[0] for a in stmt.names if a.name != "*"}
     elif isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
         binds = {stmt.name}
-        header = stmt.name in SPECIAL_DEFS
+        # A class whose own code runs when another class is defined (a metaclass, hooks that
+        # Python calls on subclassing) runs for every unit: the whole statement is header.
+        hooks = isinstance(stmt, ast.ClassDef) and (bool(stmt.keywords) or any(
+            isinstance(m, ast.FunctionDef) and m.name in CLASS_HOOKS for m in stmt.body))
+        header = stmt.name in SPECIAL_DEFS or hooks
         if not header and not _def_inert(stmt, library_names):
-            parts = deftime_nodes(stmt)
+            parts = _eager_parts(stmt, library_names)
             deftime_uses, deftime_unsure = _reads(parts, self_names)
             extra.append(Statement("\n".join(dump(p) for p in parts), frozenset(), frozenset(deftime_uses),
                                    True, deftime_unsure))
