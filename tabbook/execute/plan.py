@@ -140,29 +140,43 @@ class Plan:
     upgrades: list[tuple[str, str, KeyParts]] = field(default_factory=list)
 
 
-def unit_key(config: Config, section: Section, fw: str, library: dict[str, str]) -> tuple[KeyParts, list[FrameworkCell]]:
+def unit_key(config: Config, section: Section, fw: str, library: dict[str, str],
+             entry: dict[str, Any] | None = None) -> tuple[KeyParts, list[FrameworkCell]]:
     """The freeze key of (section, framework), and the cells it hashes.
 
     The library part covers only the definitions of ``d2l/<module>.py`` the cells can
     reach, and the module's header (:func:`tabbook.library.reach.unit_reach`); a generated
-    module of another framework that the cells import counts whole."""
+    module of another framework that the cells import counts whole. ``entry``: the unit's
+    stored entry, whose library part is reused when it was computed from the same cells,
+    the same library files and the same rules (the analysis is a pure function of those),
+    so a build where neither code nor library changed analyses nothing."""
     from tabbook.execute.envs import lock_hash
-    from tabbook.library.reach import unit_reach
+    from tabbook.library.reach import RULES, unit_reach
 
     framework = config.framework(fw)
     cells = split_section(section, fw)
     package = config.library_dir.name
     lib_text = library.get(f"{package}/{framework.module}.py")
-    reached = unit_reach([c.source for c in cells], lib_text or "", package, framework.module)
-    library_part = reached.key
-    if reached.other_modules:
-        library_part = text_hash("\0".join([library_part, *(text_hash(library.get(f"{package}/{m}.py"))
-                                                             for m in reached.other_modules)]))
+    cells_part, file_part = cells_hash(cells), text_hash(lib_text)
+    stored = ((entry or {}).get("metadata", {}).get(META) or {}).get("key_parts") or {}
+    others = stored.get("library_others") or {}
+    if (stored.get("cells") == cells_part and stored.get("library_file") == file_part
+            and stored.get("library_rules") == RULES and isinstance(stored.get("library_names"), dict)
+            and isinstance(stored.get("library"), str) and isinstance(others, dict)
+            and all(text_hash(library.get(f"{package}/{m}.py")) == h for m, h in others.items())):
+        library_part, names = stored["library"], tuple(sorted(stored["library_names"].items()))
+        whole, other_parts = stored.get("library_whole"), tuple(sorted(others.items()))
+    else:
+        reached = unit_reach([c.source for c in cells], lib_text or "", package, framework.module)
+        library_part, names, whole = reached.key, tuple(sorted(reached.names.items())), reached.whole
+        other_parts = tuple((m, text_hash(library.get(f"{package}/{m}.py"))) for m in reached.other_modules)
+        if other_parts:
+            library_part = text_hash("\0".join([library_part, *(h for _, h in other_parts)]))
     parts = KeyParts(
-        cells=cells_hash(cells), env=lock_hash(framework), library=library_part,
+        cells=cells_part, env=lock_hash(framework), library=library_part,
         python=framework.python, kernel=framework.kernel_name,
-        library_file=text_hash(lib_text), library_names=tuple(sorted(reached.names.items())),
-        library_whole=reached.whole,
+        library_file=file_part, library_names=names, library_whole=whole,
+        library_others=other_parts, library_rules=RULES,
     )
     return parts, cells
 
@@ -174,10 +188,10 @@ def plan(config: Config, sections: list[Section], library: dict[str, str], store
     stale: list[BookError] = []
     for section in sections:
         for fw in config.tabs:
-            parts, cells = unit_key(config, section, fw, library)
+            entry = store.load(section.path, fw)
+            parts, cells = unit_key(config, section, fw, library, entry)
             if not cells:
                 continue
-            entry = store.load(section.path, fw)
             matched = match(entry, parts)
             selected = selection.selects(section.path, fw)
             record = UnitPlan(section.path, fw, "reuse", library_whole=parts.library_whole)

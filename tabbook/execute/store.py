@@ -48,6 +48,8 @@ class KeyParts:
     library_file: str = ""  # hash of the whole d2l/<module>.py (the version-1 key's library part)
     library_names: tuple[tuple[str, str], ...] = ()  # each reached definition's name and short hash
     library_whole: str | None = None  # why the library part covers the whole module, if it does
+    library_others: tuple[tuple[str, str], ...] = ()  # other generated modules the unit imports: hashes
+    library_rules: str = ""  # the version of the reach rules that computed ``library``
 
     @property
     def key(self) -> str:
@@ -67,6 +69,10 @@ class KeyParts:
         }
         if self.library_whole:
             out["library_whole"] = self.library_whole
+        if self.library_others:
+            out["library_others"] = dict(self.library_others)
+        if self.library_rules:
+            out["library_rules"] = self.library_rules
         return out
 
 

@@ -33,6 +33,9 @@ from functools import lru_cache
 from tabbook.library.imports import deftime_nodes
 from tabbook.library.pysource import mask_magics
 
+#: The version of the rules below: a key's library part computed under other rules is never
+#: reused as it is (the plan reuses a stored library part only for the same code, library and rules).
+RULES = "1"
 #: Names whose call can reach any definition by a name computed at run time.
 REFLECTIVE = frozenset({"eval", "exec", "globals", "vars", "locals", "__import__"})
 #: Magics that run code the cell does not show.
@@ -336,7 +339,68 @@ class UnitUses:
     other_modules: frozenset[str] = frozenset()  # other generated modules it imports (keyed whole)
 
 
-def _library_bindings(tree: ast.Module, package: str, module: str
+@dataclass(frozen=True)
+class CellScan:
+    """What one cell's code does with names, read in one pass (cached: ``%%tab all`` cells are
+    shared by every framework, and a large book has thousands of cells)."""
+
+    imports: tuple[ast.Import | ast.ImportFrom, ...] = ()
+    # (name, attr, next attr or None) for every ``name.attr`` read: ``d2l.torch.X`` → (d2l, torch, X)
+    attributes: frozenset[tuple[str, str, str | None]] = frozenset()
+    values: frozenset[str] = frozenset()  # names read otherwise than as ``name.attr``
+    unsure: str | None = None  # a reflective builtin, import_module, a magic that runs hidden code
+    magic_lines: tuple[str, ...] = ()
+    parsed: bool = True
+
+
+@lru_cache(maxsize=8192)
+def scan_cell(source: str) -> CellScan:
+    """One pass over a cell (magics commented out; their lines kept for :func:`unit_uses`)."""
+    masked, rows = mask_magics(source)
+    lines = source.split("\n")
+    magic = tuple(lines[row - 1] for row in sorted(rows))
+    for line in magic:
+        if OPAQUE_MAGIC.match(line):
+            return CellScan(unsure=f"runs code the cell does not show ({line.strip().split()[0]})",
+                            magic_lines=magic)
+    try:
+        tree = ast.parse(masked)
+    except SyntaxError:  # a cell that does not parse runs nothing (its SyntaxError is its output)
+        return CellScan(magic_lines=magic, parsed=False)
+    imports: list[ast.Import | ast.ImportFrom] = []
+    attributes: set[tuple[str, str, str | None]] = set()
+    values: set[str] = set()
+    unsure: str | None = None
+    consumed: set[int] = set()  # Name nodes read as ``name.attr``
+    outer: dict[int, str] = {}  # id of an Attribute -> the attribute read off it (``.X`` of ``d2l.torch``)
+    parents: dict[int, ast.AST] = {}
+    stack: list[ast.AST] = [tree]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.Attribute):
+            if isinstance(n.value, ast.Attribute):
+                outer[id(n.value)] = n.attr
+            elif isinstance(n.value, ast.Name) and isinstance(n.value.ctx, ast.Load):
+                attributes.add((n.value.id, n.attr, outer.get(id(n))))
+                consumed.add(id(n.value))
+            if n.attr in ("import_module", "reload"):
+                unsure = unsure or f"imports modules by name ({n.attr})"
+        elif isinstance(n, ast.Name):
+            if isinstance(n.ctx, ast.Load) and id(n) not in consumed:
+                values.add(n.id)
+                if n.id in REFLECTIVE and _reflective(n, parents):
+                    unsure = unsure or f"uses {n.id}()"
+            continue
+        elif isinstance(n, ast.Import | ast.ImportFrom):
+            imports.append(n)
+            continue
+        for child in ast.iter_child_nodes(n):
+            parents[id(child)] = n
+            stack.append(child)
+    return CellScan(tuple(imports), frozenset(attributes), frozenset(values), unsure, magic)
+
+
+def _library_bindings(imports: Iterable[ast.Import | ast.ImportFrom], package: str, module: str
                       ) -> tuple[set[str], set[str], set[str], set[str], str | None]:
     """From a cell's imports: names bound to the module, names bound to the package, names
     imported from the module, other modules of the package imported, and a star import."""
@@ -345,7 +409,7 @@ def _library_bindings(tree: ast.Module, package: str, module: str
     direct: set[str] = set()
     others: set[str] = set()
     star: str | None = None
-    for n in ast.walk(tree):
+    for n in imports:
         if isinstance(n, ast.Import):
             for a in n.names:
                 parts = a.name.split(".")
@@ -361,7 +425,7 @@ def _library_bindings(tree: ast.Module, package: str, module: str
                     packages.add(package)
                     if parts[1] != module:
                         others.add(parts[1])
-        elif isinstance(n, ast.ImportFrom) and n.module and n.level == 0:
+        elif n.module and n.level == 0:
             parts = n.module.split(".")
             if parts[0] != package:
                 continue
@@ -391,61 +455,36 @@ def unit_uses(cells: Sequence[str], package: str, module: str) -> UnitUses:
     ``from d2l import torch as d2l``), so a unit that reads ``d2l.X`` without importing
     it the usual way is still seen. Cells are parsed with their magics commented out; a
     magic line's words are read too (``%timeit d2l.benchmark(f)`` runs ``benchmark``)."""
-    trees: list[ast.Module] = []
-    magic_text: list[str] = []
-    for source in cells:
-        masked, rows = mask_magics(source)
-        lines = source.split("\n")
-        for row in rows:
-            line = lines[row - 1]
-            if OPAQUE_MAGIC.match(line):
-                return UnitUses(unsure=f"runs code the cell does not show ({line.strip().split()[0]})")
-            magic_text.append(line)
-        try:
-            trees.append(ast.parse(masked))
-        except SyntaxError:
-            continue  # a cell that does not parse runs nothing (its SyntaxError is its output)
-    aliases, packages, direct, others = {package}, set(), set(), set()
-    for tree in trees:
-        a, p, d, o, star = _library_bindings(tree, package, module)
-        if star:
-            return UnitUses(unsure=star)
-        aliases |= a
-        packages |= p
-        direct |= d
-        others |= o
-    names = set(direct)
+    scans = [scan_cell(source) for source in cells]
+    for sc in scans:
+        if sc.unsure and sc.unsure.startswith("runs code"):
+            return UnitUses(unsure=sc.unsure)
+    aliases, packages, direct, others, star = _library_bindings(
+        [imp for sc in scans for imp in sc.imports], package, module)
+    if star:
+        return UnitUses(unsure=star)
+    aliases.add(package)
     holders = aliases | packages  # a name whose attributes are the module's names (or its package's)
-    unsure: str | None = None
-    for tree in trees:
-        parents: dict[int, ast.AST] = {}
-        for n in ast.walk(tree):
-            for child in ast.iter_child_nodes(n):
-                parents[id(child)] = n
-        for n in ast.walk(tree):
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
-                if n.id in REFLECTIVE and _reflective(n, parents):
-                    unsure = unsure or f"uses {n.id}()"
-                if n.id not in holders:
-                    continue
-                parent = parents.get(id(n))
-                if not (isinstance(parent, ast.Attribute) and parent.value is n):
-                    unsure = unsure or f"uses the library {n.id} as a value"
-                    continue
-                names.add(parent.attr)
-                if parent.attr == module:  # d2l.torch.X after ``import d2l.torch``
-                    grand = parents.get(id(parent))
-                    if isinstance(grand, ast.Attribute) and grand.value is parent:
-                        names.add(grand.attr)
-                    else:
-                        unsure = unsure or f"uses {n.id}.{module} as a value"
-            elif isinstance(n, ast.Attribute) and n.attr in ("import_module", "reload"):
-                unsure = unsure or f"imports modules by name ({n.attr})"
+    names = set(direct)
+    unsure = next((sc.unsure for sc in scans if sc.unsure), None)
+    for sc in scans:
+        used_as_value = holders & sc.values
+        if used_as_value:
+            unsure = unsure or f"uses the library {min(used_as_value)} as a value"
+        for name, attr, then in sc.attributes:
+            if name not in holders:
+                continue
+            names.add(attr)
+            if attr == module:  # d2l.torch.X after ``import d2l.torch``
+                if then is None:
+                    unsure = unsure or f"uses {name}.{module} as a value"
+                else:
+                    names.add(then)
     word = re.compile(r"[A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)?")
-    for line in magic_text:
+    for line in (line for sc in scans for line in sc.magic_lines):
         for m in word.finditer(line):
             head, _, attr = (x.strip() for x in m.group(0).partition("."))
-            if head in aliases or head in packages:
+            if head in holders:
                 if attr:
                     names.add(attr)
                 else:
