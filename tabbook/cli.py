@@ -156,17 +156,21 @@ def _dry_run(config, args: argparse.Namespace, selection) -> int:  # noqa: ANN00
     problems = check_book(book, partial=args.partial, warnings=[], executes=execute)
     if problems:
         raise problems[0] if len(problems) == 1 else BookErrors(problems)
+    from dataclasses import replace
+
     store = FreezeStore(args.freeze_dir or config.freeze_dir)
-    the_plan = plan(config, book.sections, book.library, store, selection)
+    # With --frozen, list the stale units rather than stop at them (the exit status says so).
+    the_plan = plan(config, book.sections, book.library, store, replace(selection, frozen_only=False))
     units = the_plan.units
     if not execute:
         for u in units:
             if u.state == "run":
                 u.state = "stale"
                 u.why = [*u.why, "execution is off: shown as code only"]
+    failed = 1 if args.frozen and any(u.state in ("run", "stale") for u in units) else 0
     if args.json:
         print(json.dumps([u.as_json() for u in units], indent=1))
-        return 0
+        return failed
     for u in units:
         print(f"{u.state:<6} {u.section} [{u.framework}]: {'; '.join(u.why)}")
     counts: dict[str, int] = {}
@@ -174,7 +178,7 @@ def _dry_run(config, args: argparse.Namespace, selection) -> int:  # noqa: ANN00
         counts[u.state] = counts.get(u.state, 0) + 1
     print(f"[dry-run] {', '.join(f'{v} {k}' for k, v in sorted(counts.items())) or 'no code units'}; "
           "nothing was run or written")
-    return 0
+    return failed
 
 
 def _check(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
