@@ -126,18 +126,36 @@ def test_dry_run_text_and_selection(book: Path, capsys) -> None:
     assert "--json goes with --dry-run" in capsys.readouterr().err
 
 
-def test_version1_entries_are_reused_then_restamped(book: Path, capsys) -> None:
-    """A store written before per-name keys: reused while its whole-library key matches, and
-    re-stamped by a build that may write the store; then a library edit stales it by name."""
-    for path in (book / "_freeze").rglob("*.ipynb"):  # back to what the version-1 builder wrote
+def to_version1(book: Path) -> None:
+    """The book's store as the version-1 builder wrote it (whole-library keys)."""
+    for path in (book / "_freeze").rglob("*.ipynb"):
         nb = json.loads(path.read_text())
         meta = nb["metadata"][META]
         parts = meta["key_parts"]
         parts["library"] = parts.pop("library_file")
-        del parts["library_names"]
+        for extra in ("library_names", "library_rules", "library_whole", "library_others"):
+            parts.pop(extra, None)
         meta["key"] = _key(LEGACY_KEY_VERSION, parts["cells"], parts["env"], parts["library"], parts["python"],
                            parts["kernel"])
         path.write_text(json.dumps(nb))
+
+
+def test_a_library_edit_before_restamping_stales_the_version1_entries_of_its_framework(book: Path, capsys
+                                                                                       ) -> None:
+    to_version1(book)
+    edit(book, "speed.md", "    return (time.perf_counter() - start) / repeat",
+         "    return (time.perf_counter() - start) / repeat / 1.0")
+    plan = dry_run(book, capsys)
+    assert stale(plan) == {(page, "pytorch") for page, fw in plan if fw == "pytorch"}
+    older = "the library (keyed on the whole library by an older tabbook)"
+    assert plan[("speed", "pytorch")]["why"] == ["its code", older]
+    assert plan[("devices", "pytorch")]["why"] == [older]
+
+
+def test_version1_entries_are_reused_then_restamped(book: Path, capsys) -> None:
+    """A store written before per-name keys: reused while its whole-library key matches, and
+    re-stamped by a build that may write the store; then a library edit stales it by name."""
+    to_version1(book)
     plan = dry_run(book, capsys)
     assert not stale(plan)
     assert all("older whole-library key" in u["why"][0] for u in plan.values())

@@ -108,11 +108,12 @@ def explain(entry: dict[str, Any] | None, parts: KeyParts) -> tuple[list[str], l
         why.append("Python")
     if stored.get("kernel") != parts.kernel:
         why.append("the kernel")
-    if stored.get("library") != parts.library:
-        old_names = stored.get("library_names")
+    old_names = stored.get("library_names")
+    legacy = not isinstance(old_names, dict)  # a version-1 entry: its library part is the whole file's hash
+    if stored.get("library") != (parts.library_file if legacy else parts.library):
         if parts.library_whole:
             why.append(f"the library (keyed whole: {parts.library_whole})")
-        elif stored.get("library_whole") or not isinstance(old_names, dict):
+        elif stored.get("library_whole") or legacy:
             what = ("keyed whole before" if stored.get("library_whole")
                     else "keyed on the whole library by an older tabbook")
             why.append(f"the library ({what})")
@@ -139,10 +140,20 @@ class Plan:
     # Current entries stored under their version-1 key: re-stamped with the new key by a build
     # that may write the store (:func:`upgrade_keys`), never by --frozen or --dry-run.
     upgrades: list[tuple[str, str, KeyParts]] = field(default_factory=list)
+    # Units with no entry, whose key's library part is computed only if they run (keys_for_todo).
+    deferred: dict[tuple[str, str], Section] = field(default_factory=dict)
+    library: dict[str, str] = field(default_factory=dict)  # the generated files the keys were made from
+
+    def keys_for_todo(self, config: Config) -> None:
+        """Complete the keys of the units about to run and be stored (see :func:`unit_key`)."""
+        for i, (unit, _) in enumerate(self.todo):
+            section = self.deferred.pop((unit.section, unit.framework), None)
+            if section is not None:
+                self.todo[i] = (unit, unit_key(config, section, unit.framework, self.library)[0])
 
 
 def unit_key(config: Config, section: Section, fw: str, library: dict[str, str],
-             entry: dict[str, Any] | None = None) -> tuple[KeyParts, list[FrameworkCell]]:
+             entry: dict[str, Any] | None = None, analyse: bool = True) -> tuple[KeyParts, list[FrameworkCell]]:
     """The freeze key of (section, framework), and the cells it hashes.
 
     The library part covers only the definitions of ``d2l/<module>.py`` the cells can
@@ -150,7 +161,9 @@ def unit_key(config: Config, section: Section, fw: str, library: dict[str, str],
     module of another framework that the cells import counts whole. ``entry``: the unit's
     stored entry, whose library part is reused when it was computed from the same cells,
     the same library files and the same rules (the analysis is a pure function of those),
-    so a build where neither code nor library changed analyses nothing."""
+    so a build where neither code nor library changed analyses nothing. ``analyse=False``
+    (a unit with no entry: stale whatever its key) leaves the library part empty; the plan
+    computes it only if the unit runs and is stored (:meth:`Plan.keys_for_todo`)."""
     from tabbook.execute.envs import lock_hash
     from tabbook.library.reach import RULES, unit_reach
 
@@ -167,6 +180,8 @@ def unit_key(config: Config, section: Section, fw: str, library: dict[str, str],
             and all(text_hash(library.get(f"{package}/{m}.py")) == h for m, h in others.items())):
         library_part, names = stored["library"], tuple(sorted(stored["library_names"].items()))
         whole, other_parts = stored.get("library_whole"), tuple(sorted(others.items()))
+    elif not analyse:
+        library_part, names, whole, other_parts = "", (), None, ()
     else:
         reached = unit_reach([c.source for c in cells], lib_text or "", package, framework.module)
         library_part, names, whole = reached.key, tuple(sorted(reached.names.items())), reached.whole
@@ -185,12 +200,12 @@ def unit_key(config: Config, section: Section, fw: str, library: dict[str, str],
 def plan(config: Config, sections: list[Section], library: dict[str, str], store: FreezeStore,
          selection: Selection) -> Plan:
     """Sort every unit of the book into reused / to run / skipped; ``--frozen`` stale units raise."""
-    out = Plan()
+    out = Plan(library=library)
     stale: list[BookError] = []
     for section in sections:
         for fw in config.tabs:
             entry = store.load(section.path, fw)
-            parts, cells = unit_key(config, section, fw, library, entry)
+            parts, cells = unit_key(config, section, fw, library, entry, analyse=entry is not None)
             if not cells:
                 continue
             matched = match(entry, parts)
@@ -226,6 +241,8 @@ def plan(config: Config, sections: list[Section], library: dict[str, str], store
             )
             if selected:
                 out.todo.append((unit, parts))
+                if not parts.library:
+                    out.deferred[(section.path, fw)] = section
             else:
                 record.state = "skip"
                 record.why = ["not selected in this build", *record.why]
@@ -318,6 +335,7 @@ def run(config: Config, the_plan: Plan, store: FreezeStore, jobs: int = 0,
     upgrade_keys(the_plan, store)
     if not the_plan.todo:
         return notebooks, []
+    the_plan.keys_for_todo(config)
     runner: Runner
     if scheduler:
         from tabbook.execute.cluster import ClusterRunner

@@ -240,6 +240,8 @@ class FreezeStore:
     def store(self, section: str, framework: str, nb: dict[str, Any], parts: KeyParts,
               provenance: dict[str, Any], seconds: float) -> Path:
         """Stamp ``nb`` with the store's metadata and write it atomically; returns its path."""
+        if not parts.library:  # a plan's deferred key (plan.Plan.keys_for_todo): never stored
+            raise ValueError(f"{section} [{framework}]: key without its library part")
         nb.setdefault("metadata", {})[META] = {
             "key": parts.key, "key_parts": parts.as_dict(), "section": section,
             "framework": framework, "provenance": provenance, "seconds": round(seconds, 2),
