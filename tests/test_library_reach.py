@@ -120,6 +120,13 @@ def test_edits_change_exactly_the_keys_that_reach_them() -> None:
     assert key(missing, LIB + "\n\ndef later():\n    pass\n") != key(missing)
 
 
+def test_code_that_never_imports_the_library_reaches_none_of_it() -> None:
+    plain = ["import math", "print(math.pi)"]
+    assert key(plain) == key(plain, LIB.replace("import math", "import math\nimport os"))
+    assert unit_reach(plain, LIB, "d2l", "torch").names == {}
+    assert key(["d2l.cpu()"]) != key(["d2l.cpu()"], LIB.replace("return 'cpu'", "return 'CPU'"))
+
+
 def test_changed_names_and_header_record() -> None:
     before = unit_reach([IMPORT, "d2l.Trainer().fit()"], LIB, "d2l", "torch").names
     after = unit_reach([IMPORT, "d2l.Trainer().fit()"], LIB.replace("return SCALE", "return -SCALE"),

@@ -337,6 +337,7 @@ class UnitUses:
     names: frozenset[str] = frozenset()
     unsure: str | None = None
     other_modules: frozenset[str] = frozenset()  # other generated modules it imports (keyed whole)
+    imports: bool = True  # whether its code imports the library at all (else nothing of it can run)
 
 
 @dataclass(frozen=True)
@@ -463,6 +464,7 @@ def unit_uses(cells: Sequence[str], package: str, module: str) -> UnitUses:
         [imp for sc in scans for imp in sc.imports], package, module)
     if star:
         return UnitUses(unsure=star)
+    imported = bool(aliases or packages or direct or others)
     aliases.add(package)
     holders = aliases | packages  # a name whose attributes are the module's names (or its package's)
     names = set(direct)
@@ -491,7 +493,7 @@ def unit_uses(cells: Sequence[str], package: str, module: str) -> UnitUses:
                     unsure = unsure or f"uses the library {head} in a magic line"
             elif head in direct:
                 names.add(head)
-    return UnitUses(frozenset(names), unsure, frozenset(others))
+    return UnitUses(frozenset(names), unsure, frozenset(others), imported or bool(names) or bool(unsure))
 
 
 # -- closure and key ------------------------------------------------------------------------
@@ -511,6 +513,8 @@ class Reach:
 
 def reach(library: LibraryModule, uses: UnitUses) -> Reach:
     """Close ``uses`` over the module and hash what was reached (see the module's docstring)."""
+    if not uses.imports:  # code that never imports the library runs none of it
+        return Reach(_hash("none"), {}, None, "", tuple(sorted(uses.other_modules)))
     statements = library.statements
     header_hash = _hash(*(statements[i].dump for i in library.header))
     why = library.broken or uses.unsure
