@@ -25,21 +25,16 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 from tabbook.library.imports import deftime_nodes
-from tabbook.library.pysource import mask_magics
+from tabbook.library.uses import REFLECTIVE, UnitUses, reflective, unit_uses
 
 #: The version of the rules below: a key's library part computed under other rules is never
 #: reused as it is (the plan reuses a stored library part only for the same code, library and rules).
 RULES = "1"
-#: Names whose call can reach any definition by a name computed at run time.
-REFLECTIVE = frozenset({"eval", "exec", "globals", "vars", "locals", "__import__"})
-#: Magics that run code the cell does not show.
-OPAQUE_MAGIC = re.compile(r"^\s*%{1,2}\s*(run|load|writefile|loadpy|macro|rerun|recall)\b")
 #: Special module-level functions Python calls by itself: part of every unit's header.
 SPECIAL_DEFS = frozenset({"__getattr__", "__dir__"})
 #: Methods Python calls while *other* classes are defined.
@@ -184,21 +179,6 @@ def _self_names(tree: ast.Module, package: str) -> set[str]:
     return names
 
 
-def _reflective(n: ast.Name, parents: Mapping[int, ast.AST]) -> bool:
-    """Whether this use of a :data:`REFLECTIVE` builtin can read a name its code does not show.
-
-    ``vars(obj)`` reads an object's attributes (``vars(d2l)`` is caught as the module used
-    as a value); ``globals()[name] = value`` only binds (the lazy-import ``__getattr__``)."""
-    call = parents.get(id(n))
-    if not (isinstance(call, ast.Call) and call.func is n):
-        return True
-    if n.id == "vars" and call.args:
-        return False
-    target = parents.get(id(call))
-    return not (n.id == "globals" and isinstance(target, ast.Subscript) and target.value is call
-                and isinstance(target.ctx, ast.Store))
-
-
 def _reads(nodes: Iterable[ast.AST], self_names: set[str]) -> tuple[set[str], str | None]:
     """Every name read (anywhere, locals included: more names is only less precise) and
     ``d2l.X`` through a self name; and why names cannot tell, if a construct hides a name."""
@@ -212,7 +192,7 @@ def _reads(nodes: Iterable[ast.AST], self_names: set[str]) -> tuple[set[str], st
         for n in ast.walk(root):
             if isinstance(n, ast.Name):
                 uses.add(n.id)
-                if n.id in REFLECTIVE and isinstance(n.ctx, ast.Load) and _reflective(n, parents):
+                if n.id in REFLECTIVE and isinstance(n.ctx, ast.Load) and reflective(n, parents):
                     unsure = unsure or f"uses {n.id}()"
                 if n.id in self_names and isinstance(n.ctx, ast.Load):
                     parent = parents.get(id(n))
@@ -328,174 +308,6 @@ def analyse_library(source: str, package: str = "d2l") -> LibraryModule:
                          _hash(dump(tree)))
 
 
-# -- what a unit's code takes from the library ------------------------------------------------
-
-@dataclass(frozen=True)
-class UnitUses:
-    """The library names a unit's code reads, or why names cannot tell."""
-
-    names: frozenset[str] = frozenset()
-    unsure: str | None = None
-    other_modules: frozenset[str] = frozenset()  # other generated modules it imports (keyed whole)
-    imports: bool = True  # whether its code imports the library at all (else nothing of it can run)
-
-
-@dataclass(frozen=True)
-class CellScan:
-    """What one cell's code does with names, read in one pass (cached: ``%%tab all`` cells are
-    shared by every framework, and a large book has thousands of cells)."""
-
-    imports: tuple[ast.Import | ast.ImportFrom, ...] = ()
-    # (name, attr, next attr or None) for every ``name.attr`` read: ``d2l.torch.X`` → (d2l, torch, X)
-    attributes: frozenset[tuple[str, str, str | None]] = frozenset()
-    values: frozenset[str] = frozenset()  # names read otherwise than as ``name.attr``
-    unsure: str | None = None  # a reflective builtin, import_module, a magic that runs hidden code
-    magic_lines: tuple[str, ...] = ()
-    parsed: bool = True
-
-
-@lru_cache(maxsize=8192)
-def scan_cell(source: str) -> CellScan:
-    """One pass over a cell (magics commented out; their lines kept for :func:`unit_uses`)."""
-    masked, rows = mask_magics(source)
-    lines = source.split("\n")
-    magic = tuple(lines[row - 1] for row in sorted(rows))
-    for line in magic:
-        if OPAQUE_MAGIC.match(line):
-            return CellScan(unsure=f"runs code the cell does not show ({line.strip().split()[0]})",
-                            magic_lines=magic)
-    try:
-        tree = ast.parse(masked)
-    except SyntaxError:  # a cell that does not parse runs nothing (its SyntaxError is its output)
-        return CellScan(magic_lines=magic, parsed=False)
-    imports: list[ast.Import | ast.ImportFrom] = []
-    attributes: set[tuple[str, str, str | None]] = set()
-    values: set[str] = set()
-    unsure: str | None = None
-    consumed: set[int] = set()  # Name nodes read as ``name.attr``
-    outer: dict[int, str] = {}  # id of an Attribute -> the attribute read off it (``.X`` of ``d2l.torch``)
-    parents: dict[int, ast.AST] = {}
-    stack: list[ast.AST] = [tree]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, ast.Attribute):
-            if isinstance(n.value, ast.Attribute):
-                outer[id(n.value)] = n.attr
-            elif isinstance(n.value, ast.Name) and isinstance(n.value.ctx, ast.Load):
-                attributes.add((n.value.id, n.attr, outer.get(id(n))))
-                consumed.add(id(n.value))
-            if n.attr in ("import_module", "reload"):
-                unsure = unsure or f"imports modules by name ({n.attr})"
-        elif isinstance(n, ast.Name):
-            if isinstance(n.ctx, ast.Load) and id(n) not in consumed:
-                values.add(n.id)
-                if n.id in REFLECTIVE and _reflective(n, parents):
-                    unsure = unsure or f"uses {n.id}()"
-            continue
-        elif isinstance(n, ast.Import | ast.ImportFrom):
-            imports.append(n)
-            continue
-        for child in ast.iter_child_nodes(n):
-            parents[id(child)] = n
-            stack.append(child)
-    return CellScan(tuple(imports), frozenset(attributes), frozenset(values), unsure, magic)
-
-
-def _library_bindings(imports: Iterable[ast.Import | ast.ImportFrom], package: str, module: str
-                      ) -> tuple[set[str], set[str], set[str], set[str], str | None]:
-    """From a cell's imports: names bound to the module, names bound to the package, names
-    imported from the module, other modules of the package imported, and a star import."""
-    aliases: set[str] = set()
-    packages: set[str] = set()
-    direct: set[str] = set()
-    others: set[str] = set()
-    star: str | None = None
-    for n in imports:
-        if isinstance(n, ast.Import):
-            for a in n.names:
-                parts = a.name.split(".")
-                if parts[0] != package:
-                    continue
-                if len(parts) == 1:
-                    packages.add(a.asname or package)
-                elif a.asname and parts[1] == module:
-                    aliases.add(a.asname)
-                elif a.asname:
-                    others.add(parts[1])
-                else:
-                    packages.add(package)
-                    if parts[1] != module:
-                        others.add(parts[1])
-        elif n.module and n.level == 0:
-            parts = n.module.split(".")
-            if parts[0] != package:
-                continue
-            if len(parts) == 1:  # from d2l import torch as d2l
-                for a in n.names:
-                    if a.name == "*":
-                        star = f"from {package} import *"
-                    elif a.name == module:
-                        aliases.add(a.asname or a.name)
-                    else:
-                        others.add(a.name)
-            elif parts[1] == module:  # from d2l.torch import X
-                for a in n.names:
-                    if a.name == "*":
-                        star = f"from {n.module} import *"
-                    else:
-                        direct.add(a.name)
-            else:
-                others.add(parts[1])
-    return aliases, packages, direct, others, star
-
-
-def unit_uses(cells: Sequence[str], package: str, module: str) -> UnitUses:
-    """The names a unit (its cells as the kernel runs them) takes from ``package.module``.
-
-    The package's own name counts as an alias of the module in every unit (the book's
-    ``from d2l import torch as d2l``), so a unit that reads ``d2l.X`` without importing
-    it the usual way is still seen. Cells are parsed with their magics commented out; a
-    magic line's words are read too (``%timeit d2l.benchmark(f)`` runs ``benchmark``)."""
-    scans = [scan_cell(source) for source in cells]
-    for sc in scans:
-        if sc.unsure and sc.unsure.startswith("runs code"):
-            return UnitUses(unsure=sc.unsure)
-    aliases, packages, direct, others, star = _library_bindings(
-        [imp for sc in scans for imp in sc.imports], package, module)
-    if star:
-        return UnitUses(unsure=star)
-    imported = bool(aliases or packages or direct or others)
-    aliases.add(package)
-    holders = aliases | packages  # a name whose attributes are the module's names (or its package's)
-    names = set(direct)
-    unsure = next((sc.unsure for sc in scans if sc.unsure), None)
-    for sc in scans:
-        used_as_value = holders & sc.values
-        if used_as_value:
-            unsure = unsure or f"uses the library {min(used_as_value)} as a value"
-        for name, attr, then in sc.attributes:
-            if name not in holders:
-                continue
-            names.add(attr)
-            if attr == module:  # d2l.torch.X after ``import d2l.torch``
-                if then is None:
-                    unsure = unsure or f"uses {name}.{module} as a value"
-                else:
-                    names.add(then)
-    word = re.compile(r"[A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)?")
-    for line in (line for sc in scans for line in sc.magic_lines):
-        for m in word.finditer(line):
-            head, _, attr = (x.strip() for x in m.group(0).partition("."))
-            if head in holders:
-                if attr:
-                    names.add(attr)
-                else:
-                    unsure = unsure or f"uses the library {head} in a magic line"
-            elif head in direct:
-                names.add(head)
-    return UnitUses(frozenset(names), unsure, frozenset(others), imported or bool(names) or bool(unsure))
-
-
 # -- closure and key ------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -559,9 +371,3 @@ def unit_reach(cells: Sequence[str], library_source: str, package: str, module: 
 def changed_names(old: Mapping[str, str], new: Mapping[str, str]) -> list[str]:
     """Names whose definition differs between two :attr:`Reach.names` records (added or gone too)."""
     return sorted(n for n in set(old) | set(new) if old.get(n) != new.get(n))
-
-
-def definitions(source: str) -> dict[str, str]:
-    """Top-level name -> normalized source of what binds it (for comparing two libraries)."""
-    lib = analyse_library(source)
-    return {name: _hash(*(lib.statements[i].dump for i in idx)) for name, idx in lib.by_name.items()}
