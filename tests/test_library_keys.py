@@ -172,3 +172,30 @@ def test_version1_entries_are_reused_then_restamped(book: Path, capsys) -> None:
     plan_mod.upgrade_keys(the_plan, store)
     assert "library_names" in entry.read_text()
     assert all(u["why"] == ["current"] for u in dry_run(book, capsys).values())
+
+
+def test_a_version1_gpu_entry_is_restamped_by_library_and_keeps_its_key(book: Path, capsys) -> None:
+    """GPU outputs (another environment, so another key) stay current while the code and the
+    library are the same; re-stamped, they then survive a library edit they cannot reach."""
+    to_version1(book)
+    entry = book / "_freeze" / "chapter_gpus" / "speed" / "pytorch.ipynb"
+    nb = json.loads(entry.read_text())
+    meta = nb["metadata"][META]
+    meta["key"], meta["key_parts"]["env"] = "made on a GPU machine", "its own interpreter"
+    meta["provenance"]["gpus"] = ["NVIDIA H100"]
+    entry.write_text(json.dumps(nb))
+    plan = dry_run(book, capsys)
+    assert plan[("speed", "pytorch")]["why"] == ["current (GPU outputs of the same code and library)"]
+    config = load_config(book)
+    store = FreezeStore(config.freeze_dir)
+    read = read_book(config)
+    plan_mod.upgrade_keys(plan_mod.plan(config, read.sections, read.library, store, plan_mod.Selection()), store)
+    meta = json.loads(entry.read_text())["metadata"][META]
+    assert meta["key"] == "made on a GPU machine" and meta["key_parts"]["env"] == "its own interpreter"
+    assert "library_names" in meta["key_parts"]
+    # memory_stats (memory.md) is not reached by speed.md: its GPU outputs stay current.
+    edit(book, "memory.md", "    return {'in_use': torch.cuda.memory_allocated(device),",
+         "    return {'in_use': 0 + torch.cuda.memory_allocated(device),")
+    plan = dry_run(book, capsys)
+    assert plan[("speed", "pytorch")]["state"] == "reuse"
+    assert stale(plan) == {("memory", "pytorch")}

@@ -217,7 +217,7 @@ def plan(config: Config, sections: list[Section], library: dict[str, str], store
                 out.origins[(section.path, fw)] = store.signature(section.path, fw)
                 out.statuses.append(UnitStatus(section.path, fw, "reused"))
                 record.why = [REUSE_WHY[matched]]
-                if matched == "legacy" and not selection.frozen_only:
+                if needs_upgrade(entry, matched) and not selection.frozen_only:
                     out.upgrades.append((section.path, fw, parts))
                 continue
             record.state = "run"
@@ -270,12 +270,19 @@ REUSE_WHY = {
 }
 
 
+def needs_upgrade(entry: dict[str, Any] | None, matched: str | None) -> bool:
+    """A current entry with version-1 key parts: under its version-1 key, or a GPU entry whose
+    library part is still the whole module's hash."""
+    stored = ((entry or {}).get("metadata", {}).get(META) or {}).get("key_parts") or {}
+    return matched == "legacy" or (matched == "gpu" and "library_names" not in stored)
+
+
 def upgrade_keys(the_plan: Plan, store: FreezeStore) -> None:
-    """Re-stamp the plan's current version-1 entries with their version-2 keys, so that a later
+    """Re-stamp the plan's current version-1 entries with version-2 key parts, so that a later
     library edit invalidates them by name, not wholesale. Outputs are not touched."""
     for section, fw, parts in the_plan.upgrades:
         entry = store.load(section, fw)
-        if entry is not None and match(entry, parts) == "legacy":
+        if entry is not None and needs_upgrade(entry, match(entry, parts)):
             store.upgrade(section, fw, entry, parts)
             the_plan.origins[(section, fw)] = store.signature(section, fw)
     the_plan.upgrades = []

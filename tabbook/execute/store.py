@@ -251,10 +251,18 @@ class FreezeStore:
         return path
 
     def upgrade(self, section: str, framework: str, nb: dict[str, Any], parts: KeyParts) -> Path:
-        """Re-stamp a current entry stored under its version-1 key with the version-2 key; its
-        outputs, provenance and time are kept as they are (only the bookkeeping changes)."""
+        """Re-stamp a current version-1 entry with version-2 key parts; its outputs, provenance
+        and time are kept as they are (only the bookkeeping changes). An entry current under its
+        version-1 key gets the version-2 key; a GPU entry keeps its key and environment parts
+        (they describe the GPU machine) and gets the library parts, which it is compared by."""
         meta = dict(nb.get("metadata", {}).get(META, {}))
-        meta.update(key=parts.key, key_parts=parts.as_dict())
+        if match(nb, parts) == "gpu":
+            stored = dict(meta.get("key_parts") or {})
+            new = parts.as_dict()
+            stored.update({k: v for k, v in new.items() if k.startswith("library")})
+            meta.update(key_parts=stored)
+        else:
+            meta.update(key=parts.key, key_parts=parts.as_dict())
         nb = {**nb, "metadata": {**nb.get("metadata", {}), META: meta}}
         path = self.path(section, framework)
         write_notebook(path, nb)
