@@ -141,7 +141,7 @@ def gpu_entry_current(nb: dict[str, Any] | None, parts: KeyParts) -> bool:
     GPU outputs come from another environment (a GPU machine's own interpreter, another
     Python, another kernel) than a CPU host's locked venv, so their key never equals the CPU
     key. They stay current while what they show can only be the same code's: the unit's
-    cells and the generated library are unchanged. A CPU build then keeps them (it never
+    cells and the library definitions it can reach are unchanged. A CPU build then keeps them (it never
     replaces a current GPU entry); when the code changes they are stale like any other, and
     whatever host builds next executes them. ``make exec-check`` re-runs everything on the
     CPU into a scratch store regardless, so GPU outputs cannot hide code that no longer runs.
