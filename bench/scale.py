@@ -145,7 +145,9 @@ def freeze(book: Path) -> int:
     the_book.raise_problems()
     write_library(config, book_library(the_book))
     store = FreezeStore(config.freeze_dir)
-    todo = planner.plan(config, the_book.sections, book_library(the_book), store, planner.Selection()).todo
+    the_plan = planner.plan(config, the_book.sections, book_library(the_book), store, planner.Selection())
+    the_plan.keys_for_todo(config)  # the keys of units with no entry are completed only for those that run
+    todo = the_plan.todo
     for unit, parts in todo:
         nb = build_notebook(unit)
         for n, cell in enumerate(nb["cells"], 1):

@@ -194,7 +194,8 @@ def _runner(config: Config, the_plan: Plan, opts: Options, log: Callable[[str], 
     if opts.scheduler:
         from tabbook.execute.cluster import ClusterRunner
 
-        keys = {(u.section, u.framework): (parts.env, parts.library) for u, parts in the_plan.todo}
+        # The worker checks its d2l/<module>.py against the whole file's hash.
+        keys = {(u.section, u.framework): (parts.env, parts.library_file) for u, parts in the_plan.todo}
         return ClusterRunner(opts.scheduler, config, keys, progress=log)
     from tabbook.execute.envs import kernel_env, prepare_kernels
 

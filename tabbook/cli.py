@@ -58,6 +58,9 @@ def parser() -> argparse.ArgumentParser:
                     help="execute even if config.ini says eval_notebook = False")
     b.add_argument("--partial", action="store_true",
                    help="part of a book: references to other pages are warnings, shown as text")
+    b.add_argument("--dry-run", action="store_true",
+                   help="say which units would run and why (which input changed); run and write nothing")
+    b.add_argument("--json", action="store_true", help="with --dry-run: the plan as a JSON list, one object per unit")
     ch = sub.add_parser("check", help="lint the sources without starting a kernel")
     ch.add_argument("--partial", action="store_true", help="undefined references are warnings")
     lib = sub.add_parser("lib", help="generate the d2l package from the book's #@save code")
@@ -122,6 +125,10 @@ def _build(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
         force=args.force, frameworks=frameworks, shard=args.shard, frozen_only=args.frozen,
         only=tuple(os.path.normpath(p) for p in args.only) if args.only else None,
     )
+    if args.json and not args.dry_run:
+        raise BookError("--json goes with --dry-run")
+    if args.dry_run:
+        return _dry_run(config, args, selection)
     opts = Options(selection, render=not args.no_render, freeze_dir=args.freeze_dir, jobs=args.jobs,
                    builder=args.builder, execute=args.execute, partial=args.partial,
                    scheduler=args.scheduler)
@@ -134,6 +141,47 @@ def _build(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
     warm = " (warm builder)" if result.as_report()["warm"] else ""
     print(f"[done] {summary} in {result.seconds:.1f}s{warm}{'; ' + gpu if gpu else ''}; report: build/report.json")
     return 0
+
+
+def _dry_run(config, args: argparse.Namespace, selection) -> int:  # noqa: ANN001 - Config, Selection
+    """``build --dry-run``: the plan of a build with these options, each unit with why it would
+    run; no kernel starts, and neither d2l/ nor the store nor build/report.json is written."""
+    import json
+
+    from tabbook.book import read_book
+    from tabbook.check import check_book
+    from tabbook.execute.plan import plan
+    from tabbook.execute.store import FreezeStore
+    from tabbook.library.cache import book_library
+
+    book = read_book(config, extra_files=not args.partial)
+    execute = config.execute if args.execute is None else args.execute
+    problems = check_book(book, partial=args.partial, warnings=[], executes=execute)
+    if problems:
+        raise problems[0] if len(problems) == 1 else BookErrors(problems)
+    from dataclasses import replace
+
+    store = FreezeStore(args.freeze_dir or config.freeze_dir)
+    # With --frozen, list the stale units rather than stop at them (the exit status says so).
+    the_plan = plan(config, book.sections, book_library(book), store, replace(selection, frozen_only=False))
+    units = the_plan.units
+    if not execute:
+        for u in units:
+            if u.state == "run":
+                u.state = "stale"
+                u.why = [*u.why, "execution is off: shown as code only"]
+    failed = 1 if args.frozen and any(u.state in ("run", "stale") for u in units) else 0
+    if args.json:
+        print(json.dumps([u.as_json() for u in units], indent=1))
+        return failed
+    for u in units:
+        print(f"{u.state:<6} {u.section} [{u.framework}]: {'; '.join(u.why)}")
+    counts: dict[str, int] = {}
+    for u in units:
+        counts[u.state] = counts.get(u.state, 0) + 1
+    print(f"[dry-run] {', '.join(f'{v} {k}' for k, v in sorted(counts.items())) or 'no code units'}; "
+          "nothing was run or written")
+    return failed
 
 
 def _check(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
@@ -225,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"unrecognized arguments: {' '.join(rest)}")
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     warm = None
-    if args.command == "build" and not args.scheduler:
+    if args.command == "build" and not args.scheduler and not args.dry_run:
         from tabbook import warm
 
         if warm.enabled():

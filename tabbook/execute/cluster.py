@@ -63,7 +63,7 @@ class Request:
     overlay: str | None  # the overlay the client read, if any
     unit: Unit
     env_hash: str  # the freeze key's environment part, as the client computed it
-    library_hash: str  # the freeze key's library part
+    library_hash: str  # hash of the whole d2l/<module>.py the client keyed the unit with
 
 
 # -- worker side ------------------------------------------------------------------------------

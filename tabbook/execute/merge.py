@@ -67,7 +67,7 @@ def _read_entry(store: FreezeStore, path: Path) -> _Candidate:
 def _is_current(meta: dict[str, Any], nb_text: str, parts: KeyParts | None) -> bool:
     if parts is None:
         return False
-    if meta.get("key") == parts.key:
+    if meta.get("key") in (parts.key, parts.legacy_key):  # the legacy key: see KeyParts.legacy_key
         return True
     return gpu_entry_current(json.loads(nb_text), parts)
 
