@@ -120,8 +120,12 @@ def build(config: Config, opts: Options, log: Callable[[str], Any] = print) -> B
             log(f"[lib] wrote {path}")
         t_exec = time.monotonic()
         store = FreezeStore(opts.freeze_dir or config.freeze_dir)
-        the_plan = plan.plan(config, book.sections, book_library(book), store, opts.selection)
+        the_plan = plan.plan(config, book.sections, book_library(book), store, opts.selection,
+                             host_gpus=len(detect()))
         result.units = the_plan.statuses
+        for status in the_plan.statuses:
+            if status.status == "outdated":
+                log(f"warning: {status.error}")
         failures: list[BookError] = []
         if site is not None and not site.started and execute and the_plan.todo:
             site.start()  # code will run, so pages will change: Sphinx sets itself up meanwhile

@@ -50,6 +50,10 @@ def parser() -> argparse.ArgumentParser:
                    help="execute on this Dask cluster's workers (needs envs/builder-dask.txt)")
     b.add_argument("--shard", type=_shard, help="i/N: execute every N-th stale unit from i")
     b.add_argument("--frozen", action="store_true", help="never execute; fail if the store is stale")
+    b.add_argument("--execute-here", action="store_true",
+                   help="re-run stale units even where this machine has fewer GPUs than the one that "
+                        "computed their outputs (or than the page needs); by default those keep their "
+                        "outputs, marked as from an earlier version of the code")
     b.add_argument("--builder", default="html", help="Sphinx builder; '' writes build/src only")
     ex = b.add_mutually_exclusive_group()
     ex.add_argument("--no-execute", dest="execute", action="store_false", default=None,
@@ -123,7 +127,7 @@ def _build(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
         require_distributed()  # say at once, before reading the book, that Dask is missing
     selection = Selection(
         force=args.force, frameworks=frameworks, shard=args.shard, frozen_only=args.frozen,
-        only=tuple(os.path.normpath(p) for p in args.only) if args.only else None,
+        execute_here=args.execute_here, only=tuple(os.path.normpath(p) for p in args.only) if args.only else None,
     )
     if args.json and not args.dry_run:
         raise BookError("--json goes with --dry-run")
@@ -150,6 +154,7 @@ def _dry_run(config, args: argparse.Namespace, selection) -> int:  # noqa: ANN00
 
     from tabbook.book import read_book
     from tabbook.check import check_book
+    from tabbook.execute.gpus import detect
     from tabbook.execute.plan import plan
     from tabbook.execute.store import FreezeStore
     from tabbook.library.cache import book_library
@@ -163,19 +168,23 @@ def _dry_run(config, args: argparse.Namespace, selection) -> int:  # noqa: ANN00
 
     store = FreezeStore(args.freeze_dir or config.freeze_dir)
     # With --frozen, list the stale units rather than stop at them (the exit status says so).
-    the_plan = plan(config, book.sections, book_library(book), store, replace(selection, frozen_only=False))
+    gpus = detect()
+    the_plan = plan(config, book.sections, book_library(book), store, replace(selection, frozen_only=False),
+                    host_gpus=len(gpus))
     units = the_plan.units
     if not execute:
         for u in units:
             if u.state == "run":
                 u.state = "stale"
                 u.why = [*u.why, "execution is off: shown as code only"]
-    failed = 1 if args.frozen and any(u.state in ("run", "stale") for u in units) else 0
+    failed = 1 if args.frozen and any(u.state in ("run", "stale", "outdated") for u in units) else 0
     if args.json:
         print(json.dumps([u.as_json() for u in units], indent=1))
         return failed
+    print("[dry-run] this machine: " + ("; ".join(g.describe() for g in gpus) if gpus else "no GPU")
+          + f", {os.cpu_count()} cores")
     for u in units:
-        print(f"{u.state:<6} {u.section} [{u.framework}]: {'; '.join(u.why)}")
+        print(f"{u.state:<8} {u.section} [{u.framework}] ({u.placement}): {'; '.join(u.why)}")
     counts: dict[str, int] = {}
     for u in units:
         counts[u.state] = counts.get(u.state, 0) + 1

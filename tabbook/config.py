@@ -39,6 +39,7 @@ from tabbook.settings import (
     choice,
     existing_file,
     existing_path,
+    gpu_needs,
     gpu_probe,
     import_stack,
     in_book,
@@ -48,6 +49,7 @@ from tabbook.settings import (
     lines,
     module_name,
     one_of_the_tabs,
+    positive,
     resource_list,
     setting,
     settings_of,
@@ -284,6 +286,14 @@ class Config:
                                          "root-relative files and folders pages refer to (images, data)")
     root_files: tuple[str, ...] = setting("build", "root_files", "", words, "book files placed at the "
                                           "root of Sphinx's sources (what a book's CI copies there)")
+    run_alone: tuple[str, ...] = setting(
+        "build", "run_alone", "", words, "root-relative globs of pages whose code measures time: each of "
+        "their units runs with nothing else running on the machine")
+    gpus: tuple[tuple[str, int], ...] = setting(
+        "build", "gpus", "", gpu_needs, "lines of PAGE_GLOB COUNT (a number, or all): the GPUs a page's "
+        "units need, where the guess from their code (d2lbook's) is wrong")
+    units_per_gpu: int = setting("build", "units_per_gpu", "1", positive("units"),
+                                 "how many units share one GPU at a time")
     offline_requirements: tuple[Path, ...] = setting(
         "build", "offline_requirements", "", book_paths, "requirement files of what the code needs "
         "besides the frameworks, for a machine that cannot download (tabbook wheelhouse)")
@@ -302,6 +312,14 @@ class Config:
 
     def framework(self, name: str) -> Framework:
         return self.frameworks[name]
+
+    def runs_alone(self, rel: str) -> bool:
+        """Whether the units of page ``rel`` must run with nothing beside them (``[build] run_alone``)."""
+        return any(_glob(pattern).fullmatch(rel) for pattern in self.run_alone)
+
+    def declared_gpus(self, rel: str) -> int | None:
+        """The GPUs ``[build] gpus`` says page ``rel`` needs (-1: all of them); None: not said."""
+        return next((count for pattern, count in self.gpus if _glob(pattern).fullmatch(rel)), None)
 
     def excluded(self, rel: str) -> bool:
         """Whether a root-relative Markdown path is not a page: outside ``notebooks``, or excluded."""

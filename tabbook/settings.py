@@ -103,6 +103,29 @@ def integer(unit: str) -> Parse:
     return parse
 
 
+def gpu_needs(value: str, at: At) -> tuple[tuple[str, int], ...]:
+    """Lines of ``PAGE_GLOB COUNT`` (COUNT an integer ≥ 0, or ``all``): the GPUs a page's units need."""
+    out = []
+    for line in value.splitlines():
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) != 2 or not (fields[1] == "all" or fields[1].isdigit()):
+            raise ValueError(f"{line.strip()!r}: each line must be a page pattern and a GPU count "
+                             "(a number or all), e.g. chapter_x/multi.md 2")
+        out.append((fields[0], -1 if fields[1] == "all" else int(fields[1])))
+    return tuple(out)
+
+
+def positive(unit: str) -> Parse:
+    def parse(value: str, at: At) -> int:
+        number = integer(unit)(value, at)
+        if number < 1:
+            raise ValueError(f"must be at least 1 ({unit})")
+        return number
+    return parse
+
+
 def choice(*allowed: str, why: str) -> Parse:
     def parse(value: str, at: At) -> str:
         if value.strip() not in allowed:

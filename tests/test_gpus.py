@@ -159,3 +159,89 @@ def test_on_a_one_gpu_machine_a_two_gpu_unit_takes_the_one_and_waits_for_it(
         [unit("first", 1), unit("all", ALL), unit("last", 1)]))
     assert {d["gpus"] for d in seen.values()} == {"0"}
     assert not overlap(seen["first"], seen["all"]) and not overlap(seen["all"], seen["last"])
+
+
+# --- whole builds on stand-in machines ---------------------------------------------------------
+
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "book"
+ROOT = Path(__file__).resolve().parents[1]
+
+MULTI = """# Two GPUs
+:label:`sec_multi`
+
+```{.python .input}
+%%tab alpha
+import os
+print('visible:', os.environ.get('CUDA_VISIBLE_DEVICES'))
+```
+"""
+
+# The alpha "framework" reports as its GPUs the devices its unit was given.
+PROBE = ("gpu_probe = import os; [f'Stand-in H100 {d}' "
+         "for d in os.environ.get('CUDA_VISIBLE_DEVICES', '').split(',') if d]\n")
+
+
+def gpu_book(tmp_path: Path) -> Path:
+    import shutil
+
+    book = tmp_path / "book"
+    shutil.copytree(FIXTURE, book)
+    (book / "multi.md").write_text(MULTI, encoding="utf-8")
+    index = book / "index.md"
+    index.write_text(index.read_text().replace("sec\n```", "sec\nmulti\n```"), encoding="utf-8")
+    config = book / "config.ini"
+    text = config.read_text().replace("cell_timeout = 60\n", "cell_timeout = 60\ngpus = multi.md 2\n")
+    config.write_text(text.replace("[framework:alpha]\n", "[framework:alpha]\n" + PROBE, 1), encoding="utf-8")
+    return book
+
+
+def build(book: Path, gpus: int, tmp_path: Path, *args: str):
+    import subprocess
+
+    smi = stand_in_smi(tmp_path / f"smi{gpus}", gpus)
+    env = {**os.environ, "PATH": f"{smi}{os.pathsep}{os.environ['PATH']}", "PYTHONPATH": str(ROOT),
+           "TABBOOK_GPU_LOCKS": str(tmp_path / "locks"), "TABBOOK_CACHE": str(tmp_path / ".cache")}
+    env.pop("CUDA_VISIBLE_DEVICES", None)
+    return subprocess.run([sys.executable, "-m", "tabbook", "-C", str(book), "build", *args],
+                          capture_output=True, text=True, env=env, cwd=ROOT)
+
+
+def test_a_gpu_entry_is_kept_and_marked_on_a_lesser_machine(tmp_path: Path) -> None:
+    """Computed on a 4-GPU machine (the two-GPU page got two devices), then its code changes and
+    a 1-GPU machine builds: the entry is kept, the page and the report say so, ``--frozen`` fails,
+    and ``--execute-here`` re-runs it there."""
+    book = gpu_book(tmp_path)
+    first = build(book, 4, tmp_path)
+    assert first.returncode == 0, first.stdout + first.stderr
+    entry = book / "_freeze" / "multi" / "alpha.ipynb"
+    stored = json.loads(entry.read_text())
+    assert len(stored["metadata"]["tabbook"]["provenance"]["gpus"]) == 2
+    assert "visible: " in entry.read_text() and "[exec] 4 GPU(s)" in first.stdout
+
+    page = book / "multi.md"
+    page.write_text(page.read_text().replace("print('visible:'", "print('now visible:'"), encoding="utf-8")
+    plan = json.loads(build(book, 1, tmp_path, "--dry-run", "--json").stdout)
+    multi = next(u for u in plan if u["page"] == "multi.md")
+    assert multi["state"] == "outdated" and multi["placement"] == "2 GPUs"
+    assert any("computed on 2× Stand-in H100" in why for why in multi["why"])
+
+    second = build(book, 1, tmp_path)
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert "warning: multi.md: [alpha] outputs kept from an earlier version of the code" in second.stdout
+    assert entry.read_text() == json.dumps(stored, indent=1, sort_keys=True, ensure_ascii=False) + "\n" \
+        or json.loads(entry.read_text()) == stored  # the entry is untouched
+    html = (book / "build" / "html" / "multi.html").read_text()
+    assert "an earlier version of it ran" in html and "2× Stand-in H100" in html
+    # the code shown is the code that made those outputs, not the edit they do not reflect
+    assert "now visible" not in html and "visible:" in html
+    report = json.loads((book / "build" / "report.json").read_text())
+    assert [u["status"] for u in report["units"] if u["section"] == "multi.md"] == ["outdated"]
+
+    frozen = build(book, 1, tmp_path, "--frozen", "--no-render")
+    assert frozen.returncode == 1 and "multi.md:" in frozen.stderr and "stale" in frozen.stderr
+
+    here = build(book, 1, tmp_path, "--execute-here", "--no-render")
+    assert here.returncode == 0, here.stdout + here.stderr
+    again = json.loads(entry.read_text())
+    assert again["metadata"]["tabbook"]["provenance"]["gpus"] == ["Stand-in H100 0"]
+    assert "now visible: 0" in entry.read_text()

@@ -22,9 +22,10 @@ from typing import Any
 
 from tabbook.config import Config
 from tabbook.errors import BookError, BookErrors
-from tabbook.execute.gpus import guess_need
+from tabbook.execute.gpus import ALL, guess_need
 from tabbook.execute.runner import Runner, Unit, build_notebook
 from tabbook.execute.store import META, FreezeStore, KeyParts, cells_hash, match, text_hash
+from tabbook.execute.store import provenance as store_provenance
 from tabbook.library.reach import HEADER, changed_names
 from tabbook.source.read import Section
 from tabbook.source.split import FrameworkCell, split_section
@@ -41,6 +42,9 @@ class Selection:
     only: tuple[str, ...] | None = None  # sections (paths) to execute
     shard: tuple[int, int] | None = None  # (i, n): execute units i, i+n, ...
     frozen_only: bool = False  # never execute: a unit that would run is an error
+    # Re-run a stale unit even where this machine is less than the one that computed its entry
+    # (fewer GPUs than the entry's, or than the page needs); by default its entry is kept, marked.
+    execute_here: bool = False
 
     def selects(self, section: str, framework: str) -> bool:
         return (self.frameworks is None or framework in self.frameworks) and (
@@ -196,9 +200,30 @@ def unit_key(config: Config, section: Section, fw: str, library: dict[str, str],
     return parts, cells
 
 
+def lesser_host(entry: dict[str, Any] | None, need: int, host_gpus: int | None) -> str | None:
+    """Why this machine cannot stand in for the one that computed ``entry`` (None: it can).
+
+    An entry computed on GPUs, re-run on a machine with fewer, would swap the book's GPU outputs
+    for other ones without a word; a page that needs more GPUs than there are cannot show what
+    it is about. ``host_gpus`` None: not known, nothing is held back."""
+    if entry is None or host_gpus is None:
+        return None
+    gpus = (store_provenance(entry) or {}).get("gpus") or []
+    if len(gpus) > host_gpus:
+        return f"its outputs were computed on {len(gpus)}× {gpus[0]} and this machine has " + (
+            f"{host_gpus} GPU(s)" if host_gpus else "no GPU")
+    if need > host_gpus:
+        return f"it needs {need} GPUs and this machine has {host_gpus}"
+    return None
+
+
 def plan(config: Config, sections: list[Section], library: dict[str, str], store: FreezeStore,
-         selection: Selection) -> Plan:
-    """Sort every unit of the book into reused / to run / skipped; ``--frozen`` stale units raise."""
+         selection: Selection, host_gpus: int | None = None) -> Plan:
+    """Sort every unit of the book into reused / to run / skipped; ``--frozen`` stale units raise.
+
+    ``host_gpus``: how many GPUs this machine has (:func:`tabbook.execute.gpus.detect`); a stale
+    unit this machine cannot stand in for keeps its entry, marked outdated (:func:`lesser_host`),
+    unless ``selection.execute_here``."""
     out = Plan(library=library)
     stale: list[BookError] = []
     for section in sections:
@@ -211,6 +236,10 @@ def plan(config: Config, sections: list[Section], library: dict[str, str], store
             selected = selection.selects(section.path, fw)
             record = UnitPlan(section.path, fw, "reuse", library_whole=parts.library_whole)
             out.units.append(record)
+            declared = config.declared_gpus(section.path)
+            need = declared if declared is not None else guess_need("\n".join(c.source for c in cells))
+            alone = config.runs_alone(section.path)
+            record.placement = describe_need(need, alone)
             if matched and not (selection.force and selected):
                 out.notebooks[(section.path, fw)] = entry  # type: ignore[assignment]
                 out.origins[(section.path, fw)] = store.signature(section.path, fw)
@@ -224,6 +253,18 @@ def plan(config: Config, sections: list[Section], library: dict[str, str], store
                 record.why = ["forced (--force)"]
             else:
                 record.why, record.library_names = explain(entry, parts)
+            held_back = None if selection.execute_here or not selected else lesser_host(entry, need, host_gpus)
+            if held_back:
+                # Kept as it is, marked on the page and in the report; --frozen fails on it below.
+                record.state = "outdated"
+                record.why = [*record.why, f"kept: {held_back} (--execute-here runs it anyway)"]
+                out.notebooks[(section.path, fw)] = mark_outdated(entry, f"{', '.join(record.why[:-1])} changed; "
+                                                                  f"{held_back}")  # type: ignore[arg-type]
+                out.origins[(section.path, fw)] = "outdated: " + store.signature(section.path, fw)
+                out.statuses.append(UnitStatus(section.path, fw, "outdated", error=(
+                    f"{section.path}: [{fw}] outputs kept from an earlier version of the code: {held_back}")))
+                if not selection.frozen_only:
+                    continue
             if selection.frozen_only:
                 why = "missing" if entry is None else f"stale ({', '.join(record.why)} changed)"
                 rel = config.rel(store.path(section.path, fw))
@@ -237,7 +278,7 @@ def plan(config: Config, sections: list[Section], library: dict[str, str], store
                 cwd=(config.root / section.path).parent, timeout=config.cell_timeout,
                 stderr_filters=config.stderr_filters,
                 gpu_probe=framework.gpu_probe,
-                gpus=guess_need("\n".join(c.source for c in cells)),
+                gpus=need, alone=alone,
             )
             if selected:
                 out.todo.append((unit, parts))
@@ -261,6 +302,24 @@ def plan(config: Config, sections: list[Section], library: dict[str, str], store
             by_unit[(unit.section, unit.framework)].why.insert(0, "run by another shard")
         out.todo = out.todo[i::n]
     return out
+
+
+def describe_need(need: int, alone: bool) -> str:
+    """What a unit asks of the machine, for the plan: ``CPU``, ``1 GPU``, ``all GPUs``, ``…, alone``."""
+    where = "CPU" if need == 0 else "all GPUs" if need == ALL else f"{need} GPU" + ("s" if need > 1 else "")
+    return where + (", alone" if alone else "")
+
+
+def mark_outdated(entry: dict[str, Any], why: str) -> dict[str, Any]:
+    """The entry as the page shows it: its provenance says the outputs are from older code, and why.
+    A copy: the store keeps its entry as it is."""
+    nb = dict(entry)
+    meta = dict(nb.get("metadata") or {})
+    tabbook = dict(meta.get(META) or {})
+    tabbook["provenance"] = {**(tabbook.get("provenance") or {}), "outdated": why}
+    meta[META] = tabbook
+    nb["metadata"] = meta
+    return nb
 
 
 REUSE_WHY = {
