@@ -208,7 +208,7 @@ def _runner(config: Config, the_plan: Plan, opts: Options, log: Callable[[str], 
     gpus = detect(env)
     if gpus:
         log(f"[exec] {len(gpus)} GPU(s): " + "; ".join(g.describe() for g in gpus))
-    return Runner(opts.jobs or os.cpu_count() or 1, env, progress=log, devices=Devices(gpus))
+    return Runner(opts.jobs or os.cpu_count() or 1, env, progress=log, devices=Devices(gpus, per_gpu=config.units_per_gpu))
 
 
 def clean(config: Config) -> None:

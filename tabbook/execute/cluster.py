@@ -138,7 +138,7 @@ def run_unit(request: Request) -> dict[str, Any]:
     # The host's GPUs and its machine lock, as in a local build: Dask workers on one host (and
     # local builds beside them) never share a device, and a run-alone unit runs alone there.
     env = kernel_env(config)
-    runner = Runner(1, env, progress=lambda _msg: None, devices=Devices(detect(env)))
+    runner = Runner(1, env, progress=lambda _msg: None, devices=Devices(detect(env), per_gpu=config.units_per_gpu))
     # The worker's client, taken here: the watcher thread below is not a task thread, where
     # Dask could find it by itself.
     stop = distributed.Event(f"tabbook-stop-{request.build}", client=distributed.get_client())
