@@ -245,3 +245,32 @@ def test_a_gpu_entry_is_kept_and_marked_on_a_lesser_machine(tmp_path: Path) -> N
     again = json.loads(entry.read_text())
     assert again["metadata"]["tabbook"]["provenance"]["gpus"] == ["Stand-in H100 0"]
     assert "now visible: 0" in entry.read_text()
+
+
+def test_units_per_gpu_lets_units_share_a_device(tmp_path: Path) -> None:
+    devices = Devices(parse_query(smi_output(1)), per_gpu=2, folder=tmp_path)
+    a, b = devices.try_take(1), devices.try_take(1)
+    assert a is not None and b is not None and a.placement.gpus == b.placement.gpus
+    assert devices.try_take(1) is None
+
+
+def test_the_gpu_keys_are_read_and_a_bad_line_is_located(tmp_path: Path) -> None:
+    from tabbook.config import load_config
+    from tabbook.errors import BookError
+
+    book = gpu_book(tmp_path)
+    config_file = book / "config.ini"
+    config_file.write_text(config_file.read_text().replace(
+        "gpus = multi.md 2\n", "gpus = multi.md 2\n    chapter_*/many.md all\nrun_alone = sec.md\nunits_per_gpu = 3\n"))
+    config = load_config(book)
+    assert config.declared_gpus("multi.md") == 2 and config.declared_gpus("chapter_a/many.md") == ALL
+    assert config.declared_gpus("sec.md") is None and config.runs_alone("sec.md") and config.units_per_gpu == 3
+    text = config_file.read_text()
+    config_file.write_text(text.replace("units_per_gpu = 3", "units_per_gpu = 0"))
+    with pytest.raises(BookError) as err:
+        load_config(book)
+    line = text.splitlines().index("units_per_gpu = 3") + 1
+    assert err.value.location_message() == f"config.ini:{line}: [build] units_per_gpu must be at least 1 (units)"
+    config_file.write_text(text.replace("multi.md 2", "multi.md two"))
+    with pytest.raises(BookError, match="page pattern and a GPU count"):
+        load_config(book)
