@@ -14,6 +14,7 @@ from functools import partial
 
 import jax
 import numpy as np
+import numpy as onp
 import optax
 from flax import linen as nn
 from flax import struct
@@ -23,7 +24,8 @@ from jax import numpy as jnp
 __all__ = [
     "cpu", "num_gpus", "gpu", "try_gpu", "try_all_gpus", "add_to_class", "HyperParameters",
     "use_svg_display", "ProgressBoard", "TrainState", "Module", "ArrayLoader", "DataModule",
-    "Trainer", "SyntheticRegressionData", "LinearRegression", "benchmark", "memory_stats",
+    "Trainer", "host_tensor", "SyntheticRegressionData", "LinearRegression", "benchmark",
+    "memory_stats",
 ]
 
 
@@ -197,7 +199,7 @@ class Module(HyperParameters):
         self.board = ProgressBoard(xlabel='epoch', yscale='log')
 
     def loss(self, y_hat, y):
-        raise NotImplementedError
+        raise NotImplementedError(f'{type(self).__name__} defines no loss')
 
     def init_variables(self, key, *X):
         """All variable collections of `net`, shaped for inputs like `X`."""
@@ -226,12 +228,11 @@ class Module(HyperParameters):
     def training_step(self, state, batch):
         """One update on one batch; returns the new state, plots the loss."""
         state, loss = self.train_update(state, batch)
-        self.plot('loss', loss, train=True)
+        self.plot('loss', loss, True)
         return state
 
     def validation_step(self, state, batch):
-        """Plot the loss on one batch of validation data."""
-        self.plot('loss', self.eval_loss(state, batch), train=False)
+        self.plot('loss', self.eval_loss(state, batch), False)
 
     def configure_optimizers(self):
         return optax.sgd(self.lr)
@@ -242,14 +243,13 @@ class Module(HyperParameters):
         Send a scalar tensor to the board; x is measured in epochs.
         """
         t = self.trainer
-        if train:
-            x = (t.train_batch_idx + 1) / t.num_train_batches
-            every_n = max(1, t.num_train_batches // self.plot_train_per_epoch)
-        else:
-            x = t.epoch + 1
-            every_n = max(1, t.num_val_batches // self.plot_valid_per_epoch)
-        label = ('train_' if train else 'val_') + key
-        self.board.draw(x, value, label, every_n)
+        if train:  # several points per epoch, each at the batch that ends it
+            batches, points = t.num_train_batches, self.plot_train_per_epoch
+            x, split = (t.train_batch_idx + 1) / batches, 'train'
+        else:  # one point per epoch, at its end
+            batches, points = t.num_val_batches, self.plot_valid_per_epoch
+            x, split = t.epoch + 1, 'val'
+        self.board.draw(x, value, f'{split}_{key}', max(1, batches // points))
 
 
 class ArrayLoader:
@@ -276,20 +276,20 @@ class ArrayLoader:
 class DataModule(HyperParameters):
     """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html).
 
-    Base class of data sets: training and validation minibatches.
-    """
-
-    def __init__(self, root='../data'):
-        self.save_hyperparameters()
+    Base class of data sets. A subclass says how to load either split in
+        `get_dataloader(train)`; the trainer asks for each split by name."""
 
     def get_dataloader(self, train):
-        raise NotImplementedError
+        raise NotImplementedError(
+            f'{type(self).__name__} defines no get_dataloader(train)')
 
     def train_dataloader(self):
-        return self.get_dataloader(train=True)
+        """Training minibatches, in a new random order every epoch."""
+        return self.get_dataloader(True)
 
     def val_dataloader(self):
-        return self.get_dataloader(train=False)
+        """Validation minibatches, always in the same order."""
+        return self.get_dataloader(False)
 
     def get_tensorloader(self, tensors, train, indices=slice(0, None)):
         """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html).
@@ -350,6 +350,22 @@ class Trainer(HyperParameters):
         variables = model.init_variables(jax.random.key(0), *inputs)
         self.variables = jax.device_put(variables, self.device)
 
+    def prepare_optimizer(self):
+        """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html).
+
+        Build the model's optimizer, once its parameters are final and in
+        place (`prepare_model` has run)."""
+        self.optim = self.model.configure_optimizers()
+        if self.gradient_clip_val > 0:  # clipping is a stage of optax's chain
+            self.optim = optax.chain(
+                optax.clip_by_global_norm(self.gradient_clip_val),
+                self.optim)
+        collections = dict(self.variables)
+        params = collections.pop('params')
+        self.state = TrainState.create(
+            apply_fn=self.model.net.apply, params=params, tx=self.optim,
+            collections=collections)
+
     def fit(self, model, data):
         """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html).
 
@@ -357,15 +373,7 @@ class Trainer(HyperParameters):
         """
         self.prepare_data(data)
         self.prepare_model(model)
-        self.optim = model.configure_optimizers()  # after prepare_model!
-        if self.gradient_clip_val > 0:
-            self.optim = optax.chain(
-                optax.clip_by_global_norm(self.gradient_clip_val),
-                self.optim)
-        others = {k: v for k, v in self.variables.items() if k != 'params'}
-        self.state = TrainState.create(
-            apply_fn=model.net.apply, params=self.variables['params'],
-            tx=self.optim, collections=others)
+        self.prepare_optimizer()  # only now: see the list above
         self.train_batch_idx = self.val_batch_idx = 0
         for epoch in range(self.max_epochs):
             self.epoch = epoch
@@ -395,21 +403,31 @@ class Trainer(HyperParameters):
         return try_all_gpus()[:max(self.num_gpus, 0)]
 
 
+def host_tensor(array):
+    """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html).
+
+    The framework's tensor in host memory for a float32 NumPy array.
+    """
+    array = onp.ascontiguousarray(array, dtype=onp.float32)
+    return array  # jax.jit and jax.device_put take NumPy arrays
+
+
 class SyntheticRegressionData(DataModule):
     """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html).
 
-    Examples of y = Xw + b + noise, with standard normal features.
-    """
+    Examples of y = Xw + b + noise, with standard normal features, the
+        same in every framework for the same `seed`."""
 
     def __init__(self, w, b, noise=0.01, num_train=1000, num_val=1000,
                  batch_size=32, seed=0):
-        super().__init__()
         self.save_hyperparameters()
-        n, d = num_train + num_val, len(w)
-        rng = np.random.default_rng(seed)
-        self.X = rng.standard_normal((n, d), dtype=np.float32)
-        eps = noise * rng.standard_normal((n, 1), dtype=np.float32)
-        self.y = self.X @ np.asarray(w, np.float32).reshape(d, 1) + b + eps
+        w = onp.asarray(w, dtype=onp.float32).reshape(-1, 1)
+        # One draw per example: its features, then one unit of noise
+        draws = onp.random.default_rng(seed).standard_normal(
+            (num_train + num_val, len(w) + 1), dtype=onp.float32)
+        features, unit_noise = draws[:, :-1], draws[:, -1:]
+        targets = features @ w + onp.float32(b) + onp.float32(noise) * unit_noise
+        self.X, self.y = host_tensor(features), host_tensor(targets)
 
     def get_dataloader(self, train):
         """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html)."""
@@ -421,13 +439,14 @@ class SyntheticRegressionData(DataModule):
 class LinearRegression(Module):
     """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html).
 
-    Linear regression: one dense layer and the squared loss.
-    """
+    Linear regression, one dense layer with a single output whose number
+        of inputs is found at the first batch; the mean squared error as loss.
+        The layer's own default initialization is kept."""
 
     def __init__(self, lr):
         super().__init__()
         self.save_hyperparameters()
-        self.net = nn.Dense(1)
+        self.net = nn.Dense(features=1)
 
     def loss(self, y_hat, y):
         return jnp.mean((y_hat - y) ** 2)

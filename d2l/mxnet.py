@@ -17,7 +17,7 @@ from mxnet import autograd, gluon, np, npx
 
 __all__ = [
     "cpu", "gpu", "num_gpus", "try_gpu", "try_all_gpus", "add_to_class", "HyperParameters",
-    "use_svg_display", "ProgressBoard", "Module", "DataModule", "Trainer",
+    "use_svg_display", "ProgressBoard", "Module", "DataModule", "Trainer", "host_tensor",
     "SyntheticRegressionData", "LinearRegression", "benchmark", "memory_stats",
 ]
 
@@ -178,22 +178,24 @@ class Module(gluon.Block, HyperParameters):
         self.board = ProgressBoard(xlabel='epoch', yscale='log')
 
     def loss(self, y_hat, y):
-        raise NotImplementedError
+        raise NotImplementedError(f'{type(self).__name__} defines no loss')
 
     def forward(self, X):
         return self.net(X)
 
-    def training_step(self, batch):
-        """The loss on one batch `(*inputs, target)`, also sent to the board."""
+    def batch_loss(self, batch):
+        """The loss on one batch, a tuple `(*inputs, target)`."""
         *inputs, target = batch
-        loss = self.loss(self(*inputs), target)
-        self.plot('loss', loss, train=True)
+        return self.loss(self(*inputs), target)
+
+    def training_step(self, batch):
+        """The loss on a training batch, also sent to the board."""
+        loss = self.batch_loss(batch)
+        self.plot('loss', loss, True)
         return loss
 
     def validation_step(self, batch):
-        """Plot the loss on one batch of validation data."""
-        *inputs, target = batch
-        self.plot('loss', self.loss(self(*inputs), target), train=False)
+        self.plot('loss', self.batch_loss(batch), False)
 
     def configure_optimizers(self):
         return gluon.Trainer(self.collect_params(), 'sgd',
@@ -205,33 +207,32 @@ class Module(gluon.Block, HyperParameters):
         Send a scalar tensor to the board; x is measured in epochs.
         """
         t = self.trainer
-        if train:
-            x = (t.train_batch_idx + 1) / t.num_train_batches
-            every_n = max(1, t.num_train_batches // self.plot_train_per_epoch)
-        else:
-            x = t.epoch + 1
-            every_n = max(1, t.num_val_batches // self.plot_valid_per_epoch)
-        label = ('train_' if train else 'val_') + key
-        self.board.draw(x, value, label, every_n)
+        if train:  # several points per epoch, each at the batch that ends it
+            batches, points = t.num_train_batches, self.plot_train_per_epoch
+            x, split = (t.train_batch_idx + 1) / batches, 'train'
+        else:  # one point per epoch, at its end
+            batches, points = t.num_val_batches, self.plot_valid_per_epoch
+            x, split = t.epoch + 1, 'val'
+        self.board.draw(x, value, f'{split}_{key}', max(1, batches // points))
 
 
 class DataModule(HyperParameters):
     """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html).
 
-    Base class of data sets: training and validation minibatches.
-    """
-
-    def __init__(self, root='../data'):
-        self.save_hyperparameters()
+    Base class of data sets. A subclass says how to load either split in
+        `get_dataloader(train)`; the trainer asks for each split by name."""
 
     def get_dataloader(self, train):
-        raise NotImplementedError
+        raise NotImplementedError(
+            f'{type(self).__name__} defines no get_dataloader(train)')
 
     def train_dataloader(self):
-        return self.get_dataloader(train=True)
+        """Training minibatches, in a new random order every epoch."""
+        return self.get_dataloader(True)
 
     def val_dataloader(self):
-        return self.get_dataloader(train=False)
+        """Validation minibatches, always in the same order."""
+        return self.get_dataloader(False)
 
     def get_tensorloader(self, tensors, train, indices=slice(0, None)):
         """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html).
@@ -294,6 +295,13 @@ class Trainer(HyperParameters):
         *inputs, _ = self.prepare_batch(next(iter(self.train_dataloader)))
         model(*inputs)
 
+    def prepare_optimizer(self):
+        """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html).
+
+        Build the model's optimizer, once its parameters are final and in
+        place (`prepare_model` has run)."""
+        self.optim = self.model.configure_optimizers()
+
     def fit(self, model, data):
         """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html).
 
@@ -301,7 +309,7 @@ class Trainer(HyperParameters):
         """
         self.prepare_data(data)
         self.prepare_model(model)
-        self.optim = model.configure_optimizers()  # after prepare_model!
+        self.prepare_optimizer()  # only now: see the list above
         self.train_batch_idx = self.val_batch_idx = 0
         for epoch in range(self.max_epochs):
             self.epoch = epoch
@@ -312,12 +320,13 @@ class Trainer(HyperParameters):
 
         One optimization step on a prepared batch.
         """
+        clip = self.gradient_clip_val
         with autograd.record():
             loss = self.model.training_step(batch)
-        loss.backward()
-        if self.gradient_clip_val > 0:
-            self.clip_gradients(self.gradient_clip_val)
-        self.optim.step(1)
+        autograd.backward(loss)
+        if clip > 0:
+            self.clip_gradients(clip)
+        self.optim.step(1)  # 1: the loss is already a mean over the batch
 
     def validate_batch(self, batch):
         """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html).
@@ -348,22 +357,31 @@ class Trainer(HyperParameters):
         return try_all_gpus()[:max(self.num_gpus, 0)]
 
 
+def host_tensor(array):
+    """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html).
+
+    The framework's tensor in host memory for a float32 NumPy array.
+    """
+    array = onp.ascontiguousarray(array, dtype=onp.float32)
+    return np.array(array, dtype='float32')  # in the CPU context
+
+
 class SyntheticRegressionData(DataModule):
     """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html).
 
-    Examples of y = Xw + b + noise, with standard normal features.
-    """
+    Examples of y = Xw + b + noise, with standard normal features, the
+        same in every framework for the same `seed`."""
 
     def __init__(self, w, b, noise=0.01, num_train=1000, num_val=1000,
                  batch_size=32, seed=0):
-        super().__init__()
         self.save_hyperparameters()
-        n, d = num_train + num_val, len(w)
-        rng = onp.random.default_rng(seed)  # leaves MXNet's seed alone
-        self.X = np.array(rng.standard_normal((n, d)), dtype='float32')
-        eps = noise * rng.standard_normal((n, 1))
-        self.y = (np.dot(self.X, np.array(w).reshape(d, 1)) + b
-                  + np.array(eps, dtype='float32'))
+        w = onp.asarray(w, dtype=onp.float32).reshape(-1, 1)
+        # One draw per example: its features, then one unit of noise
+        draws = onp.random.default_rng(seed).standard_normal(
+            (num_train + num_val, len(w) + 1), dtype=onp.float32)
+        features, unit_noise = draws[:, :-1], draws[:, -1:]
+        targets = features @ w + onp.float32(b) + onp.float32(noise) * unit_noise
+        self.X, self.y = host_tensor(features), host_tensor(targets)
 
     def get_dataloader(self, train):
         """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html)."""
@@ -375,14 +393,15 @@ class SyntheticRegressionData(DataModule):
 class LinearRegression(Module):
     """Defined in "A Small Training Toolkit" (chapter_gpus/toolkit.html).
 
-    Linear regression: one dense layer and the squared loss.
-    """
+    Linear regression, one dense layer with a single output whose number
+        of inputs is found at the first batch; the mean squared error as loss.
+        The layer's own default initialization is kept."""
 
     def __init__(self, lr):
         super().__init__()
         self.save_hyperparameters()
-        self.net = gluon.nn.Dense(1)
-        self.net.initialize()
+        self.net = gluon.nn.Dense(units=1)
+        self.net.initialize()  # deferred until the shapes are known
 
     def loss(self, y_hat, y):
         return ((y_hat - y) ** 2).mean()

@@ -200,20 +200,21 @@ def unit_key(config: Config, section: Section, fw: str, library: dict[str, str],
     return parts, cells
 
 
-def lesser_host(entry: dict[str, Any] | None, need: int, host_gpus: int | None) -> str | None:
+def lesser_host(entry: dict[str, Any] | None, declared: int | None, host_gpus: int | None) -> str | None:
     """Why this machine cannot stand in for the one that computed ``entry`` (None: it can).
 
     An entry computed on GPUs, re-run on a machine with fewer, would swap the book's GPU outputs
-    for other ones without a word; a page that needs more GPUs than there are cannot show what
-    it is about. ``host_gpus`` None: not known, nothing is held back."""
+    for other ones without a word; a page declared to need more GPUs (``[build] gpus``) than
+    there are cannot show what it is about. A need guessed from the code holds nothing back:
+    such code falls back to the CPU (``try_gpu()``). ``host_gpus`` None: not known."""
     if entry is None or host_gpus is None:
         return None
     gpus = (store_provenance(entry) or {}).get("gpus") or []
     if len(gpus) > host_gpus:
         return f"its outputs were computed on {len(gpus)}× {gpus[0]} and this machine has " + (
             f"{host_gpus} GPU(s)" if host_gpus else "no GPU")
-    if need > host_gpus:
-        return f"it needs {need} GPUs and this machine has {host_gpus}"
+    if declared is not None and declared > host_gpus:
+        return f"[build] gpus says it needs {declared} GPUs and this machine has {host_gpus}"
     return None
 
 
@@ -253,7 +254,7 @@ def plan(config: Config, sections: list[Section], library: dict[str, str], store
                 record.why = ["forced (--force)"]
             else:
                 record.why, record.library_names = explain(entry, parts)
-            held_back = None if selection.execute_here or not selected else lesser_host(entry, need, host_gpus)
+            held_back = None if selection.execute_here or not selected else lesser_host(entry, declared, host_gpus)
             if held_back:
                 # Kept as it is, marked on the page and in the report; --frozen fails on it below.
                 record.state = "outdated"

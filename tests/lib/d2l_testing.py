@@ -155,3 +155,34 @@ def check_board_converts_each_point_once(d2l: ModuleType, monkeypatch: pytest.Mo
     assert CountingScalar.conversions == points  # not 10 + 20 + 30 points, nor 3 * 300 values
     xs, ys = board.axes.lines[0].get_data()
     assert len(xs) == points and all(abs(y - 5.5) < 1e-9 for y in ys)  # the mean of 1..10
+
+
+def check_synthetic_data_is_numpys(d2l: ModuleType, to_numpy) -> None:
+    """``SyntheticRegressionData`` draws its numbers with NumPy from ``seed`` (features, then
+    one unit of noise per example), so every framework's tab trains on the same examples.
+
+    ``to_numpy`` turns the framework's tensor into a NumPy array.
+    """
+    np = pytest.importorskip("numpy")
+    need(d2l, "SyntheticRegressionData")
+    data = d2l.SyntheticRegressionData([2.0, -1.0], 0.5, noise=0.1, num_train=6, num_val=4, seed=3)
+    X, y = to_numpy(data.X), to_numpy(data.y)
+    assert (X.dtype, X.shape, y.dtype, y.shape) == (np.float32, (10, 2), np.float32, (10, 1))
+    draws = np.random.default_rng(3).standard_normal((10, 3), dtype=np.float32)
+    np.testing.assert_array_equal(X, draws[:, :2])
+    w = np.array([[2.0], [-1.0]], dtype=np.float32)
+    np.testing.assert_allclose(y, draws[:, :2] @ w + 0.5 + 0.1 * draws[:, 2:], rtol=1e-5, atol=1e-6)
+
+
+def check_data_module_names_the_missing_method(d2l: ModuleType) -> None:
+    """A DataModule subclass without ``get_dataloader`` fails with its own name in the
+    message, and the base class takes no constructor arguments (no unused ``root``)."""
+    need(d2l, "DataModule")
+
+    class Empty(d2l.DataModule):
+        pass
+
+    with pytest.raises(NotImplementedError, match=r"Empty defines no get_dataloader\(train\)"):
+        Empty().train_dataloader()
+    with pytest.raises(TypeError):
+        d2l.DataModule(root="../data")

@@ -12,7 +12,9 @@ import numpy as np  # noqa: E402 - after the skip: the builder's venv has no num
 from d2l_testing import (  # noqa: E402
     assert_imports_only_its_framework,
     check_board_converts_each_point_once,
+    check_data_module_names_the_missing_method,
     check_lazy_plotting,
+    check_synthetic_data_is_numpys,
     fit_synthetic,
     load,
     need,
@@ -149,3 +151,11 @@ def test_memory_stats_reads_the_device_statistics() -> None:
 
     assert d2l.memory_stats(GpuWithStats(0)) == {"in_use": 11, "peak": 13}
     assert d2l.memory_stats(CPU) is None
+
+
+def test_synthetic_data_is_the_same_numpy_draw_in_every_framework() -> None:
+    check_synthetic_data_is_numpys(d2l, np.asarray)
+
+
+def test_data_module_names_the_missing_method() -> None:
+    check_data_module_names_the_missing_method(d2l)

@@ -11,7 +11,9 @@ mx = pytest.importorskip("mxnet")
 from d2l_testing import (  # noqa: E402
     assert_imports_only_its_framework,
     check_board_converts_each_point_once,
+    check_data_module_names_the_missing_method,
     check_lazy_plotting,
+    check_synthetic_data_is_numpys,
     fit_synthetic,
     load,
     need,
@@ -120,3 +122,11 @@ def test_gradient_clipping_is_a_trainer_method_and_bounds_the_norm() -> None:
     grads = [p.grad() for p in model.collect_params().values() if p.grad_req != "null"]
     norm = float(np.sqrt(sum((g ** 2).sum() for g in grads)))
     assert 0.99 < norm <= 1.0 + 1e-4
+
+
+def test_synthetic_data_is_the_same_numpy_draw_in_every_framework() -> None:
+    check_synthetic_data_is_numpys(d2l, lambda a: a.asnumpy())
+
+
+def test_data_module_names_the_missing_method() -> None:
+    check_data_module_names_the_missing_method(d2l)

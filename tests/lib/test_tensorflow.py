@@ -12,7 +12,9 @@ import numpy as np  # noqa: E402 - after the skip: the builder's venv has no num
 from d2l_testing import (  # noqa: E402
     assert_imports_only_its_framework,
     check_board_converts_each_point_once,
+    check_data_module_names_the_missing_method,
     check_lazy_plotting,
+    check_synthetic_data_is_numpys,
     fit_synthetic,
     load,
     need,
@@ -120,3 +122,11 @@ def test_memory_stats_reads_the_gpu_allocator(monkeypatch: pytest.MonkeyPatch) -
     assert d2l.memory_stats("/job:localhost/replica:0/task:0/device:GPU:0") == {"in_use": 7, "peak": 9}
     assert asked == ["GPU:1", "GPU:0"]
     assert d2l.memory_stats("/CPU:0") is None
+
+
+def test_synthetic_data_is_the_same_numpy_draw_in_every_framework() -> None:
+    check_synthetic_data_is_numpys(d2l, lambda t: t.numpy())
+
+
+def test_data_module_names_the_missing_method() -> None:
+    check_data_module_names_the_missing_method(d2l)

@@ -11,7 +11,9 @@ torch = pytest.importorskip("torch")
 from d2l_testing import (  # noqa: E402
     assert_imports_only_its_framework,
     check_board_converts_each_point_once,
+    check_data_module_names_the_missing_method,
     check_lazy_plotting,
+    check_synthetic_data_is_numpys,
     fit_synthetic,
     load,
     need,
@@ -138,3 +140,11 @@ def test_synthetic_data_is_reproducible_and_splits_train_and_validation() -> Non
     assert sum(len(X) for X, _ in a.val_dataloader()) == 24
     first = torch.cat([X for X, _ in a.val_dataloader()])
     assert torch.equal(first, a.X[40:])  # validation batches come in order
+
+
+def test_synthetic_data_is_the_same_numpy_draw_in_every_framework() -> None:
+    check_synthetic_data_is_numpys(d2l, lambda t: t.numpy())
+
+
+def test_data_module_names_the_missing_method() -> None:
+    check_data_module_names_the_missing_method(d2l)
