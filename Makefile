@@ -61,18 +61,18 @@ unit: $(BUILDER_STAMP) $(TEST_STAMP) browser $(if $(CI),tex)
 # and the committed d2l/ must be what `make lib` generates.
 freeze-check: $(BUILDER_STAMP)
 	$(TB) lib --check
-	$(TB) build --frozen --no-render
+	$(TB) build --frozen --no-render --strict
 
 # Execute the whole book in every framework into a throw-away store, so committed
 # outputs can never hide code that no longer runs.
 exec-check: $(BUILDER_STAMP)
 	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
-	$(TB) build --force --no-render --freeze-dir $$tmp
+	$(TB) build --force --no-render --freeze-dir $$tmp --strict
 
 # The site builds from the committed store alone (TABBOOK_VENVS points at an empty
 # folder: no framework environment is used), and every internal link resolves.
 test: lint unit freeze-check exec-check libtest
-	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; TABBOOK_VENVS=$$tmp $(TB) build --frozen
+	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; TABBOOK_VENVS=$$tmp $(TB) build --frozen --strict
 	$(TB) linkcheck build/html
 	@echo "make test: all checks passed"
 

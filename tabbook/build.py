@@ -39,6 +39,8 @@ class Options:
     # text (d2lbook's behaviour), and Markdown outside the toc is not read. Full builds stay strict.
     partial: bool = False
     scheduler: str | None = None  # a Dask scheduler's address: execute on its cluster (tabbook.execute.cluster)
+    # Warnings fail the build too (d2lbook's [build] warning_is_error, Sphinx's -W); None: the book's setting.
+    strict: bool | None = None
 
 
 @dataclass
@@ -92,10 +94,11 @@ def build(config: Config, opts: Options, log: Callable[[str], Any] = print) -> B
     t0 = time.monotonic()
     result = BuildResult()
     execute = config.execute if opts.execute is None else opts.execute
+    strict = config.warning_is_error if opts.strict is None else opts.strict
     site: sphinx.SphinxRun | None = None
     try:
         if opts.render and opts.builder:
-            site = sphinx.SphinxRun(config, opts.builder, partial=opts.partial)
+            site = sphinx.SphinxRun(config, opts.builder, partial=opts.partial, strict=strict)
             if site.likely_to_run():
                 # Sphinx sets itself up while the book is read, the library written and
                 # stale code run; it reads the sources once they are written.
@@ -103,6 +106,8 @@ def build(config: Config, opts: Options, log: Callable[[str], Any] = print) -> B
         book = read_book(config, extra_files=not opts.partial)
         warnings: list[BookError] = []
         problems = check_book(book, partial=opts.partial, warnings=warnings, executes=execute)
+        if strict:
+            problems, warnings = problems + warnings, []
         for warning in warnings:
             log(f"warning: {warning.location_message()}")
         if problems:

@@ -58,6 +58,8 @@ def parser() -> argparse.ArgumentParser:
                     help="execute even if config.ini says eval_notebook = False")
     b.add_argument("--partial", action="store_true",
                    help="part of a book: references to other pages are warnings, shown as text")
+    b.add_argument("--strict", action="store_true", default=None,
+                   help="warnings fail the build too (d2lbook's [build] warning_is_error, Sphinx's -W)")
     ch = sub.add_parser("check", help="lint the sources without starting a kernel")
     ch.add_argument("--partial", action="store_true", help="undefined references are warnings")
     lib = sub.add_parser("lib", help="generate the d2l package from the book's #@save code")
@@ -122,7 +124,7 @@ def _build(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
     )
     opts = Options(selection, render=not args.no_render, freeze_dir=args.freeze_dir, jobs=args.jobs,
                    builder=args.builder, execute=args.execute, partial=args.partial,
-                   scheduler=args.scheduler)
+                   scheduler=args.scheduler, strict=args.strict)
     result = build(config, opts)
     counts: dict[str, int] = {}
     for u in result.units:

@@ -193,6 +193,9 @@ class Config:
     stderr_filters: tuple[str, ...] = ()
     # d2lbook's ``[build] eval_notebook``: False renders every tab's code without outputs.
     execute: bool = True
+    # d2lbook's ``[build] warning_is_error``: warnings (a bib entry's data, a page outside every
+    # toc, …) fail the build, as ``build --strict`` does.
+    warning_is_error: bool = False
     # The bibliography (d2lbook's ``[pdf] bibfile``); None when the book has none.
     bibfile: Path | None = None
     # d2lbook's ``[build] exclusions``: root-relative globs of Markdown that is not a book page.
@@ -459,6 +462,9 @@ def load_config(root: Path) -> Config:
     execute = _truth(get("build", "eval_notebook", "true"))
     if execute is None:
         raise bad("build", "eval_notebook", "must be True or False")
+    warning_is_error = _truth(get("build", "warning_is_error", "false"))
+    if warning_is_error is None:
+        raise bad("build", "warning_is_error", "must be True or False")
     bib_name = get("pdf", "bibfile", get("build", "bibfile", "references.bib"))
     bibfile = (root / bib_name) if (root / bib_name).is_file() else None
     resources = tuple(r.rstrip("/") for r in get("build", "resources", "img/ static/").split() if r.strip("/"))
@@ -484,6 +490,7 @@ def load_config(root: Path) -> Config:
             line.strip() for line in get("build", "stderr_filters", "").splitlines() if line.strip()
         ),
         execute=execute,
+        warning_is_error=warning_is_error,
         bibfile=bibfile,
         exclusions=tuple(get("build", "exclusions", "").split()),
         notebooks=tuple(get("build", "notebooks", "").split()),

@@ -48,7 +48,9 @@ def extra_pages(config: Config, library: dict[str, str], sections: Sequence[Sect
         extra["api.md"] = _cached_api_reference(config, library, api_reference_markdown)
     placed = any(BIBLIOGRAPHY_ROLE in text for text in prose)
     if config.bibfile is not None and not placed:
-        extra["references.md"] = "# References\n\n```{bibliography}\n:all:\n```\n"
+        # The entries the book cites (as a d2lbook book's own ``:bibliography:`` page lists
+        # them), not every entry of the file: an entry cited nowhere is not the book's.
+        extra["references.md"] = "# References\n\n```{bibliography}\n:cited:\n```\n"
     return extra
 
 
