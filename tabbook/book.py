@@ -213,12 +213,20 @@ class Book:
     # reported again, since its own parse error is the one cause (issue 13: no cascades).
     unread_labels: set[str] = field(default_factory=set)
     unread_entries: set[str] = field(default_factory=set)
+    # Pages read (``extra_files``) that the toc walk did not reach: d2lbook builds them, as
+    # Sphinx orphans (no toctree lists them, no number), so does a full build.
+    orphans: list[str] = field(default_factory=list)
 
     @property
     def sections(self) -> list[Section]:
         """The pages of the table of contents in reading order; raises if the book did not read cleanly."""
         self.raise_problems()
         return [self.pages[rel] for rel in self.toc]
+
+    @property
+    def rendered(self) -> list[Section]:
+        """The pages a build renders: the toc's in reading order, then the orphans."""
+        return [*self.sections, *(self.pages[rel] for rel in self.orphans)]
 
     def raise_problems(self) -> None:
         if self.problems:
@@ -336,6 +344,8 @@ def read_book(config: Config, extra_files: bool = True) -> Book:
     problems.sort(key=lambda e: (e.path or "", e.line or 0))
     cache.save(config.root)
     book = Book(config, pages, [rel for rel in toc if rel in pages], labels, problems, page_hashes=hashes)
+    reached = set(toc)
+    book.orphans = sorted(rel for rel in pages if rel not in reached)
     for rel in failed:
         found_labels, found_entries = salvage(config, rel)
         book.unread_labels |= found_labels

@@ -120,7 +120,7 @@ def build(config: Config, opts: Options, log: Callable[[str], Any] = print) -> B
             log(f"[lib] wrote {path}")
         t_exec = time.monotonic()
         store = FreezeStore(opts.freeze_dir or config.freeze_dir)
-        the_plan = plan.plan(config, book.sections, book.library, store, opts.selection)
+        the_plan = plan.plan(config, book.rendered, book.library, store, opts.selection)
         result.units = the_plan.statuses
         failures: list[BookError] = []
         if site is not None and not site.started and execute and the_plan.todo:
@@ -139,13 +139,14 @@ def build(config: Config, opts: Options, log: Callable[[str], Any] = print) -> B
         if opts.render:
             # Every page renders even when units failed (they show their code without
             # outputs); the build then fails listing every failure.
-            changed = sources.write_sources(config, book.sections, notebooks,
+            changed = sources.write_sources(config, book.rendered, notebooks,
                                             sources.extra_pages(config, book.library, book.sections),
-                                            origins=the_plan.origins, page_hashes=book.page_hashes)
+                                            origins=the_plan.origins, page_hashes=book.page_hashes,
+                                            orphans=set(book.orphans))
             if opts.builder == "html":
                 from tabbook.render import slides
 
-                made = slides.write_decks(config, book.sections, notebooks, config.build_dir / "html")
+                made = slides.write_decks(config, book.rendered, notebooks, config.build_dir / "html")
                 if made.written:
                     log(f"[slides] wrote {made.written} of {made.decks} decks")
             if site is not None:

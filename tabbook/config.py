@@ -462,6 +462,14 @@ def load_config(root: Path) -> Config:
     execute = _truth(get("build", "eval_notebook", "true"))
     if execute is None:
         raise bad("build", "eval_notebook", "must be True or False")
+    # d2lbook names the root page without ".md" (``index = index``); either spelling is read. It
+    # must be a page of the book: Sphinx's root document is its path in the sources.
+    index_name = get("build", "index", "index.md")
+    index = root / (index_name if index_name.endswith(".md") else f"{index_name}.md")
+    try:
+        index.resolve().relative_to(root.resolve())
+    except ValueError:
+        raise bad("build", "index", f"{index_name!r} is outside the book's folder") from None
     warning_is_error = _truth(get("build", "warning_is_error", "false"))
     if warning_is_error is None:
         raise bad("build", "warning_is_error", "must be True or False")
@@ -479,7 +487,7 @@ def load_config(root: Path) -> Config:
         author=get("project", "author", ""),
         version=get("project", "version", get("project", "release", "0.0.0")),
         repository=get("project", "repository", ""),
-        index=root / get("build", "index", "index.md"),
+        index=index,
         tabs=tabs,
         default_tab=default_tab,
         cell_timeout=timeout,

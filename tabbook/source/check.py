@@ -61,6 +61,7 @@ def check_book(book: Book | Config, *, partial: bool = False,
     ``partial``: the book is part of a larger one (a few chapters built on their own),
     so a reference to a label none of its pages defines is a warning, appended to
     ``warnings``, not an error: it renders as text, as d2lbook does.
+    A page no toc lists is a warning too: the build renders it as an orphan, as d2lbook does.
     ``executes=False`` (a build that runs nothing): saved code that uses, inside a
     function, a name no section saves is a warning too; the call is never made.
     """
@@ -81,8 +82,10 @@ def check_book(book: Book | Config, *, partial: bool = False,
                         warnings.append(problem)
                 else:
                     problems.append(problem)
-        if section.path not in members and section.path not in book.unread_entries:
-            problems.append(BookError("section is not listed in any ```toc block", section.path, 1))
+        if section.path not in members and section.path not in book.unread_entries and warnings is not None:
+            # d2lbook builds such a page as an orphan (reachable by links only): so do we.
+            warnings.append(BookError("section is not listed in any ```toc block: built as an orphan page "
+                                      "(no toc lists it)", section.path, 1))
         if section.path not in book.toc:  # the toc walk checked the entries of the pages it reached
             for block, entry, target in page_entries(section):
                 found = page_exists(config.root / target)
