@@ -56,8 +56,9 @@ class LibraryKeys:
     aliases appended to the generated module: ``simple_alias`` (``a = lib_name.b``),
     ``fluent_alias`` (``a = lambda x, *args, **kwargs: x.b(*args, **kwargs)``),
     ``args_alias`` (``def a(...): return b``) and ``alias`` (statements, kept as given).
-    ``reverse_alias`` (regex -> replacement, for the notebooks d2lbook exports) is parsed
-    but the library does not use it.
+    Each tab's code is rewritten with them as d2lbook rewrites it
+    (:func:`tabbook.source.split.rewrite_aliases`): ``reverse_alias`` (text -> replacement,
+    one a line), ``d2l.a`` -> ``lib_name.b``, ``d2l.a(x, …)`` -> ``x.b(…)`` and ``args_alias``.
     """
 
     lib_file: str = ""  # "d2l/torch.py", relative to the book root
@@ -68,6 +69,10 @@ class LibraryKeys:
     args_alias: tuple[tuple[str, str], ...] = ()
     alias: tuple[str, ...] = ()  # statements, one a line
     reverse_alias: tuple[tuple[str, str], ...] = ()
+    # simple_alias and fluent_alias as written, a stray "(" kept: the code of a tab is rewritten
+    # with these (tabbook.source.split.rewrite_aliases), where ``exp(`` spares ``d2l.expand_dims``.
+    simple_as_written: tuple[tuple[str, str], ...] = ()
+    fluent_as_written: tuple[tuple[str, str], ...] = ()
 
     @property
     def module(self) -> str:
@@ -123,6 +128,8 @@ def library_keys(parser: configparser.ConfigParser, tab: str) -> LibraryKeys:
         args_alias=_mapping(get(section, "args_alias"), split_commas=False),
         alias=tuple(line.strip() for line in get(section, "alias").splitlines() if line.strip()),
         reverse_alias=_mapping(get(section, "reverse_alias"), split_commas=False),
+        simple_as_written=_mapping(get(section, "simple_alias")),
+        fluent_as_written=_mapping(get(section, "fluent_alias")),
     )
     if keys.lib_file and not keys.lib_file.endswith(".py"):
         raise BookError(f"[{section}] lib_file {keys.lib_file!r} is not a .py file", "config.ini")

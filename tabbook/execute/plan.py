@@ -71,7 +71,7 @@ def unit_key(config: Config, section: Section, fw: str, library: dict[str, str])
     from tabbook.execute.envs import lock_hash
 
     framework = config.framework(fw)
-    cells = split_section(section, fw)
+    cells = split_section(section, fw, framework.library)  # aliases rewritten, as d2lbook runs the tab
     lib_text = library.get(f"{config.library_dir.name}/{framework.module}.py")
     parts = KeyParts(
         cells=cells_hash(cells), env=lock_hash(framework), library=text_hash(lib_text),
