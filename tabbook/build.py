@@ -103,7 +103,7 @@ def build(config: Config, opts: Options, log: Callable[[str], Any] = print) -> B
                 # Sphinx sets itself up while the book is read, the library written and
                 # stale code run; it reads the sources once they are written.
                 site.start()
-        book = read_book(config, extra_files=not opts.partial)
+        book = read_book(config, extra_files=not opts.partial, whole_library=opts.partial)
         warnings: list[BookError] = []
         problems = check_book(book, partial=opts.partial, warnings=warnings, executes=execute)
         if strict:
