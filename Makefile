@@ -12,7 +12,7 @@ BUILDER_STAMP := $(VENV)/.installed-$(shell sha256sum envs/builder.txt 2>/dev/nu
 TEST_STAMP := $(VENV)/.extra-test-$(shell cat envs/builder-test.txt envs/builder-dask.txt 2>/dev/null | sha256sum | cut -c1-12)
 export TF_CPP_MIN_LOG_LEVEL := 2
 
-.PHONY: html site test check lib envs clean serve unit freeze-check exec-check lint pdf tex libtest dist browser bench d2lbook-book d2l-side-by-side wheelhouse
+.PHONY: html site test check lib envs clean serve unit frozen-site freeze-check exec-check lint pdf tex libtest dist browser bench d2lbook-book d2l-side-by-side wheelhouse
 
 html: $(BUILDER_STAMP)
 	$(TB) build $(if $(FORCE),--force)
@@ -53,9 +53,10 @@ dist: $(BUILDER_STAMP)
 lint: $(BUILDER_STAMP)
 	$(VPY) -m ruff check .
 
-# Under CI the PDF tests must run, not skip: install TeX first.
-unit: $(BUILDER_STAMP) $(TEST_STAMP) browser $(if $(CI),tex)
-	$(VPY) -m pytest -q tests
+# The PDFs are part of the product, so their tests run everywhere `make test` runs, not only
+# under CI: TeX (like Chromium) is installed first when missing (Debian packages, root once).
+unit: $(BUILDER_STAMP) $(TEST_STAMP) browser tex
+	TABBOOK_TEST_STRICT=1 $(VPY) -m pytest -q -rs tests
 
 # The committed freeze store must match the sources (no stale or missing entry),
 # and the committed d2l/ must be what `make lib` generates.
@@ -70,9 +71,13 @@ exec-check: $(BUILDER_STAMP)
 	$(TB) build --force --no-render --freeze-dir $$tmp --strict
 
 # The site builds from the committed store alone (TABBOOK_VENVS points at an empty
-# folder: no framework environment is used), and every internal link resolves.
-test: lint unit freeze-check exec-check libtest
+# folder: no framework environment is used). It is built before the unit tests, so the browser
+# tests of the real pages check this run's site, never one an earlier run left in build/html.
+frozen-site: $(BUILDER_STAMP)
 	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; TABBOOK_VENVS=$$tmp $(TB) build --frozen --strict
+
+# ... and every internal link of it resolves.
+test: lint frozen-site unit freeze-check exec-check libtest
 	$(TB) linkcheck build/html
 	@echo "make test: all checks passed"
 

@@ -137,14 +137,17 @@ def freeze(book: Path) -> int:
     from tabbook.execute import plan as planner
     from tabbook.execute.runner import build_notebook
     from tabbook.execute.store import FreezeStore
+    from tabbook.library.cache import book_library
     from tabbook.library.generate import write_library
 
     config = load_config(book)
     the_book = read_book(config)
     the_book.raise_problems()
-    write_library(config, the_book.library)
+    write_library(config, book_library(the_book))
     store = FreezeStore(config.freeze_dir)
-    todo = planner.plan(config, the_book.sections, the_book.library, store, planner.Selection()).todo
+    the_plan = planner.plan(config, the_book.sections, book_library(the_book), store, planner.Selection())
+    the_plan.keys_for_todo(config)  # the keys of units with no entry are completed only for those that run
+    todo = the_plan.todo
     for unit, parts in todo:
         nb = build_notebook(unit)
         for n, cell in enumerate(nb["cells"], 1):

@@ -21,11 +21,13 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from functools import cache, cached_property
+from functools import cache
 from pathlib import Path
+from typing import Any
 
 from tabbook.config import Config
 from tabbook.errors import BookError, BookErrors
+from tabbook.files import write_atomic
 from tabbook.source.read import Section, read_section
 from tabbook.source.toc import entry_path, is_external, page_entries, walk_toc
 
@@ -165,24 +167,15 @@ class PageCache:
 
     def save(self, root: Path) -> None:
         """Write the cache if a page was parsed anew (pages whose file is gone are dropped)."""
-        import os
         import pickle
-        import tempfile
 
         if self.sections == self._before:
             return
         sections = {rel: v for rel, v in self.sections.items() if (root / rel).is_file()}
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.NAME}.")
-        except OSError:
-            return
-        try:
-            with os.fdopen(fd, "wb") as f:
-                pickle.dump((self.key, sections), f, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, self.path)
+            write_atomic(self.path, pickle.dumps((self.key, sections), protocol=pickle.HIGHEST_PROTOCOL))
         except (OSError, pickle.PicklingError):
-            Path(tmp).unlink(missing_ok=True)
+            pass  # a cache that cannot be written only costs time
 
 
 @cache
@@ -195,9 +188,6 @@ def _builder_code_hash() -> str:
     return h.hexdigest()
 
 
-LIBRARY_CACHE = "library-cache.json"
-
-
 @dataclass
 class Book:
     """What every stage knows about the book. Made by :func:`read_book`; never re-read."""
@@ -207,7 +197,9 @@ class Book:
     toc: list[str]  # root-relative paths in reading order, the root index first
     labels: dict[str, tuple[str, int]]  # label -> (page, line) of its first definition
     problems: list[BookError] = field(default_factory=list)  # reading, toc and label problems
-    library_problems: list[BookError] = field(default_factory=list)  # call-time names nothing saves
+    # Names used only at call time that no section saves: filled when the library is generated
+    # (tabbook.library.cache.book_library), for each command to judge.
+    library_problems: list[BookError] = field(default_factory=list)
     page_hashes: dict[str, str] = field(default_factory=dict)  # page -> sha256 of its text
     # What pages that failed to read seem to define (their labels, their toc entries), read
     # from the raw text: references and toc membership that depend on such a page are not
@@ -223,6 +215,9 @@ class Book:
     outside: dict[str, Section] = field(default_factory=dict)
     library_order: list[str] = field(default_factory=list)
     outside_problems: list[BookError] = field(default_factory=list)
+    # What later stages derive from this book, made once per command and kept here by the
+    # stage that makes it (the generated library: tabbook.library.cache.book_library).
+    derived: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def sections(self) -> list[Section]:
@@ -247,55 +242,6 @@ class Book:
     def raise_problems(self) -> None:
         if self.problems:
             raise self.problems[0] if len(self.problems) == 1 else BookErrors(list(self.problems))
-
-    @cached_property
-    def library(self) -> dict[str, str]:
-        """The generated ``d2l`` files (path → text), generated once per book.
-
-        Names used only at call time that no section saves
-        (:class:`~tabbook.library.generate.CallTimeName`) do not stop generation: they
-        are kept in :attr:`library_problems` for each command to judge.
-        """
-        from tabbook.execute.store import write_atomic
-        from tabbook.library.generate import CallTimeName, generate_library, hand_written_tops
-
-        sections = self.library_sections
-        tops = hand_written_tops(self.config)
-        key = self._library_key(tops)
-        cache = self.config.build_dir / LIBRARY_CACHE
-        pages = [self.page_hashes.get(s.path) for s in sections]
-        try:
-            cached = json.loads(cache.read_text(encoding="utf-8"))
-            # Problems name Markdown lines, which prose edits move: kept only for the same pages.
-            if cached.get("key") == key and (not cached["problems"] or cached.get("pages") == pages):
-                self.library_problems.extend(CallTimeName(m, p, n) for m, p, n in cached["problems"])
-                return dict(cached["files"])
-        except (OSError, ValueError, KeyError, TypeError):
-            pass  # no cache, or an unreadable one: generate
-        files = generate_library(self.config, sections, tops, self.library_problems)
-        record = {"key": key, "files": files, "pages": pages,
-                  "problems": [[e.message, e.path, e.line] for e in self.library_problems]}
-        try:
-            write_atomic(cache, json.dumps(record))
-        except OSError:
-            pass  # a cache that cannot be written only costs time
-        return files
-
-    def _library_key(self, tops: dict[str, str]) -> str:
-        """What the generated library depends on: each toc page's title and code cells (their
-        text, tabs and marks; not the prose, which saves nothing), in toc order, the
-        configuration, the hand-written tops and the builder's code. Equal keys: the same files,
-        so a no-op rebuild, and a prose edit, skip the generation (a second on this book's
-        chapter; more on a book of hundreds of sections)."""
-        config = self.config
-        code = [(page.path, page.title,
-                 [(c.source, c.tabs, sorted(c.flags), c.raises, c.every_tab)
-                  for c in page.cells if c.kind == "code"]) for page in self.library_sections]
-        parts = [_builder_code_hash(), [config.rel(f) for f in (config.root / "config.ini", config.overlay) if f],
-                 [(f.read_bytes() if f and f.is_file() else b"").hex()
-                  for f in (config.root / "config.ini", config.overlay)],
-                 tops, code, str(config.root)]
-        return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 
 _SALVAGE_LABEL = re.compile(r":(?:label|eqlabel):`([^`]+)`")

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import time
@@ -22,9 +23,12 @@ from typing import Any
 from tabbook.book import read_book
 from tabbook.config import Config
 from tabbook.errors import BookError, BookErrors
-from tabbook.execute.plan import Selection, UnitStatus
-from tabbook.execute.store import FreezeStore, write_atomic
+from tabbook.execute.gpus import Devices, detect
+from tabbook.execute.plan import Plan, Selection, UnitStatus
+from tabbook.execute.runner import Runner
+from tabbook.execute.store import FreezeStore
 from tabbook.execute.store import provenance as store_provenance
+from tabbook.files import write_atomic
 
 
 @dataclass(frozen=True)
@@ -86,10 +90,11 @@ def _in_a_warm_builder() -> bool:
 
 def build(config: Config, opts: Options, log: Callable[[str], Any] = print) -> BuildResult:
     """Run the whole pipeline; the report is written even when a stage fails."""
+    from tabbook.check import check_book
     from tabbook.execute import plan
+    from tabbook.library.cache import book_library
     from tabbook.library.generate import write_library
     from tabbook.render import sources, sphinx
-    from tabbook.source.check import check_book
 
     t0 = time.monotonic()
     result = BuildResult()
@@ -115,20 +120,24 @@ def build(config: Config, opts: Options, log: Callable[[str], Any] = print) -> B
         missing = [p for p in opts.selection.only or () if p not in book.toc]
         if missing:
             raise BookError(f"not in the table of contents: {', '.join(missing)}")
-        result.library_changed = write_library(config, book.library)
+        result.library_changed = write_library(config, book_library(book))
         for path in result.library_changed:
             log(f"[lib] wrote {path}")
         t_exec = time.monotonic()
         store = FreezeStore(opts.freeze_dir or config.freeze_dir)
-        the_plan = plan.plan(config, book.rendered, book.library, store, opts.selection)
+        the_plan = plan.plan(config, book.rendered, book_library(book), store, opts.selection,
+                             host_gpus=len(detect()))
         result.units = the_plan.statuses
+        for status in the_plan.statuses:
+            if status.status == "outdated":
+                log(f"warning: {status.error}")
         failures: list[BookError] = []
         if site is not None and not site.started and execute and the_plan.todo:
             site.start()  # code will run, so pages will change: Sphinx sets itself up meanwhile
         try:
             if execute:
-                notebooks, failures = plan.run(config, the_plan, store, opts.jobs, log=log,
-                                                     scheduler=opts.scheduler)
+                notebooks, failures = plan.run(config, the_plan, store,
+                                                lambda: _runner(config, the_plan, opts, log))
             else:
                 notebooks = plan.skip_execution(the_plan)
         finally:
@@ -140,7 +149,7 @@ def build(config: Config, opts: Options, log: Callable[[str], Any] = print) -> B
             # Every page renders even when units failed (they show their code without
             # outputs); the build then fails listing every failure.
             changed = sources.write_sources(config, book.rendered, notebooks,
-                                            sources.extra_pages(config, book.library, book.sections),
+                                            sources.extra_pages(config, book_library(book), book.sections),
                                             origins=the_plan.origins, page_hashes=book.page_hashes,
                                             orphans=set(book.orphans))
             if opts.builder == "html":
@@ -168,6 +177,44 @@ def build(config: Config, opts: Options, log: Callable[[str], Any] = print) -> B
         result.seconds = time.monotonic() - t0
         write_atomic(config.build_dir / "report.json", json.dumps(result.as_report(), indent=1) + "\n")
     return result
+
+
+def build_pdfs(config: Config, frameworks: tuple[str, ...] | None = None, *, frozen: bool = False,
+               force: bool = False, jobs: int = 0, log: Callable[[str], Any] = print) -> dict[str, Path]:
+    """The whole of ``make pdf``: execute what is stale, merge ``build/src`` and fill the LaTeX
+    doctree cache (a ``latex`` build), then one LaTeX build and typesetting per framework
+    (:mod:`tabbook.render.pdf`); returns framework → PDF for those built."""
+    from tabbook.render import pdf
+
+    wanted = pdf.pdf_frameworks(config, frameworks)
+    if (no_tex := pdf.missing_tools_error()) is not None:
+        # A problem in the book (``file.md:LINE``, a stale entry under --frozen) is worth more
+        # than a missing tool: read, check and plan first, without executing or rendering
+        # anything, so that a machine without TeX reports what an author can fix right away.
+        build(config, Options(Selection(frozen_only=frozen, force=force), render=False, execute=False,
+                              jobs=jobs), log=log)
+        raise no_tex
+    build(config, Options(Selection(frozen_only=frozen, force=force), builder="latex", jobs=jobs), log=log)
+    return pdf.write_pdfs(config, wanted, jobs=jobs, log=log)
+
+
+def _runner(config: Config, the_plan: Plan, opts: Options, log: Callable[[str], Any]) -> Runner:
+    """Where the plan's units run: this machine's cores (kernels prepared first), or the
+    workers of a Dask cluster (``--scheduler``), which prepare their own."""
+    if opts.scheduler:
+        from tabbook.execute.cluster import ClusterRunner
+
+        # The worker checks its d2l/<module>.py against the whole file's hash.
+        keys = {(u.section, u.framework): (parts.env, parts.library_file) for u, parts in the_plan.todo}
+        return ClusterRunner(opts.scheduler, config, keys, progress=log)
+    from tabbook.execute.envs import kernel_env, prepare_kernels
+
+    prepare_kernels(config, {u.framework for u, _ in the_plan.todo}, log=log)
+    env = kernel_env(config)
+    gpus = detect(env)
+    if gpus:
+        log(f"[exec] {len(gpus)} GPU(s): " + "; ".join(g.describe() for g in gpus))
+    return Runner(opts.jobs or os.cpu_count() or 1, env, progress=log, devices=Devices(gpus, per_gpu=config.units_per_gpu))
 
 
 def clean(config: Config) -> None:

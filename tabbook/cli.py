@@ -1,9 +1,9 @@
 """Command line: ``python -m tabbook [-C ROOT] COMMAND``, one entry for everything the builder does.
 
 Commands: ``build``, ``check``, ``lib``, ``libtest``, ``pdf``, ``site``, ``serve``, ``linkcheck``,
-``envs``, ``merge-stores``, ``katex``, ``clean``, ``warm`` (``python -m tabbook COMMAND --help`` for each). Library code
-raises :class:`BookError`; only this edge turns errors into ``file.md:LINE: message``
-lines on stderr and a non-zero exit status.
+``envs``, ``wheelhouse``, ``merge-stores``, ``katex``, ``clean``, ``warm`` (``python -m tabbook
+COMMAND --help`` for each). Library code raises :class:`BookError`; only this edge turns errors
+into ``file.md:LINE: message`` lines on stderr and a non-zero exit status.
 """
 
 from __future__ import annotations
@@ -50,6 +50,10 @@ def parser() -> argparse.ArgumentParser:
                    help="execute on this Dask cluster's workers (needs envs/builder-dask.txt)")
     b.add_argument("--shard", type=_shard, help="i/N: execute every N-th stale unit from i")
     b.add_argument("--frozen", action="store_true", help="never execute; fail if the store is stale")
+    b.add_argument("--execute-here", action="store_true",
+                   help="re-run stale units even where this machine has fewer GPUs than the one that "
+                        "computed their outputs (or than the page needs); by default those keep their "
+                        "outputs, marked as from an earlier version of the code")
     b.add_argument("--builder", default="html", help="Sphinx builder; '' writes build/src only")
     ex = b.add_mutually_exclusive_group()
     ex.add_argument("--no-execute", dest="execute", action="store_false", default=None,
@@ -58,6 +62,9 @@ def parser() -> argparse.ArgumentParser:
                     help="execute even if config.ini says eval_notebook = False")
     b.add_argument("--partial", action="store_true",
                    help="part of a book: references to other pages are warnings, shown as text")
+    b.add_argument("--dry-run", action="store_true",
+                   help="say which units would run and why (which input changed); run and write nothing")
+    b.add_argument("--json", action="store_true", help="with --dry-run: the plan as a JSON list, one object per unit")
     b.add_argument("--strict", action="store_true", default=None,
                    help="warnings fail the build too (d2lbook's [build] warning_is_error, Sphinx's -W)")
     ch = sub.add_parser("check", help="lint the sources without starting a kernel")
@@ -101,6 +108,8 @@ def parser() -> argparse.ArgumentParser:
     wm.add_argument("--stop", action="store_true", help="end it")
     wm.add_argument("--wait", type=float, metavar="SECONDS",
                     help="wait up to SECONDS until it accepts builds (exit status 1 if it does not)")
+    # How a build starts the warm builder in the background (tabbook.warm.start).
+    wm.add_argument("--serve", type=Path, metavar="SOCKET", help=argparse.SUPPRESS)
     return p
 
 
@@ -120,8 +129,12 @@ def _build(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
         require_distributed()  # say at once, before reading the book, that Dask is missing
     selection = Selection(
         force=args.force, frameworks=frameworks, shard=args.shard, frozen_only=args.frozen,
-        only=tuple(os.path.normpath(p) for p in args.only) if args.only else None,
+        execute_here=args.execute_here, only=tuple(os.path.normpath(p) for p in args.only) if args.only else None,
     )
+    if args.json and not args.dry_run:
+        raise BookError("--json goes with --dry-run")
+    if args.dry_run:
+        return _dry_run(config, args, selection)
     opts = Options(selection, render=not args.no_render, freeze_dir=args.freeze_dir, jobs=args.jobs,
                    builder=args.builder, execute=args.execute, partial=args.partial,
                    scheduler=args.scheduler, strict=args.strict)
@@ -136,8 +149,54 @@ def _build(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
     return 0
 
 
+def _dry_run(config, args: argparse.Namespace, selection) -> int:  # noqa: ANN001 - Config, Selection
+    """``build --dry-run``: the plan of a build with these options, each unit with why it would
+    run; no kernel starts, and neither d2l/ nor the store nor build/report.json is written."""
+    import json
+
+    from tabbook.book import read_book
+    from tabbook.check import check_book
+    from tabbook.execute.gpus import detect
+    from tabbook.execute.plan import plan
+    from tabbook.execute.store import FreezeStore
+    from tabbook.library.cache import book_library
+
+    book = read_book(config, extra_files=not args.partial, whole_library=args.partial)
+    execute = config.execute if args.execute is None else args.execute
+    problems = check_book(book, partial=args.partial, warnings=[], executes=execute)
+    if problems:
+        raise problems[0] if len(problems) == 1 else BookErrors(problems)
+    from dataclasses import replace
+
+    store = FreezeStore(args.freeze_dir or config.freeze_dir)
+    # With --frozen, list the stale units rather than stop at them (the exit status says so).
+    gpus = detect()
+    the_plan = plan(config, book.rendered, book_library(book), store, replace(selection, frozen_only=False),
+                    host_gpus=len(gpus))
+    units = the_plan.units
+    if not execute:
+        for u in units:
+            if u.state == "run":
+                u.state = "stale"
+                u.why = [*u.why, "execution is off: shown as code only"]
+    failed = 1 if args.frozen and any(u.state in ("run", "stale", "outdated") for u in units) else 0
+    if args.json:
+        print(json.dumps([u.as_json() for u in units], indent=1))
+        return failed
+    print("[dry-run] this machine: " + ("; ".join(g.describe() for g in gpus) if gpus else "no GPU")
+          + f", {os.cpu_count()} cores")
+    for u in units:
+        print(f"{u.state:<8} {u.section} [{u.framework}] ({u.placement}): {'; '.join(u.why)}")
+    counts: dict[str, int] = {}
+    for u in units:
+        counts[u.state] = counts.get(u.state, 0) + 1
+    print(f"[dry-run] {', '.join(f'{v} {k}' for k, v in sorted(counts.items())) or 'no code units'}; "
+          "nothing was run or written")
+    return failed
+
+
 def _check(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
-    from tabbook.source.check import check_book
+    from tabbook.check import check_book
 
     warnings: list[BookError] = []
     problems = check_book(config, partial=args.partial, warnings=warnings)
@@ -153,16 +212,17 @@ def _check(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
 
 def _lib(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
     from tabbook.book import read_book
+    from tabbook.library.cache import book_library
     from tabbook.library.generate import stale_library, write_library
 
     if args.no_generate:
         if not args.import_:
             raise BookError("lib --no-generate does nothing without --import")
-        from tabbook.library.wheeltest import import_modules
+        from tabbook.execute.wheeltest import import_modules
 
         return 1 if any(o.status == "failed" for o in import_modules(config)) else 0
     book = read_book(config, extra_files=False)
-    files = book.library
+    files = book_library(book)
     if book.library_problems:
         raise BookErrors(book.library_problems)
     if args.check:
@@ -175,7 +235,7 @@ def _lib(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
     for rel in write_library(config, files):
         print(f"[library] wrote {rel}")
     if args.import_:
-        from tabbook.library.wheeltest import import_modules
+        from tabbook.execute.wheeltest import import_modules
 
         outcomes = import_modules(config)
         if any(o.status == "failed" for o in outcomes):
@@ -184,7 +244,7 @@ def _lib(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
 
 
 def _pdf(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
-    from tabbook.render.pdf import build_pdfs
+    from tabbook.build import build_pdfs
 
     done = build_pdfs(config, _names(args.frameworks), frozen=args.frozen, force=args.force, jobs=args.jobs)
     print("[pdf] done: " + ", ".join(config.rel(p) for p in done.values()))
@@ -206,9 +266,8 @@ def _site(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
     """The published site: every framework's PDF first (``pdf``), then the HTML build, which
     copies them into the site and links them from every page. Fails without TeX: a complete
     site is what this command promises."""
-    from tabbook.build import Options, build
+    from tabbook.build import Options, build, build_pdfs
     from tabbook.execute.plan import Selection
-    from tabbook.render.pdf import build_pdfs
 
     done = build_pdfs(config, None, frozen=args.frozen, force=args.force, jobs=args.jobs)
     print("[pdf] done: " + ", ".join(config.rel(p) for p in done.values()))
@@ -225,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"unrecognized arguments: {' '.join(rest)}")
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     warm = None
-    if args.command == "build" and not args.scheduler:
+    if args.command == "build" and not args.scheduler and not args.dry_run:
         from tabbook import warm
 
         if warm.enabled():
@@ -242,6 +301,15 @@ def main(argv: list[str] | None = None) -> int:
                 warm.start(args.root)
             except OSError:
                 pass
+
+
+def _warm_up(config) -> None:  # noqa: ANN001 - Config
+    """What the warm builder imports before it forks builds: the build and what the live
+    preview imports for a Sphinx run (:func:`tabbook.serve.warm_up`)."""
+    from tabbook import build  # noqa: F401 - imported to be inherited by every fork
+    from tabbook.serve import warm_up
+
+    warm_up(config)
 
 
 def _dispatch(args: argparse.Namespace, rest: list[str]) -> int:
@@ -263,6 +331,8 @@ def _dispatch(args: argparse.Namespace, rest: list[str]) -> int:
         if args.command == "warm":
             from tabbook import warm
 
+            if args.serve is not None:
+                return warm.serve_forever(args.serve, args.root.resolve(), command=main, warm_up=_warm_up)
             if args.stop:
                 print("[warm] stopped" if warm.stop(args.root) else "[warm] none was running")
             elif args.wait is not None:
@@ -294,7 +364,7 @@ def _dispatch(args: argparse.Namespace, rest: list[str]) -> int:
         if args.command == "lib":
             return _lib(config, args)
         if args.command == "libtest":
-            from tabbook.library.wheeltest import libtest
+            from tabbook.execute.wheeltest import libtest
 
             return libtest(config, args.frameworks, generate=not args.no_generate,
                            overrides=dict(item.split("=", 1) for item in args.python),

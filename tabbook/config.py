@@ -13,6 +13,10 @@ section gets the defaults of :data:`KNOWN_FRAMEWORKS`. What only tabbook needs
 to ``config.ini``, or the file named by ``$TABBOOK_OVERLAY`` (``--overlay``),
 read after ``config.ini`` so its keys win; its relative paths are relative to
 the overlay's own folder, so an overlay kept outside the book works.
+
+Every key is declared once, on the field it fills (:class:`Config`, :class:`Site`,
+:class:`Framework`), with the vocabulary of :mod:`tabbook.settings`; :func:`load_config` reads
+them all from that declaration, and :func:`key_reference` writes README's list of keys.
 """
 
 from __future__ import annotations
@@ -23,8 +27,37 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tabbook.errors import BookError
+from tabbook.settings import (
+    MODULE_NAME,
+    At,
+    bibliography,
+    book_paths,
+    boolean,
+    choice,
+    existing_file,
+    existing_path,
+    gpu_needs,
+    gpu_probe,
+    import_stack,
+    in_book,
+    integer,
+    key_line,
+    library_module,
+    lines,
+    module_name,
+    one_of_the_tabs,
+    positive,
+    resource_list,
+    setting,
+    settings_of,
+    tab_list,
+    text,
+    top_level_modules,
+    words,
+)
 
 #: The overlay file read after config.ini, when present at the book root.
 OVERLAY_NAME = "tabbook.ini"
@@ -133,7 +166,7 @@ def library_keys(parser: configparser.ConfigParser, tab: str) -> LibraryKeys:
     )
     if keys.lib_file and not keys.lib_file.endswith(".py"):
         raise BookError(f"[{section}] lib_file {keys.lib_file!r} is not a .py file", "config.ini")
-    if keys.lib_name and not _MODULE.match(keys.lib_name):
+    if keys.lib_name and not MODULE_NAME.match(keys.lib_name):
         raise BookError(f"[{section}] lib_name {keys.lib_name!r} is not a module name", "config.ini")
     try:
         ast.parse("\n".join(keys.alias_lines()))
@@ -143,32 +176,87 @@ def library_keys(parser: configparser.ConfigParser, tab: str) -> LibraryKeys:
     return keys
 
 
+def root_page(value: str, at: At) -> Path:
+    """``[build] index``: a page of the book, named with or without ``.md`` (d2lbook writes
+    ``index``); Sphinx's root document is its path."""
+    name = value.strip()
+    page = at.root / (name if name.endswith(".md") else f"{name}.md")
+    try:
+        page.resolve().relative_to(at.root.resolve())
+    except ValueError:
+        raise ValueError(f"{name!r} is outside the book's folder") from None
+    return page
+
+
+# ---- the keys, declared once ----------------------------------------------------------------
+#
+# Every key tabbook reads from config.ini (and an overlay) is one ``setting(...)`` line on the
+# field it fills, below: its section, key, default, how its text is parsed and checked, its help
+# and whether an overlay may set it. ``load_config`` reads the fields of :class:`Site`,
+# :class:`Framework` and :class:`Config` from that declaration, locates every bad value at its
+# line, and :func:`key_reference` writes README's list of keys from it. To add a key: add the
+# field with its ``setting(...)`` to the class that holds it; nothing else reads config.ini.
+
+
+# -- what the keys fill ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Site:
+    """The reader's site (``[site]``, tabbook's own section; used by :mod:`tabbook.render.site`)."""
+
+    branch: str = setting("site", "branch", "main", text, "the branch the Colab links open")
+    colab_url: str = setting("site", "colab_url", "", text, "template of a notebook's Colab link, with "
+                             "{repo} {branch} {path}; default: Colab's GitHub URL when [project] "
+                             "repository names a GitHub repository")
+    pdf_url: str = setting("site", "pdf_url", "", text, "template of a PDF's link, with {name} {fw}; "
+                           "default: build/pdf/NAME-FW.pdf, copied into the site, when it exists")
+    front_page: bool = setting("site", "front_page", "true", boolean,
+                               "the root page gains the generated front matter (picker, contents, downloads)")
+
+
+def _known(values: dict[str, Any], i: int) -> str:
+    return values["known"][i]
+
+
 @dataclass(frozen=True)
 class Framework:
-    """One code tab and the environment its code runs in."""
+    """One code tab and the environment its code runs in (``[framework:<tab>]``)."""
 
     name: str  # tab name used in the Markdown, e.g. "pytorch"
-    label: str  # shown on the tab, e.g. "PyTorch"
-    module: str  # generated library module: d2l/<module>.py
-    import_name: str  # the package whose version is recorded, e.g. "torch"
-    requirements: Path | None  # pinned requirements (None: use the builder's own Python)
-    constraints: Path | None
-    python: str  # "3.11", or "current" for the builder's interpreter (tests)
-    # Python run in the kernel after the section's cells, with ``import <import_name>``
-    # done: statements separated by ";" or newlines, the last an expression giving the
-    # GPU names the provenance records. "" = no probe, outputs are recorded as CPU only.
-    gpu_probe: str = ""
-    # Top-level modules whose import means "this framework was imported" (the
-    # wheel's "import d2l imports no framework" check, the import-cost benchmark).
-    heavy_modules: tuple[str, ...] = ()
-    # What importing the framework means for the import-cost baseline.
-    import_stack: str = ""
+    label: str = setting("framework:*", "label", lambda v: _known(v, 0), text,
+                         "shown on the tab (default: the tab name, or d2lbook's label of a tab it knows)")
+    module: str = setting("framework:*", "module", lambda v: _known(v, 1), library_module,
+                          "the generated library module d2l/MODULE.py; make libtest runs "
+                          "tests/lib/test_MODULE.py for it (default: the tab name, or [library-TAB] lib_file's)")
+    import_name: str = setting("framework:*", "import", lambda v: _known(v, 2), module_name,
+                               "the package whose version the provenance records (default: the tab name)")
+    requirements: Path | None = setting("framework:*", "requirements", "", existing_file,
+                                        "the pinned requirements of its environment (relative to this file)")
+    constraints: Path | None = setting("framework:*", "constraints", "", existing_file,
+                                       "pip constraints for its environment (optional)")
+    python: str = setting("framework:*", "python", "3.11", text,
+                          'the Python version of its environment, or "current": the builder\'s own')
+    gpu_probe: str = setting("framework:*", "gpu_probe", "", gpu_probe,
+                             "Python run in the kernel after a section's cells, with the import done; "
+                             "its last expression gives the GPU names the provenance records",
+                             field_default="")
+    heavy_modules: tuple[str, ...] = setting(
+        "framework:*", "heavy_modules", lambda v: v["import_name"].split(".")[0], top_level_modules,
+        "top-level modules whose import means the framework was imported: import d2l loads "
+        "none (make libtest), import d2l.MODULE none of another framework's (default: the import key)",
+        field_default=())
+    import_stack: str = setting("framework:*", "import_stack", lambda v: f"import {v['import_name']}",
+                                import_stack, "the import statements that are the framework, for the "
+                                "import-cost benchmark (default: import IMPORT)", field_default="")
     # d2lbook's [library-<tab>] keys (a d2lbook book's aliases and lib_file); empty for ours.
     library: LibraryKeys = LibraryKeys()
     # An existing interpreter to run this tab's code with (a conda env, a CUDA image's Python):
-    # nothing is installed into it (``[framework:X] interpreter``, ``--python X=PATH`` or
-    # ``$TABBOOK_PYTHON``); None: the locked venv.
-    interpreter: Path | None = None
+    # nothing is installed into it (``--python X=PATH`` or ``$TABBOOK_PYTHON`` win); None: the
+    # locked venv.
+    interpreter: Path | None = setting("framework:*", "interpreter", "", existing_path,
+                                       "an existing Python to run this tab's code with (nothing is "
+                                       "installed into it)", field_default=None)
 
     @property
     def kernel_name(self) -> str:
@@ -182,47 +270,62 @@ class Framework:
 
 @dataclass(frozen=True)
 class Config:
+    """The book's configuration. Made only by :func:`load_config`."""
+
     root: Path
-    name: str
-    title: str
-    author: str
-    version: str
-    repository: str
-    index: Path
-    tabs: tuple[str, ...]
-    default_tab: str
-    cell_timeout: int
-    freeze_dir: Path
-    library_dir: Path
+    name: str = setting("project", "name", None, text, "the book's short name (file names of its PDFs "
+                        "and zips)", overlay=False)
+    title: str = setting("project", "title", None, text, "the book's title")
+    author: str = setting("project", "author", "", text, "the book's authors")
+    version: str = setting("project", "version", "0.0.0", text, "the book's and its library's version "
+                           "(d2lbook's release)", aliases=(("project", "release"),))
+    repository: str = setting("project", "repository", "", text, "where the sources live (view-source "
+                              "and notebook links); a GitHub repository adds Colab links")
+    tabs: tuple[str, ...] = setting("build", "tabs", None, tab_list, "the code tabs, in display order",
+                                    overlay=False)
+    default_tab: str = setting("build", "default_tab", lambda v: v["tabs"][0], one_of_the_tabs,
+                               "the tab of a cell without a %%tab line (default: the first tab)", overlay=False)
+    index: Path = setting("build", "index", "index.md", root_page, "the table of contents' root page "
+                          "(d2lbook's spelling, without .md, too); any page of the book", overlay=False)
+    notebooks: tuple[str, ...] = setting(
+        "build", "notebooks", "", words, "root-relative globs of the book's pages (a star stays in "
+        "one folder); empty: every Markdown file", overlay=False)
+    exclusions: tuple[str, ...] = setting("build", "exclusions", "", words, "root-relative globs of "
+                                          "Markdown that is not a page", overlay=False)
+    cell_timeout: int = setting("build", "cell_timeout", "600", integer("seconds"),
+                                "seconds one cell may run before its unit fails")
+    execute: bool = setting("build", "eval_notebook", "true", boolean, "False: every tab's code is shown "
+                            "without outputs where the store has none")
+    warning_is_error: bool = setting("build", "warning_is_error", "false", boolean, "True: warnings (a bib "
+                                     "entry's data, a page no toc lists, …) fail the build, as build --strict")
+    freeze_dir: Path = setting("build", "freeze_dir", "_freeze", in_book, "the freeze store")
+    library_dir: Path = setting("build", "library_dir", "d2l", in_book, "the generated library")
+    stderr_filters: tuple[str, ...] = setting(
+        "build", "stderr_filters", "", lines, "regexes, one a line, of stderr lines that are framework "
+        "start-up noise, dropped from outputs")
+    resources: tuple[str, ...] = setting("build", "resources", "img/ static/", resource_list,
+                                         "root-relative files and folders pages refer to (images, data)")
+    root_files: tuple[str, ...] = setting("build", "root_files", "", words, "book files placed at the "
+                                          "root of Sphinx's sources (what a book's CI copies there)")
+    run_alone: tuple[str, ...] = setting(
+        "build", "run_alone", "", words, "root-relative globs of pages whose code measures time: each of "
+        "their units runs with nothing else running on the machine")
+    gpus: tuple[tuple[str, int], ...] = setting(
+        "build", "gpus", "", gpu_needs, "lines of PAGE_GLOB COUNT (a number, or all): the GPUs a page's "
+        "units need, where the guess from their code (d2lbook's) is wrong")
+    units_per_gpu: int = setting("build", "units_per_gpu", "1", positive("units"),
+                                 "how many units share one GPU at a time")
+    offline_requirements: tuple[Path, ...] = setting(
+        "build", "offline_requirements", "", book_paths, "requirement files of what the code needs "
+        "besides the frameworks, for a machine that cannot download (tabbook wheelhouse)")
+    bibfile: Path | None = setting("pdf", "bibfile", "references.bib", bibliography,
+                                   "the bibliography, used when it exists", aliases=(("build", "bibfile"),))
+    save: str = setting("library", "save", "block", choice("block", "cell", why="must be block (d2lbook's "
+                        "meaning) or cell"), "what #@save alone on a line saves: block (the statement after "
+                        "it, d2lbook's meaning) or cell (the whole cell)", overlay=False)
+    site: Site = field(default_factory=Site)
     frameworks: dict[str, Framework] = field(default_factory=dict)
-    # Regexes of stderr lines that are framework start-up noise, not output
-    # (e.g. TensorFlow's C++ logging that ignores TF_CPP_MIN_LOG_LEVEL).
-    stderr_filters: tuple[str, ...] = ()
-    # d2lbook's ``[build] eval_notebook``: False renders every tab's code without outputs.
-    execute: bool = True
-    # d2lbook's ``[build] warning_is_error``: warnings (a bib entry's data, a page outside every
-    # toc, …) fail the build, as ``build --strict`` does.
-    warning_is_error: bool = False
-    # The bibliography (d2lbook's ``[pdf] bibfile``); None when the book has none.
-    bibfile: Path | None = None
-    # d2lbook's ``[build] exclusions``: root-relative globs of Markdown that is not a book page.
-    exclusions: tuple[str, ...] = ()
-    # d2lbook's ``[build] notebooks``: root-relative globs of the book's pages (``*`` stays within
-    # one folder, as in d2lbook, so ``*.md */*.md`` means two levels); empty: every Markdown file.
-    notebooks: tuple[str, ...] = ()
-    # d2lbook's ``[build] resources``: root-relative files and folders pages refer to
-    # (images, data), made visible to Sphinx beside the pages.
-    resources: tuple[str, ...] = ("img", "static")
-    # Book files placed at the root of Sphinx's sources (book-relative): what a book's own CI
-    # copies there before building (d2l-en's index.md includes frontpage.html that way).
-    root_files: tuple[str, ...] = ()
-    # ``[build] offline_requirements``: requirement files of what the book's code needs besides
-    # the frameworks, for a machine that cannot download (``tabbook wheelhouse``).
-    offline_requirements: tuple[Path, ...] = ()
     overlay: Path | None = None  # the overlay file that was read, if any
-    # What ``#@save`` alone on a line saves: "block" (d2lbook: the statement after it, with the
-    # unindented lines that directly follow) or "cell" (every statement of the cell).
-    save: str = "block"
 
     @property
     def build_dir(self) -> Path:
@@ -230,6 +333,14 @@ class Config:
 
     def framework(self, name: str) -> Framework:
         return self.frameworks[name]
+
+    def runs_alone(self, rel: str) -> bool:
+        """Whether the units of page ``rel`` must run with nothing beside them (``[build] run_alone``)."""
+        return any(_glob(pattern).fullmatch(rel) for pattern in self.run_alone)
+
+    def declared_gpus(self, rel: str) -> int | None:
+        """The GPUs ``[build] gpus`` says page ``rel`` needs (-1: all of them); None: not said."""
+        return next((count for pattern, count in self.gpus if _glob(pattern).fullmatch(rel)), None)
 
     def excluded(self, rel: str) -> bool:
         """Whether a root-relative Markdown path is not a page: outside ``notebooks``, or excluded."""
@@ -252,7 +363,6 @@ class Config:
                 return True
         return False
 
-
     @property
     def heavy_modules(self) -> frozenset[str]:
         """Every framework's top-level modules: what ``import d2l`` alone must not load."""
@@ -266,16 +376,6 @@ class Config:
             return str(path)
 
 
-def _split_list(value: str) -> tuple[str, ...]:
-    return tuple(v.strip() for v in value.split(",") if v.strip())
-
-
-def _truth(value: str) -> bool | None:
-    """configparser's booleans (True/yes/on/1 …), None when the value is none of them."""
-    return {"1": True, "yes": True, "true": True, "on": True,
-            "0": False, "no": False, "false": False, "off": False}.get(value.strip().lower())
-
-
 def overlay_path(root: Path) -> Path | None:
     """The overlay to read: ``$TABBOOK_OVERLAY``, else ``tabbook.ini`` at the root, else none."""
     named = os.environ.get(OVERLAY_ENV)
@@ -284,50 +384,6 @@ def overlay_path(root: Path) -> Path | None:
         return path if path.is_absolute() else (Path.cwd() / path)
     local = root / OVERLAY_NAME
     return local if local.is_file() else None
-
-
-_MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
-
-
-def _key_line(text: str, section: str, key: str) -> int | None:
-    """The line of ``key`` in ``[section]`` of config.ini's text (configparser keeps none)."""
-    inside = False
-    for number, line in enumerate(text.splitlines(), 1):
-        stripped = line.strip()
-        if stripped.startswith("[") and stripped.endswith("]"):
-            inside = stripped[1:-1].strip() == section
-        elif inside and not line[:1].isspace() and re.match(
-                rf"^{re.escape(key)}\s*[=:]", stripped, re.IGNORECASE):
-            return number
-    return None
-
-
-def _parsed(source: str) -> ast.Module | str:
-    """The statements of a Python-valued key, or why they are not valid Python."""
-    try:
-        return ast.parse(source, mode="exec")
-    except SyntaxError as exc:
-        return f"is not valid Python ({exc.msg})"
-
-
-def check_gpu_probe(source: str) -> str | None:
-    """Why ``source`` is not a usable ``gpu_probe`` (None: it is)."""
-    tree = _parsed(source)
-    if isinstance(tree, str):
-        return tree
-    if not tree.body or not isinstance(tree.body[-1], ast.Expr):
-        return "must end with an expression giving the list of GPU names"
-    return None
-
-
-def check_import_stack(source: str) -> str | None:
-    """Why ``source`` is not a usable ``import_stack`` (None: it is)."""
-    tree = _parsed(source)
-    if isinstance(tree, str):
-        return tree
-    if not tree.body or not all(isinstance(n, (ast.Import, ast.ImportFrom)) for n in tree.body):
-        return "must be import statements only, e.g. import jax, flax.linen, optax"
-    return None
 
 
 PYTHON_ENV = "TABBOOK_PYTHON"
@@ -352,166 +408,117 @@ def chosen_interpreters(tabs: tuple[str, ...]) -> dict[str, Path]:
     return chosen
 
 
-def load_config(root: Path) -> Config:
-    """Read ``root/config.ini`` and the overlay; every problem is a :class:`BookError` naming the file."""
-    root = root.resolve()
-    path = root / "config.ini"
-    if not path.is_file():
-        raise BookError("no config.ini here; run from the book's root", str(path))
-    parser = configparser.ConfigParser(interpolation=None)
-    try:
-        parser.read(path, encoding="utf-8")
-    except configparser.Error as exc:
-        raise BookError(f"cannot parse: {exc}", "config.ini") from exc
-    text = path.read_text(encoding="utf-8")
-    overlay = overlay_path(root)
-    overlay_parser = configparser.ConfigParser(interpolation=None)
-    overlay_text = ""
-    if overlay is not None:
-        overlay = overlay.resolve()
-        if not overlay.is_file():
-            raise BookError(f"the overlay {overlay} does not exist (${OVERLAY_ENV} / --overlay)")
+
+class _Files:
+    """config.ini and the overlay, as configparser reads them, with their texts for locating keys."""
+
+    def __init__(self, root: Path, overlay: Path | None) -> None:
+        self.root = root
+        self.path = root / "config.ini"
+        if not self.path.is_file():
+            raise BookError("no config.ini here; run from the book's root", str(self.path))
+        self.parser = configparser.ConfigParser(interpolation=None)
         try:
-            overlay_parser.read(overlay, encoding="utf-8")
-            parser.read(overlay, encoding="utf-8")
+            self.parser.read(self.path, encoding="utf-8")
         except configparser.Error as exc:
-            raise BookError(f"cannot parse: {exc}", str(overlay)) from exc
-        overlay_text = overlay.read_text(encoding="utf-8")
+            raise BookError(f"cannot parse: {exc}", "config.ini") from exc
+        self.text = self.path.read_text(encoding="utf-8")
+        self.overlay = overlay
+        self.overlay_parser = configparser.ConfigParser(interpolation=None)
+        self.overlay_text = ""
+        if overlay is not None:
+            if not overlay.is_file():
+                raise BookError(f"the overlay {overlay} does not exist (${OVERLAY_ENV} / --overlay)")
+            try:
+                self.overlay_parser.read(overlay, encoding="utf-8")
+                self.parser.read(overlay, encoding="utf-8")
+            except configparser.Error as exc:
+                raise BookError(f"cannot parse: {exc}", str(overlay)) from exc
+            self.overlay_text = overlay.read_text(encoding="utf-8")
 
-    def source(section: str, key: str) -> tuple[str, str, Path]:
+    def source(self, section: str, key: str) -> tuple[str, str, Path]:
         """Which file a key's value came from: (name for messages, its text, its folder)."""
-        if overlay is not None and overlay_parser.has_option(section, key):
-            return str(overlay), overlay_text, overlay.parent
-        return "config.ini", text, root
+        if self.overlay is not None and self.overlay_parser.has_option(section, key):
+            return str(self.overlay), self.overlay_text, self.overlay.parent
+        return "config.ini", self.text, self.root
 
-    def bad(section: str, key: str, why: str) -> BookError:
-        name, body, _ = source(section, key)
-        return BookError(f"[{section}] {key} {why}", name, _key_line(body, section, key))
+    def error(self, section: str, key: str, why: str) -> BookError:
+        name, body, _ = self.source(section, key)
+        return BookError(f"[{section}] {key} {why}", name, key_line(body, section, key))
 
-    def get(section: str, key: str, default: str | None = None) -> str:
-        if parser.has_option(section, key):
-            return parser.get(section, key).strip()
-        if default is None:
-            raise BookError(f"missing [{section}] {key}", "config.ini")
-        return default
+    def read(self, cls: type, section: str = "", context: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The declared fields of ``cls``, read from ``section`` (for ``framework:*`` keys: the
+        tab's own section), parsed and checked; each problem is an error at its key's line."""
+        values: dict[str, Any] = dict(context or {})
+        for name, decl in settings_of(cls):
+            sec = section or decl.section
+            where = next(((s, k) for s, k in ((sec, decl.key), *decl.aliases) if self.parser.has_option(s, k)),
+                         None)
+            if where is None:
+                if decl.default is None:
+                    raise BookError(f"missing [{sec}] {decl.key}", "config.ini")
+                raw = decl.default if isinstance(decl.default, str) else decl.default(values)
+                folder = self.root
+            else:
+                if not decl.overlay and self.overlay is not None and self.overlay_parser.has_option(*where):
+                    raise self.error(*where, "describes the book, not how it is built here: set it in "
+                                     "config.ini, not in an overlay")
+                raw, folder = self.parser.get(*where), self.source(*where)[2]
+            try:
+                values[name] = decl.parse(raw, At(self.root, folder, values))
+            except ValueError as exc:
+                if where is None:  # a default that does not fit (another key decided it)
+                    raise BookError(f"[{sec}] {decl.key}: its default {raw!r} {exc}", "config.ini") from None
+                raise self.error(*where, str(exc)) from None
+        return {k: v for k, v in values.items() if k not in (context or {})}
 
-    def file_key(section: str, key: str) -> Path | None:
-        value = get(section, key, "")
-        if not value:
-            return None
-        target = (source(section, key)[2] / value).resolve()
-        if not target.is_file():
-            raise bad(section, key, f"names {value}, which does not exist")
-        return target
+    def check_known_keys(self, section: str, cls: type) -> None:
+        """A key of tabbook's own section that nothing reads is a typo: an error at its line."""
+        known = {decl.key for _, decl in settings_of(cls)}
+        for parser in (self.parser,):
+            if parser.has_section(section):
+                for key in parser.options(section):
+                    if key not in known:
+                        raise self.error(section, key, f"is not a key of [{section}] "
+                                         f"(its keys: {', '.join(sorted(known))})")
 
-    tabs = _split_list(get("build", "tabs"))
-    if not tabs:
-        raise BookError("[build] tabs is empty", "config.ini")
-    default_tab = get("build", "default_tab", tabs[0])
-    if default_tab not in tabs:
-        raise BookError(f"default_tab {default_tab!r} is not one of tabs {list(tabs)}", "config.ini")
-    frameworks: dict[str, Framework] = {}
+
+def load_config(root: Path, overlay: Path | None = None) -> Config:
+    """Read ``root/config.ini`` and the overlay; every problem is a :class:`BookError` naming the file
+    (and the line, for a bad value). ``overlay``: the overlay to read, given explicitly (a Dask
+    worker gets the client's); None: :func:`overlay_path`'s choice."""
+    root = root.resolve()
+    overlay = overlay or overlay_path(root)
+    files = _Files(root, overlay.resolve() if overlay is not None else None)
+    book = files.read(Config)
+    files.check_known_keys("site", Site)
+    site = Site(**files.read(Site))
+    tabs: tuple[str, ...] = book["tabs"]
     chosen = chosen_interpreters(tabs)
+    frameworks: dict[str, Framework] = {}
     for tab in tabs:
-        section = f"framework:{tab}"
-        known_label, known_module, known_import = KNOWN_FRAMEWORKS.get(tab, (tab, tab, tab))
-        lib_file = get(f"library-{tab}", "lib_file", "")  # d2lbook's d2l/<module>.py
+        label, module, import_name = KNOWN_FRAMEWORKS.get(tab, (tab, tab, tab))
+        lib_file = files.parser.get(f"library-{tab}", "lib_file", fallback="").strip()  # d2lbook's d2l/<module>.py
         if lib_file and Path(lib_file).suffix == ".py":
-            known_module = Path(lib_file).stem
-        python = get(section, "python", "3.11")
-        req = file_key(section, "requirements")
-        con = file_key(section, "constraints")
-        import_name = get(section, "import", known_import)
-        if not _MODULE.match(import_name):
-            raise bad(section, "import", f"{import_name!r} is not a module name")
-        module = get(section, "module", known_module)
-        if not module.isidentifier():
-            raise bad(section, "module", f"{module!r} is not a Python module name (d2l/<module>.py)")
-        gpu_probe = "\n".join(line.strip() for line in get(section, "gpu_probe", "").splitlines()
-                              if line.strip())
-        if gpu_probe and (why := check_gpu_probe(gpu_probe)):
-            raise bad(section, "gpu_probe", why)
-        heavy = _split_list(get(section, "heavy_modules", import_name.split(".")[0]))
-        for name in heavy:
-            if not name.isidentifier():
-                raise bad(section, "heavy_modules", f"{name!r} is not a top-level module name")
-        if not heavy:
-            raise bad(section, "heavy_modules", "is empty (leave it out to mean the import key)")
-        stack = get(section, "import_stack", f"import {import_name}")
-        if why := check_import_stack(stack):
-            raise bad(section, "import_stack", why)
-        interpreter = None
+            module = Path(lib_file).stem
+        values = files.read(Framework, f"framework:{tab}", {"known": (label, module, import_name)})
         if tab in chosen:
-            interpreter = chosen[tab]
-        elif value := get(section, "interpreter", ""):
-            interpreter = Path(os.path.expanduser(value))
-            if not interpreter.is_absolute():
-                interpreter = source(section, "interpreter")[2] / interpreter
-            if not interpreter.exists():
-                raise bad(section, "interpreter", f"names {value}, which does not exist")
-        frameworks[tab] = Framework(
-            interpreter=interpreter,
-            name=tab,
-            label=get(section, "label", known_label),
-            module=module,
-            import_name=import_name,
-            requirements=req,
-            constraints=con,
-            python=python,
-            gpu_probe=gpu_probe,
-            heavy_modules=heavy,
-            import_stack=stack,
-            library=library_keys(parser, tab),
-        )
-    save = get("library", "save", "block")
-    if save not in ("block", "cell"):
-        raise bad("library", "save", "must be block (d2lbook's meaning) or cell")
-    execute = _truth(get("build", "eval_notebook", "true"))
-    if execute is None:
-        raise bad("build", "eval_notebook", "must be True or False")
-    # d2lbook names the root page without ".md" (``index = index``); either spelling is read. It
-    # must be a page of the book: Sphinx's root document is its path in the sources.
-    index_name = get("build", "index", "index.md")
-    index = root / (index_name if index_name.endswith(".md") else f"{index_name}.md")
-    try:
-        index.resolve().relative_to(root.resolve())
-    except ValueError:
-        raise bad("build", "index", f"{index_name!r} is outside the book's folder") from None
-    warning_is_error = _truth(get("build", "warning_is_error", "false"))
-    if warning_is_error is None:
-        raise bad("build", "warning_is_error", "must be True or False")
-    bib_name = get("pdf", "bibfile", get("build", "bibfile", "references.bib"))
-    bibfile = (root / bib_name) if (root / bib_name).is_file() else None
-    resources = tuple(r.rstrip("/") for r in get("build", "resources", "img/ static/").split() if r.strip("/"))
-    try:
-        timeout = int(get("build", "cell_timeout", "600"))
-    except ValueError as exc:
-        raise BookError("[build] cell_timeout must be an integer (seconds)", "config.ini") from exc
-    return Config(
-        root=root,
-        name=get("project", "name"),
-        title=get("project", "title"),
-        author=get("project", "author", ""),
-        version=get("project", "version", get("project", "release", "0.0.0")),
-        repository=get("project", "repository", ""),
-        index=index,
-        tabs=tabs,
-        default_tab=default_tab,
-        cell_timeout=timeout,
-        freeze_dir=root / get("build", "freeze_dir", "_freeze"),
-        library_dir=root / get("build", "library_dir", "d2l"),
-        frameworks=frameworks,
-        stderr_filters=tuple(
-            line.strip() for line in get("build", "stderr_filters", "").splitlines() if line.strip()
-        ),
-        execute=execute,
-        warning_is_error=warning_is_error,
-        bibfile=bibfile,
-        exclusions=tuple(get("build", "exclusions", "").split()),
-        notebooks=tuple(get("build", "notebooks", "").split()),
-        resources=resources,
-        root_files=tuple(get("build", "root_files", "").split()),
-        offline_requirements=tuple(root / p for p in get("build", "offline_requirements", "").split()),
-        overlay=overlay,
-        save=save,
-    )
+            values["interpreter"] = chosen[tab]
+        frameworks[tab] = Framework(name=tab, library=library_keys(files.parser, tab), **values)
+    return Config(root=root, site=site, frameworks=frameworks, overlay=files.overlay, **book)
+
+
+def key_reference() -> str:
+    """README's list of the keys (Markdown), written from their declarations."""
+    out = ["| key | default | in an overlay | meaning |", "| --- | --- | --- | --- |"]
+    for cls in (Config, Site, Framework):
+        for _, decl in settings_of(cls):
+            names = " / ".join(f"`[{s.replace(':*', ':TAB')}] {k}`" for s, k in ((decl.section, decl.key), *decl.aliases))
+            if decl.default is None:
+                default = "(required)"
+            elif not isinstance(decl.default, str):
+                default = "(see meaning)"
+            else:
+                default = f"`{decl.default}`" if decl.default else "(empty)"
+            out.append(f"| {names} | {default} | {'yes' if decl.overlay else 'no'} | {decl.help} |")
+    return "\n".join(out) + "\n"

@@ -47,6 +47,7 @@ from pathlib import Path
 
 from tabbook.config import Config, load_config
 from tabbook.errors import BookError
+from tabbook.files import write_atomic
 from tabbook.render.sources import source_dir
 from tabbook.render.sphinx import learn_env, learned_modules, sphinx_command
 
@@ -124,11 +125,7 @@ def autobuild_args(config: Config, host: str = "127.0.0.1", port: int = 8000, in
 
 
 def write_status(config: Config, error: str = "") -> None:
-    path = status_file(config)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps({"ok": not error, "error": error}) + "\n")
-    tmp.replace(path)
+    write_atomic(status_file(config), json.dumps({"ok": not error, "error": error}) + "\n")
 
 
 def error_page(config: Config, error: str) -> None:

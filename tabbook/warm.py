@@ -8,7 +8,8 @@ for the command line, as Gradle's daemon and mypy's ``dmypy`` do.
 How:
 
 - After a build that did not find one, ``tabbook build`` starts a warm builder for the book in the
-  background (``python -m tabbook.warm``). It imports what a build and its Sphinx run import
+  background (``python -m tabbook warm --serve SOCKET``: the command line, :mod:`tabbook.cli`,
+  hands this module what a fork runs and what to import first, so nothing here imports it). It imports what a build and its Sphinx run import
   (Sphinx, the extensions, the theme, what the last warm run loaded), then listens on a Unix
   socket in a private folder (``$TMPDIR/tabbook-warm-UID/``, mode 0700).
 - The next ``tabbook build`` of the same book connects, hands over its arguments, working folder,
@@ -41,11 +42,15 @@ import sys
 import sysconfig
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from tabbook.config import Config
+from tabbook.config import Config, load_config
+
+#: What a fork runs: the command line's ``main(argv)``, its exit status returned.
+Command = Callable[[list[str]], int]
+#: Imports what a build of the book imports (the live preview's ``tabbook.serve.warm_up``).
+WarmUp = Callable[[Config], None]
 
 ENV = "TABBOOK_WARM"
 #: A warm builder ends after this long without a build.
@@ -189,7 +194,7 @@ def start(root: Path) -> None:
     env.pop(ENV, None)
     log = open(root / "build" / "warm.log", "ab") if (root / "build").is_dir() else subprocess.DEVNULL
     try:
-        subprocess.Popen([sys.executable, "-m", "tabbook.warm", str(path), str(root.resolve())],
+        subprocess.Popen([sys.executable, "-m", "tabbook", "-C", str(root.resolve()), "warm", "--serve", str(path)],
                          cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                          start_new_session=True)
     finally:
@@ -256,25 +261,21 @@ def _remember_entry_points() -> None:
         module.entry_points = entry_points
 
 
-def _warm_up(config: Config) -> None:
-    """Import what a build of the book and its Sphinx run import (the live preview's
-    :func:`tabbook.serve.warm_up`, which includes what the book's last HTML run recorded)."""
+def _warm_up(config: Config, warm_up: WarmUp) -> None:
+    """Import what a build of the book and its Sphinx run import (``warm_up``: the live
+    preview's, which includes what the book's last HTML run recorded)."""
     _remember_entry_points()  # before the plugins' modules take their own references
-
-    from tabbook import build, cli  # noqa: F401 - imported to be inherited by every fork
-
-    _import_learned(config)
+    _import_learned(config, warm_up)
 
 
 #: The record of the last HTML run's imports, as last imported from: its modification time.
 _learned: int | None = None
 
 
-def _import_learned(config: Config) -> None:
+def _import_learned(config: Config, warm_up: WarmUp) -> None:
     """Warm up again when the book's last HTML run has recorded new imports (render/ext): between
     builds, so that the next fork starts with them loaded."""
     from tabbook.render.sphinx import learned_modules
-    from tabbook.serve import warm_up
 
     global _learned
     try:
@@ -303,7 +304,7 @@ def _read_frame(conn: socket.socket) -> bytes:
     return bytes(body)
 
 
-def _build_in_fork(conn: socket.socket, fds: list[int]) -> None:
+def _build_in_fork(conn: socket.socket, fds: list[int], command: Command) -> None:
     """In a fork of the warm builder: become the command line that connected, build, report."""
     import io
     import traceback
@@ -331,10 +332,8 @@ def _build_in_fork(conn: socket.socket, fds: list[int]) -> None:
 
         sphinx.IN_PROCESS = True
         conn.sendall(f"pid {os.getpid()}\n".encode())
-        from tabbook.cli import main
-
         try:
-            code = main(request["argv"])
+            code = command(request["argv"])
         except SystemExit as exc:  # argparse's errors and --help
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except BaseException:  # noqa: BLE001 - shown to the user, as a crashed command would show it
@@ -358,15 +357,14 @@ def _reap(children: set[int]) -> None:
             children.discard(pid)
 
 
-def serve_forever(path: Path, root: Path) -> int:
-    """The warm builder: import, listen, fork one child per build; end when idle or asked to."""
+def serve_forever(path: Path, root: Path, command: Command, warm_up: WarmUp) -> int:
+    """The warm builder: import, listen, fork one child per build (which runs ``command`` as
+    the command line would); end when idle or asked to."""
     import gc
-
-    from tabbook.config import load_config
 
     os.chdir(root)
     config = load_config(root)
-    _warm_up(config)
+    _warm_up(config, warm_up)
     # What was imported stays: out of the collector's sight, a fork's collections do not touch
     # (and so copy) every page of it.
     gc.collect()
@@ -393,7 +391,7 @@ def serve_forever(path: Path, root: Path) -> int:
             if not children:
                 if time.monotonic() - last > IDLE_SECONDS:
                     return 0
-                _import_learned(config)  # what the last build's Sphinx run loaded, if new
+                _import_learned(config, warm_up)  # what the last build's Sphinx run loaded, if new
             try:
                 conn, _ = listener.accept()
             except TimeoutError:
@@ -417,7 +415,7 @@ def serve_forever(path: Path, root: Path) -> int:
                 pid = os.fork()
                 if pid == 0:
                     listener.close()
-                    _build_in_fork(conn, fds)
+                    _build_in_fork(conn, fds, command)
                 children.add(pid)
                 for fd in fds:
                     os.close(fd)
@@ -429,15 +427,3 @@ def serve_forever(path: Path, root: Path) -> int:
         except OSError:
             pass
 
-
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    return serve_forever(Path(args[0]), Path(args[1]))
-
-
-if __name__ == "__main__":
-    # Run as tabbook.warm, not as __main__: the forks import tabbook.warm and must see this
-    # module's state (a second copy would not know it is inside a warm builder).
-    from tabbook.warm import main as warm_main
-
-    raise SystemExit(warm_main())

@@ -18,6 +18,7 @@ from tabbook.book import read_book
 from tabbook.config import library_keys, load_config
 from tabbook.execute.plan import unit_key
 from tabbook.execute.runner import build_notebook
+from tabbook.library.cache import book_library
 from tabbook.source.split import rewrite_aliases
 
 KEYS = """\
@@ -105,16 +106,16 @@ def test_a_tab_shows_runs_and_keys_the_rewritten_code_while_the_library_keeps_it
     config = load_config(book)
     read = read_book(config)
     section = read.pages["chapter_a/second.md"]
-    parts, cells = unit_key(config, section, "pytorch", read.library)
+    parts, cells = unit_key(config, section, "pytorch", book_library(read))
     shown = [c.source for c in cells]
     assert shown == ["import torch  #@save", "def forward(X, w):  #@save\n    return torch.matmul(X, w)\n"
                      "print(torch.ones(4).reshape((2, 2)))"]
     notebook = {"cells": build_notebook(type("U", (), {"cells": tuple(cells), "kernel_name": "k"})())["cells"]}
     assert [c["source"] for c in notebook["cells"]] == shown  # what the kernel runs
-    library = read.library["d2l/torch.py"]
+    library = book_library(read)["d2l/torch.py"]
     # the saved code as written (d2l.matmul, which the module writes matmul), and the alias
     assert "    return matmul(X, w)\n" in library and "matmul = torch.matmul" in library
     # The freeze key hashes the rewritten code: without the aliases it is another key.
     plain = load_config(book)
     object.__setattr__(plain.framework("pytorch"), "library", _keys("[library-pytorch]\n"))  # a frozen dataclass
-    assert unit_key(plain, section, "pytorch", read.library)[0].cells != parts.cells
+    assert unit_key(plain, section, "pytorch", book_library(read))[0].cells != parts.cells

@@ -12,9 +12,9 @@ import tabbook.book
 import tabbook.library.generate
 from tabbook.book import read_book
 from tabbook.build import Options, build
+from tabbook.check import check_book
 from tabbook.config import load_config
 from tabbook.execute.plan import Selection
-from tabbook.source.check import check_book
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "book"
 

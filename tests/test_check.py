@@ -5,8 +5,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from tabbook.check import check_book
 from tabbook.config import load_config
-from tabbook.source.check import check_book
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "book"
 

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from prerequisites import require
 
 from tabbook.config import OVERLAY_ENV, load_config
 from tabbook.errors import BookError
@@ -428,26 +429,27 @@ def test_the_library_is_generated_again_only_when_its_inputs_change(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import tabbook.library.generate as generate
     from tabbook.book import read_book
+    from tabbook.library.cache import book_library
 
     book, overlay = make_book(tmp_path)
     monkeypatch.setenv(OVERLAY_ENV, str(overlay))
-    first = read_book(load_config(book)).library
+    first = book_library(read_book(load_config(book)))
     calls: list[int] = []
     real = generate.generate_library
     monkeypatch.setattr(generate, "generate_library", lambda *a, **k: calls.append(1) or real(*a, **k))
-    assert read_book(load_config(book)).library == first and calls == []  # from the cache
+    assert book_library(read_book(load_config(book))) == first and calls == []  # from the cache
     page = book / "chapter_a" / "second.md"
     page.write_text(page.read_text().replace("print('mxnet second')", "def twice(x):  #@save\n    return 2 * x"))
-    again = read_book(load_config(book)).library
+    again = book_library(read_book(load_config(book)))
     assert calls == [1] and "def twice(x):" in again["d2l/mxnet.py"]
     (book / "build" / "library-cache.json").write_text("{not json")  # a broken cache is only slower
-    assert read_book(load_config(book)).library == again and calls == [1, 1]
+    assert book_library(read_book(load_config(book))) == again and calls == [1, 1]
     # Prose saves nothing: a prose edit, even one that moves every line below it, reuses it.
     page.write_text(page.read_text().replace("\n\n", "\n\nA new sentence,\non two lines.\n\n", 1))
-    assert read_book(load_config(book)).library == again and calls == [1, 1]
+    assert book_library(read_book(load_config(book))) == again and calls == [1, 1]
     # A title is part of the saved code's "Defined in" line.
     page.write_text(page.read_text().replace("# ", "# Renamed: ", 1))
-    renamed = read_book(load_config(book)).library
+    renamed = book_library(read_book(load_config(book)))
     assert calls == [1, 1, 1] and "Renamed: " in renamed["d2l/mxnet.py"]
 
 
@@ -456,6 +458,7 @@ def test_library_problems_from_the_cache_keep_their_markdown_lines(
     """A library with problems is generated again after any page edit, so the lines it names
     are where the problem now is (a cached problem would name the line before the edit)."""
     from tabbook.book import read_book
+    from tabbook.library.cache import book_library
 
     book, overlay = make_book(tmp_path)
     monkeypatch.setenv(OVERLAY_ENV, str(overlay))
@@ -463,11 +466,11 @@ def test_library_problems_from_the_cache_keep_their_markdown_lines(
     page.write_text(page.read_text().replace("print('mxnet second')",
                                              "def calls():  #@save\n    return d2l.nowhere()"))
     first = read_book(load_config(book))
-    _ = first.library
+    _ = book_library(first)
     [problem] = [p for p in first.library_problems if "nowhere" in p.message]
     page.write_text(page.read_text().replace("\n\n", "\n\nTwo more\nlines.\n\n", 1))
     again = read_book(load_config(book))
-    _ = again.library
+    _ = book_library(again)
     [moved] = [p for p in again.library_problems if "nowhere" in p.message]
     assert moved.line == problem.line + 3
 
@@ -577,8 +580,7 @@ def test_an_existing_interpreter_without_a_kernel_is_a_clear_error(tmp_path: Pat
     import glob
 
     bare = sorted(glob.glob(str(Path.home() / ".pyenv" / "versions" / "3.1[23]*" / "bin" / "python3.1[23]")))
-    if not bare:
-        pytest.skip("no bare Python 3.12/3.13 under ~/.pyenv")
+    require(bare, "no bare Python 3.12/3.13 under ~/.pyenv")
     book, overlay = make_book(tmp_path, eval_notebook=True)
     overlay.write_text(overlay.read_text().replace("[framework:mxnet]\npython = current\n", "[framework:mxnet]\n"))
     proc = tabbook(book, overlay, "--python", f"mxnet={bare[0]}", "build")

@@ -26,10 +26,10 @@ from myst_parser.config.main import MdParserConfig
 from myst_parser.parsers.mdit import create_md_parser
 from runtime_tab import RuntimeTab
 
+from tabbook.check import check_book
 from tabbook.config import load_config
 from tabbook.errors import BookError
 from tabbook.render.myst import to_myst
-from tabbook.source.check import check_book
 from tabbook.source.read import read_section
 from tabbook.source.split import resolve_tabs, split_section
 
@@ -201,8 +201,9 @@ def test_check_and_library_accept_combined_and_nested_tests(tmp_path: Path) -> N
     config = load_config(book)
     assert check_book(config) == []
     from tabbook.book import read_book
+    from tabbook.library.cache import book_library
 
-    library = read_book(config).library
+    library = book_library(read_book(config))
     for fw, frozen in (("alpha", False), ("beta", True)):
         text = library[f"d2l/{fw}.py"]
         assert "tab.selected" not in text

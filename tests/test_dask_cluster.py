@@ -22,9 +22,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from prerequisites import require
 from scale_book import ROOT, comparable, entries, make_book, tabbook
 
-pytest.importorskip("distributed", reason="the Dask extra (envs/builder-dask.txt) is not installed")
+try:
+    import distributed
+except ImportError:
+    distributed = None
+require(distributed, "the Dask extra (envs/builder-dask.txt) is not installed", module=True)
 
 SLOW = 2  # the section whose alpha cell sleeps
 SLEEP = 6.0

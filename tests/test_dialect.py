@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tabbook.library.pysource import mask_magics
 from tabbook.source import dialect
+from tabbook.source.pycode import mask_magics
 from tabbook.source.split import resolve_tabs
 
 

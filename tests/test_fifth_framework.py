@@ -148,7 +148,7 @@ def test_the_extra_framework_gets_its_library_module(built: Path) -> None:
 
 
 def test_libtest_reports_a_framework_without_lib_tests_as_skipped(built: Path, tmp_path: Path) -> None:
-    from tabbook.library.wheeltest import missing_test, run_framework
+    from tabbook.execute.wheeltest import missing_test, run_framework
 
     config = load_config(built)
     outcome = run_framework(config, "plain", tmp_path / "no.whl", Path(sys.executable), tmp_path)

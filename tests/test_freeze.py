@@ -10,6 +10,7 @@ from typing import IO
 
 import pytest
 
+from tabbook import files
 from tabbook.execute import store as freeze
 from tabbook.execute.store import (
     FreezeStore,
@@ -19,9 +20,9 @@ from tabbook.execute.store import (
     provenance,
     public_copy,
     text_hash,
-    write_atomic,
     write_notebook,
 )
+from tabbook.files import write_atomic
 from tabbook.source.read import read_section
 from tabbook.source.split import split_section
 
@@ -138,7 +139,8 @@ def test_key_is_deterministic_and_parts_are_separated() -> None:
     p = parts(FULL, "jax")
     assert p.key == parts(FULL, "jax").key
     assert len(p.key) == 64 and set(p.key) <= set("0123456789abcdef")
-    assert p.as_dict() == {"cells": p.cells, "env": p.env, "library": p.library, "python": p.python, "kernel": p.kernel}
+    assert p.as_dict() == {"cells": p.cells, "env": p.env, "library": p.library, "python": p.python, "kernel": p.kernel,
+                           "library_file": p.library_file, "library_names": dict(p.library_names)}
     # moving text from one part to the next must not collide
     a = KeyParts(cells="ab", env="c", library="l", python="3.11", kernel="k")
     b = KeyParts(cells="a", env="bc", library="l", python="3.11", kernel="k")
@@ -171,9 +173,9 @@ def test_key_for_uses_lock_files_library_python_and_kernel(tmp_path: Path) -> No
         "[framework:pytorch]\nmodule = torch\nrequirements = envs/torch.txt\n"
         "[framework:jax]\nrequirements = envs/jax.txt\n"
     )
-    text = "# S\n\n```{.python .input}\n%%tab all\nx = 1\n```\n\n```{.python .input}\n%%tab jax\ny = 2\n```\n"
+    text = "# S\n\n```{.python .input}\n%%tab all\nx = 1\n```\n\n```{.python .input}\n%%tab jax\ny = d2l.h()\n```\n"
     section = read_section(text, "s.md", ("pytorch", "jax"), "pytorch")
-    library = {"d2l/torch.py": "# torch lib", "d2l/jax.py": "# jax lib"}
+    library = {"d2l/torch.py": "# torch lib", "d2l/jax.py": "# jax lib\ndef h():\n    return 1\n"}
 
     def key(fw: str, lib: dict[str, str] = library) -> str:
         return key_for(load_config(tmp_path), section, fw, lib)[0].key
@@ -182,8 +184,11 @@ def test_key_for_uses_lock_files_library_python_and_kernel(tmp_path: Path) -> No
     (tmp_path / "envs" / "jax.txt").write_text("jax==0.4.31\n")
     assert key("jax") != k_jax and key("pytorch") == k_torch
     k_jax = key("jax")
-    assert key("jax", {**library, "d2l/jax.py": "# jax lib, new helper"}) != k_jax
-    assert key("pytorch", {**library, "d2l/jax.py": "# jax lib, new helper"}) == k_torch
+    # The library part covers what the unit reaches (tabbook.library.reach): jax's h, nothing of torch's.
+    assert key("jax", {**library, "d2l/jax.py": "def h():\n    return 2\n"}) != k_jax
+    assert key("jax", {**library, "d2l/jax.py": library["d2l/jax.py"] + "def g():\n    return 3\n"}) == k_jax
+    assert key("jax", {**library, "d2l/jax.py": "# a comment\n" + library["d2l/jax.py"]}) == k_jax
+    assert key("pytorch", {**library, "d2l/jax.py": "def h():\n    return 2\n"}) == k_torch
 
 
 # --- the store ----------------------------------------------------------------------------------
@@ -291,7 +296,7 @@ def test_failed_write_midway_keeps_old_entry(old_entry: Path, monkeypatch: pytes
             self.f.flush()
             raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(freeze.os, "fdopen", lambda fd, *a, **k: Exploding(real_fdopen(fd, *a, **k)))
+    monkeypatch.setattr(files.os, "fdopen", lambda fd, *a, **k: Exploding(real_fdopen(fd, *a, **k)))
     with pytest.raises(OSError, match="No space left"):
         write_notebook(old_entry, {"new": True, "cells": ["x" * 1000]})
     assert old_entry.read_bytes() == before
@@ -304,7 +309,7 @@ def test_failed_rename_keeps_old_entry(old_entry: Path, monkeypatch: pytest.Monk
     def refuse(src: str, dst: str) -> None:
         raise PermissionError("read-only store")
 
-    monkeypatch.setattr(freeze.os, "replace", refuse)
+    monkeypatch.setattr(files.os, "replace", refuse)
     with pytest.raises(PermissionError):
         write_notebook(old_entry, {"new": True})
     assert old_entry.read_bytes() == before
@@ -328,8 +333,6 @@ def test_interrupt_keeps_old_entry(old_entry: Path, monkeypatch: pytest.MonkeyPa
 def test_atomic_writes_make_files_others_can_read(tmp_path: Path) -> None:
     """mkstemp makes 0600 files; what the builder writes (the site's notebooks and decks, the
     store, d2l/*.py) gets the mode a plain write would: a web server must be able to read it."""
-
-    from tabbook.execute.store import write_atomic
 
     old = os.umask(0o022)
     try:

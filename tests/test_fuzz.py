@@ -380,8 +380,9 @@ def check_book_error(err: BookError, lines: int) -> None:
 def test_check_and_library_take_any_bytes(tmp_path_factory, data: bytes) -> None:  # noqa: ANN001 - pytest fixture
     """``check`` and the library stage: a random page passes or fails with located errors only."""
     from tabbook.book import read_book
+    from tabbook.check import check_book
     from tabbook.config import load_config
-    from tabbook.source.check import check_book
+    from tabbook.library.cache import book_library
 
     root = tmp_path_factory.getbasetemp() / "fuzz-book"
     page = _fuzz_book(root)
@@ -393,7 +394,7 @@ def test_check_and_library_take_any_bytes(tmp_path_factory, data: bytes) -> None
         check_book_error(problem, lines)
     book = read_book(config, extra_files=False)
     try:
-        library = book.library
+        library = book_library(book)
     except BookError as err:
         check_book_error(err, lines)
         return

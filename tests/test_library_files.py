@@ -167,15 +167,14 @@ def test_tab_selected_imports_at_the_top_of_a_saved_cell_feed_the_header(config:
 
 @pytest.mark.skipif(not RUFF.exists(), reason="ruff is not installed in the builder's venv")
 def test_the_books_own_library_is_generated_and_clean() -> None:
-    from tabbook.book import read_page
-    from tabbook.source.toc import toc_sections
+    from tabbook.book import read_book, read_page
 
     config = load_config(ROOT)
     pages = sorted((ROOT / "chapter_gpus").glob("*.md"))
     if not pages:
         pytest.skip("chapter_gpus/ has no section yet")
     if (ROOT / "chapter_gpus" / "index.md").is_file():
-        sections = toc_sections(config)
+        sections = read_book(config).sections
     else:  # the chapter's index is not written yet: its sections in file order
         sections = [read_page(config, p.relative_to(ROOT).as_posix()) for p in pages]
     files = generate_library(config, sections)

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from prerequisites import require
 
 from tabbook.render import katex
 
@@ -47,7 +48,7 @@ def sites(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Path]:
     try:
         katex.ensure_katex(log=lambda _msg: None)
     except (katex.MathUnavailable, OSError) as exc:
-        pytest.skip(f"KaTeX unavailable: {exc}")
+        require(False, f"KaTeX unavailable: {exc}")
     pytest.importorskip("fontTools")
     book = tmp_path_factory.mktemp("parallel") / "book"
     shutil.copytree(FIXTURE, book)

@@ -3,8 +3,9 @@
 One PDF per framework: each holds its own code, outputs and prose tabs and
 none of the other framework's; figures and plots are vector art; equations,
 :numref:/:eqref: and citations resolve; unsupported outputs become notes.
-Skipped only where TeX is not installed and ``CI`` is unset (under CI the
-Makefile installs TeX first, so a missing TeX fails loudly there).
+``make test`` installs TeX first (scripts/install-tex.sh), with or without ``CI``; a
+plain ``pytest`` on a machine without TeX skips the typesetting tests, except under
+``CI``, where a missing TeX fails loudly.
 """
 
 from __future__ import annotations
@@ -17,18 +18,17 @@ import sys
 from pathlib import Path
 
 import pytest
+from prerequisites import skip_unless
 
 from tabbook.config import load_config
 from tabbook.render.ext.latex import html_to_text, shorten_traceback
-from tabbook.render.pdf import latex_failure, log_errors, pdf_paths, section_of, tex_available
+from tabbook.render.pdf import TOOLS, latex_failure, log_errors, pdf_paths, section_of, tex_available
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "book"
 
-needs_tex = pytest.mark.skipif(
-    not (tex_available() and shutil.which("pdftotext")) and not os.environ.get("CI"),
-    reason="TeX is not installed (scripts/install-tex.sh); under CI this fails instead",
-)
+needs_tex = skip_unless(tex_available() and shutil.which("pdftotext"),
+                        "TeX is not installed (make test installs it: scripts/install-tex.sh)")
 
 PRINT_SECTION = r'''# Printing
 :label:`sec_print`
@@ -187,6 +187,42 @@ def test_latex_failure_names_section_and_log_excerpt(book: Path) -> None:
     assert message.startswith("print.md: [alpha] LaTeX failed on build/latex/alpha/book.tex")
     assert "Undefined control sequence" in message and "\\undefinedmacro" in message
     assert "full log: build/latex/alpha/book.log" in message
+
+
+def path_without(tools: tuple[str, ...], dest: Path) -> str:
+    """A PATH with every program of this one but ``tools``: a machine where they are not installed."""
+    dest.mkdir()
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        if not folder or not Path(folder).is_dir():
+            continue
+        for program in Path(folder).iterdir():
+            if program.name not in tools and not (dest / program.name).exists() and os.access(program, os.X_OK):
+                (dest / program.name).symlink_to(program)
+    return str(dest)
+
+
+def test_without_tex_the_books_own_problems_come_first_then_what_to_install(tmp_path: Path) -> None:
+    """No TeX (hidden from the PATH): ``tabbook pdf`` names the missing programs and how to get
+    them, after the book's own problems, and leaves no PDF, LaTeX file or freeze entry behind."""
+    book = make_book(tmp_path / "book")
+    env_path = path_without(TOOLS, tmp_path / "bin")
+    run = lambda *args: subprocess.run(  # noqa: E731
+        [sys.executable, "-m", "tabbook", "-C", str(book), "pdf", *args], cwd=ROOT, capture_output=True,
+        text=True, env={**os.environ, "PATH": env_path, "PYTHONPATH": str(ROOT),
+                        "TABBOOK_CACHE": str(book / ".cache")})
+    proc = run()
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f"cannot build PDFs: {', '.join(TOOLS)} not found; run scripts/install-tex.sh" in proc.stderr
+    assert not (book / "build" / "pdf").exists() and not (book / "build" / "latex").exists()
+    assert not (book / "_freeze").exists()  # nothing executed for a build that cannot finish
+
+    page = book / "print.md"
+    page.write_text(page.read_text() + "\nSee :numref:`sec_nowhere`.\n", encoding="utf-8")
+    proc = run()
+    line = page.read_text().splitlines().index("See :numref:`sec_nowhere`.") + 1
+    assert proc.returncode == 1
+    assert f"print.md:{line}:" in proc.stderr and "sec_nowhere" in proc.stderr, proc.stderr
+    assert "cannot build PDFs" not in proc.stderr
 
 
 def test_log_errors_pick_error_lines_and_context() -> None:

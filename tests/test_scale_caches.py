@@ -21,6 +21,7 @@ import tabbook.render.site as site
 from tabbook.book import read_book
 from tabbook.config import load_config
 from tabbook.execute.store import FreezeStore, KeyParts
+from tabbook.library.cache import book_library
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "book"
 
@@ -32,7 +33,7 @@ def book(tmp_path: Path) -> Path:
 
 
 def test_a_prose_edit_reuses_the_generated_library(book: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    first = read_book(load_config(book)).library
+    first = book_library(read_book(load_config(book)))
     calls: list[int] = []
     real = generate.generate_library
     monkeypatch.setattr(generate, "generate_library", lambda *a, **k: calls.append(1) or real(*a, **k))
@@ -41,14 +42,14 @@ def test_a_prose_edit_reuses_the_generated_library(book: Path, monkeypatch: pyte
     # A sentence changed and lines added above every code cell: the library cannot change.
     assert "Shared prose" in text
     sec.write_text(text.replace("Shared prose", "Shared, reworded prose\n\nwith a new paragraph"))
-    assert read_book(load_config(book)).library == first and calls == []
+    assert book_library(read_book(load_config(book))) == first and calls == []
     # The title is in the library ("Defined in …"): a new title generates it again.
     sec.write_text(sec.read_text().replace("# A Section", "# A Renamed Section", 1))
-    renamed = read_book(load_config(book)).library
+    renamed = book_library(read_book(load_config(book)))
     assert calls == [1] and 'Defined in "A Renamed Section"' in renamed["d2l/beta.py"]
     # And so does code, of course.
     sec.write_text(sec.read_text().replace("def double(x):  #@save", "def double(x):  #@save\n    \"\"\"Twice x.\"\"\""))
-    assert "Twice x." in read_book(load_config(book)).library["d2l/beta.py"] and calls == [1, 1]
+    assert "Twice x." in book_library(read_book(load_config(book)))["d2l/beta.py"] and calls == [1, 1]
 
 
 def test_cached_problems_keep_their_lines(book: Path) -> None:
@@ -58,11 +59,11 @@ def test_cached_problems_keep_their_lines(book: Path) -> None:
     sec.write_text(sec.read_text().replace("def double(x):  #@save\n",
                                            "def double(x):  #@save\n    helper_nobody_saves()\n", 1))
     first = read_book(load_config(book))
-    assert first.library and first.library_problems
+    assert book_library(first) and first.library_problems
     line = first.library_problems[0].line
     sec.write_text(sec.read_text().replace("Shared prose", "Shared prose\n\nOne more paragraph.\n", 1))
     again = read_book(load_config(book))
-    assert again.library == first.library
+    assert book_library(again) == book_library(first)
     assert [p.line for p in again.library_problems] == [line + 3]
 
 

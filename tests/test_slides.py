@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tabbook.check import check_book
 from tabbook.config import load_config
 from tabbook.render.slides import Code, Renderer, build_deck, deck_html, lecture_code, marks, write_decks
-from tabbook.source.check import check_book
 from tabbook.source.dialect import unclosed_slide_marks
 from tabbook.source.read import Section, read_section
 

@@ -17,15 +17,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from prerequisites import require
 from test_d2lbook_build import make_book
 
 ROOT = Path(__file__).resolve().parent.parent
 PY312 = sorted(glob.glob(str(Path.home() / ".pyenv" / "versions" / "3.12.*" / "bin" / "python3.12")))
 
 
-@pytest.mark.skipif(not PY312, reason="no Python 3.12 under ~/.pyenv to stand for the GPU machine's")
 def test_the_wheelhouse_lets_a_bare_python_execute_a_book_without_the_network(tmp_path: Path) -> None:
+    require(PY312, "no Python 3.12 under ~/.pyenv to stand for the GPU machine's")
     house = Path.home() / ".cache" / "tabbook" / "wheelhouse-test"
     proc = subprocess.run([sys.executable, "-m", "tabbook", "-C", str(ROOT), "wheelhouse", "--dest", str(house)],
                           capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})

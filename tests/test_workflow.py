@@ -16,8 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import yaml
+from prerequisites import require
 
 from tabbook.cli import parser
 
@@ -27,8 +27,7 @@ WORKFLOW = ROOT / ".github" / "workflows" / "book.yml"
 
 def _actionlint() -> str:
     found = shutil.which("actionlint", path=str(Path(sys.executable).parent)) or shutil.which("actionlint")
-    if not found:
-        pytest.skip("actionlint is not installed (make test installs envs/builder-test.txt)")
+    require(found, "actionlint is not installed (envs/builder-test.txt)")
     return found
 
 

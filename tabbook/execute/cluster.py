@@ -8,7 +8,7 @@ unit: the framework's environment is found or created on the worker's host as lo
 (:func:`tabbook.execute.envs.ensure_env`), and the unit executes in a worker subprocess and
 kernel of its own (:class:`tabbook.execute.runner.Runner`). The task returns the executed notebook
 as data; the client, and only the client, writes it into the freeze store (atomically, in
-:func:`tabbook.execute.plan.run`), so a worker never writes into the store and a unit whose
+:func:`tabbook.execute.plan.run`, which the build hands this runner), so a worker never writes into the store and a unit whose
 worker dies leaves nothing behind: the scheduler runs it again on another worker, and after
 ``distributed.scheduler.allowed-failures`` deaths the unit fails with a message saying so.
 
@@ -23,7 +23,6 @@ until a build names a scheduler.
 
 from __future__ import annotations
 
-import os
 import socket
 import threading
 import time
@@ -32,8 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tabbook.config import OVERLAY_ENV, Config, load_config
+from tabbook.config import Config, load_config
 from tabbook.errors import BookError
+from tabbook.execute.gpus import Devices, detect
 from tabbook.execute.runner import Progress, Runner, Unit, UnitResult
 
 #: What to install for ``--scheduler`` (the pinned versions are in envs/builder-dask.txt).
@@ -60,10 +60,10 @@ class Request:
 
     build: str  # this build's id: progress events and the stop signal are per build
     root: str  # the book's root on the client (workers see the book at the same path)
-    overlay: str | None  # $TABBOOK_OVERLAY of the client, if any
+    overlay: str | None  # the overlay the client read, if any
     unit: Unit
     env_hash: str  # the freeze key's environment part, as the client computed it
-    library_hash: str  # the freeze key's library part
+    library_hash: str  # hash of the whole d2l/<module>.py the client keyed the unit with
 
 
 # -- worker side ------------------------------------------------------------------------------
@@ -74,29 +74,14 @@ _prepared: set[tuple[str, str | None, str]] = set()
 
 
 def _worker_config(request: Request) -> Config:
-    """The book's configuration as this host reads it (cached per worker process).
-
-    ``load_config`` reads the overlay from the environment, which is process-wide: the lock
-    keeps two tasks of a multi-threaded worker from reading each other's.
-    """
+    """The book's configuration as this host reads it, with the client's overlay (cached per
+    worker process; the lock keeps two tasks of a multi-threaded worker from reading it twice)."""
     with _lock:
         cached = _configs.get((request.root, request.overlay))
-        if cached is not None:
-            return cached
-        saved = os.environ.get(OVERLAY_ENV)
-        try:
-            if request.overlay:
-                os.environ[OVERLAY_ENV] = request.overlay
-            else:
-                os.environ.pop(OVERLAY_ENV, None)
-            config = load_config(Path(request.root))
-        finally:
-            if saved is None:
-                os.environ.pop(OVERLAY_ENV, None)
-            else:
-                os.environ[OVERLAY_ENV] = saved
-        _configs[(request.root, request.overlay)] = config
-        return config
+        if cached is None:
+            overlay = Path(request.overlay) if request.overlay else None
+            cached = _configs[(request.root, request.overlay)] = load_config(Path(request.root), overlay)
+        return cached
 
 
 def _prepare(config: Config, request: Request) -> None:
@@ -138,7 +123,7 @@ def run_unit(request: Request) -> dict[str, Any]:
     """
     import distributed
 
-    from tabbook.execute.plan import kernel_env
+    from tabbook.execute.envs import kernel_env
 
     worker = distributed.get_worker()
     unit = request.unit
@@ -150,7 +135,10 @@ def run_unit(request: Request) -> dict[str, Any]:
         _prepare(config, request)
     except BookError as exc:
         return {"error": exc.location_message(), "seconds": time.monotonic() - t0, "host": host}
-    runner = Runner(1, kernel_env(config), progress=lambda _msg: None)
+    # The host's GPUs and its machine lock, as in a local build: Dask workers on one host (and
+    # local builds beside them) never share a device, and a run-alone unit runs alone there.
+    env = kernel_env(config)
+    runner = Runner(1, env, progress=lambda _msg: None, devices=Devices(detect(env), per_gpu=config.units_per_gpu))
     # The worker's client, taken here: the watcher thread below is not a task thread, where
     # Dask could find it by itself.
     stop = distributed.Event(f"tabbook-stop-{request.build}", client=distributed.get_client())
@@ -241,7 +229,7 @@ class ClusterRunner(Runner):
             return []
         distributed = require_distributed()
         self._client = client = self._connect()
-        overlay = os.environ.get(OVERLAY_ENV) or None
+        overlay = str(self.config.overlay) if self.config.overlay else None
         try:
             client.subscribe_topic(TOPIC, self._event)
             index: dict[str, int] = {}

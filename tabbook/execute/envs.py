@@ -17,11 +17,14 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tabbook.config import Config, Framework
 from tabbook.errors import BookError
+from tabbook.files import cache_dir, write_atomic
 
 MARKER = ".tabbook-complete"
 
@@ -31,13 +34,6 @@ class Env:
     framework: str
     python: Path  # interpreter that runs the kernel
     lock_hash: str  # what the freeze key records about the environment
-
-
-def cache_root() -> Path:
-    if os.environ.get("TABBOOK_CACHE"):
-        return Path(os.environ["TABBOOK_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME")
-    return (Path(base) if base else Path.home() / ".cache") / "tabbook"
 
 
 def find_python(version: str) -> Path:
@@ -109,7 +105,7 @@ def lock_hash(fw: Framework) -> str:
 
 def venv_dir(fw: Framework) -> Path:
     """``$TABBOOK_VENVS`` (or the cache's ``venvs/``) / ``<framework>-<lock hash>``."""
-    base = Path(os.environ["TABBOOK_VENVS"]) if os.environ.get("TABBOOK_VENVS") else cache_root() / "venvs"
+    base = Path(os.environ["TABBOOK_VENVS"]) if os.environ.get("TABBOOK_VENVS") else cache_dir() / "venvs"
     return base / f"{fw.name}-{lock_hash(fw)}"
 
 
@@ -122,11 +118,11 @@ def ensure_env(config: Config, fw: Framework, create: bool = True, log=print) ->
     if fw.python == "current":
         return Env(fw.name, Path(sys.executable), lock_hash(fw))
     if fw.requirements is None:
-        from tabbook.config import _key_line
+        from tabbook.settings import key_line
 
         where = config.overlay.name if config.overlay else "tabbook.ini"
         ini = config.root / "config.ini"
-        line = _key_line(ini.read_text(encoding="utf-8"), "build", "tabs") if ini.is_file() else None
+        line = key_line(ini.read_text(encoding="utf-8"), "build", "tabs") if ini.is_file() else None
         raise BookError(
             f"tab {fw.name!r} has no environment to run its code: give [framework:{fw.name}] a "
             f"requirements lock file in config.ini or an overlay ({where}), an existing interpreter "
@@ -267,7 +263,6 @@ def write_kernelspec(config: Config, fw: Framework, env: Env) -> None:
         },
         "metadata": {"tabbook": {"framework": fw.name}},
     }
-    from tabbook.execute.store import write_atomic
 
     # A temp file of its own: Dask workers on one host may write the same spec at once.
     write_atomic(spec_dir / "kernel.json", json.dumps(spec, indent=1))
@@ -281,3 +276,23 @@ def create_envs(config: Config, names: list[str]) -> None:
         fw = config.framework(name)
         env = ensure_env(config, fw)
         print(f"[env] {name}: {fw.import_name} {check_env(config, fw, env)} at {env.python}")
+
+
+def kernel_env(config: Config) -> dict[str, str]:
+    """The environment kernels start in: project-local kernelspecs, the repo's ``d2l`` importable."""
+    env = dict(os.environ)
+    env["JUPYTER_PATH"] = str(jupyter_dir(config).resolve())
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    return env
+
+
+def prepare_kernels(config: Config, frameworks: set[str], log: Callable[[str], Any] = print) -> None:
+    """Create (if needed), check and register the kernel of each framework about to run."""
+    for fw in sorted(frameworks, key=config.tabs.index):
+        framework = config.framework(fw)
+        env = ensure_env(config, framework, create=True, log=log)
+        version = checked_env(config, framework, env)  # imports the framework once per venv, not per build
+        if framework.interpreter is not None:
+            log(f"[env] {fw}: existing interpreter {framework.interpreter} ({framework.import_name} {version})")
+        write_kernelspec(config, framework, env)

@@ -23,7 +23,8 @@ from typing import Any
 
 from tabbook.config import Config
 from tabbook.errors import BookError, BookErrors
-from tabbook.execute.store import META, FreezeStore, KeyParts, gpu_entry_current, write_atomic
+from tabbook.execute.store import META, FreezeStore, KeyParts, gpu_entry_current
+from tabbook.files import write_atomic
 
 
 @dataclass
@@ -66,7 +67,7 @@ def _read_entry(store: FreezeStore, path: Path) -> _Candidate:
 def _is_current(meta: dict[str, Any], nb_text: str, parts: KeyParts | None) -> bool:
     if parts is None:
         return False
-    if meta.get("key") == parts.key:
+    if meta.get("key") in (parts.key, parts.legacy_key):  # the legacy key: see KeyParts.legacy_key
         return True
     return gpu_entry_current(json.loads(nb_text), parts)
 
@@ -75,13 +76,14 @@ def current_keys(config: Config) -> dict[tuple[str, str], KeyParts]:
     """The key of every (section, framework) unit of the book as it is now (read once)."""
     from tabbook.book import read_book
     from tabbook.execute.plan import unit_key
+    from tabbook.library.cache import book_library
 
     book = read_book(config)  # every page: a build executes the orphans (pages no toc lists) too
     book.raise_problems()
     keys: dict[tuple[str, str], KeyParts] = {}
     for section in book.rendered:
         for fw in config.tabs:
-            parts, cells = unit_key(config, section, fw, book.library)
+            parts, cells = unit_key(config, section, fw, book_library(book))
             if cells:
                 keys[(section.path, fw)] = parts
     return keys

@@ -1,9 +1,10 @@
 """Stage 3, execute: decide which (section, framework) units run, run them, store what they made.
 
 :func:`plan` looks every unit up in the freeze store by its key (what the kernel
-would run, the environment's lock files, the generated library, Python, kernel)
-and sorts it into reused, to run, or skipped (not selected); a ``--frozen``
-build turns every unit to run into a located error instead. :func:`run` starts
+would run, the environment's lock files, the library definitions it can reach,
+Python, kernel) and sorts it into reused, to run, or skipped (not selected),
+recording for each why (:class:`UnitPlan`, what ``build --dry-run`` prints); a
+``--frozen`` build turns every unit to run into a located error instead. :func:`run` starts
 only the kernels the plan needs, runs the units in parallel (:mod:`.runner`)
 and writes each successful result into the store (:class:`.store.FreezeStore`).
 A failed unit is reported and never stored; the others are kept.
@@ -15,16 +16,17 @@ it failed) still has a notebook for the page: its code without outputs
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from tabbook.config import Config
 from tabbook.errors import BookError, BookErrors
+from tabbook.execute.gpus import ALL, guess_need
 from tabbook.execute.runner import Runner, Unit, build_notebook
-from tabbook.execute.store import META, FreezeStore, KeyParts, cells_hash, text_hash
+from tabbook.execute.store import META, FreezeStore, KeyParts, cells_hash, match, text_hash
+from tabbook.execute.store import provenance as store_provenance
+from tabbook.library.reach import HEADER, changed_names
 from tabbook.source.read import Section
 from tabbook.source.split import FrameworkCell, split_section
 
@@ -40,6 +42,9 @@ class Selection:
     only: tuple[str, ...] | None = None  # sections (paths) to execute
     shard: tuple[int, int] | None = None  # (i, n): execute units i, i+n, ...
     frozen_only: bool = False  # never execute: a unit that would run is an error
+    # Re-run a stale unit even where this machine is less than the one that computed its entry
+    # (fewer GPUs than the entry's, or than the page needs); by default its entry is kept, marked.
+    execute_here: bool = False
 
     def selects(self, section: str, framework: str) -> bool:
         return (self.frameworks is None or framework in self.frameworks) and (
@@ -56,6 +61,76 @@ class UnitStatus:
 
 
 @dataclass
+class UnitPlan:
+    """What the plan decided for one unit and why: a ``--dry-run`` line, a JSON object.
+
+    ``state``: ``reuse`` (its entry is current), ``run`` (stale, executes in this build),
+    ``stale`` (stale, but execution is off: shown as code only), ``skip`` (not selected in
+    this build: ``--only``, ``--frameworks``, another ``--shard``). ``why``: which inputs
+    changed since the entry was stored (its code, library names, a lock file, Python, the
+    kernel), or why it is reused. ``placement`` is left for the GPU machine plan (issue 31).
+    """
+
+    section: str
+    framework: str
+    state: str
+    why: list[str] = field(default_factory=list)
+    library_names: list[str] = field(default_factory=list)  # the library names that changed, if any
+    library_whole: str | None = None  # why the key covers the whole library, if it does
+    placement: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"page": self.section, "framework": self.framework, "state": self.state,
+                               "why": self.why}
+        if self.library_names:
+            out["library_names"] = self.library_names
+        if self.library_whole:
+            out["library_whole"] = self.library_whole
+        if self.placement is not None:
+            out["placement"] = self.placement
+        return out
+
+
+def explain(entry: dict[str, Any] | None, parts: KeyParts) -> tuple[list[str], list[str]]:
+    """Why an entry is not current for ``parts``: the inputs that changed, and the library names.
+
+    Read from the key parts the entry recorded; an entry of version-1 keys recorded only the
+    whole library's hash, so a library change there cannot be narrowed to names."""
+    if entry is None:
+        return ["no entry"], []
+    stored = ((entry.get("metadata") or {}).get(META) or {}).get("key_parts") or {}
+    if not stored:
+        return ["its entry records no key parts"], []
+    why: list[str] = []
+    names: list[str] = []
+    if stored.get("cells") != parts.cells:
+        why.append("its code")
+    if stored.get("env") != parts.env:
+        why.append("the lock file")
+    if stored.get("python") != parts.python:
+        why.append("Python")
+    if stored.get("kernel") != parts.kernel:
+        why.append("the kernel")
+    old_names = stored.get("library_names")
+    legacy = not isinstance(old_names, dict)  # a version-1 entry: its library part is the whole file's hash
+    if stored.get("library") != (parts.library_file if legacy else parts.library):
+        if parts.library_whole:
+            why.append(f"the library (keyed whole: {parts.library_whole})")
+        elif stored.get("library_whole") or legacy:
+            what = ("keyed whole before" if stored.get("library_whole")
+                    else "keyed on the whole library by an older tabbook")
+            why.append(f"the library ({what})")
+        else:
+            names = changed_names(old_names, dict(parts.library_names))
+            if HEADER in names:
+                why.append("the library's header (its imports and import-time code)")
+            names = [n for n in names if n != HEADER]
+            if names:
+                why.append(f"library names: {', '.join(names)}")
+    return why or ["its key (another key version)"], names
+
+
+@dataclass
 class Plan:
     notebooks: Notebooks = field(default_factory=dict)  # current entries, reused as they are
     # Where each notebook came from, for units whose notebook is not new in this build: the
@@ -64,91 +139,212 @@ class Plan:
     origins: dict[tuple[str, str], str] = field(default_factory=dict)
     todo: list[tuple[Unit, KeyParts]] = field(default_factory=list)
     statuses: list[UnitStatus] = field(default_factory=list)
+    units: list[UnitPlan] = field(default_factory=list)  # every unit's decision and why (--dry-run)
+    # Current entries stored under their version-1 key: re-stamped with the new key by a build
+    # that may write the store (:func:`upgrade_keys`), never by --frozen or --dry-run.
+    upgrades: list[tuple[str, str, KeyParts]] = field(default_factory=list)
+    # Units with no entry, whose key's library part is computed only if they run (keys_for_todo).
+    deferred: dict[tuple[str, str], Section] = field(default_factory=dict)
+    library: dict[str, str] = field(default_factory=dict)  # the generated files the keys were made from
+
+    def keys_for_todo(self, config: Config) -> None:
+        """Complete the keys of the units about to run and be stored (see :func:`unit_key`)."""
+        for i, (unit, _) in enumerate(self.todo):
+            section = self.deferred.pop((unit.section, unit.framework), None)
+            if section is not None:
+                self.todo[i] = (unit, unit_key(config, section, unit.framework, self.library)[0])
 
 
-def unit_key(config: Config, section: Section, fw: str, library: dict[str, str]) -> tuple[KeyParts, list[FrameworkCell]]:
-    """The freeze key of (section, framework), and the cells it hashes."""
+def unit_key(config: Config, section: Section, fw: str, library: dict[str, str],
+             entry: dict[str, Any] | None = None, analyse: bool = True) -> tuple[KeyParts, list[FrameworkCell]]:
+    """The freeze key of (section, framework), and the cells it hashes.
+
+    The library part covers only the definitions of ``d2l/<module>.py`` the cells can
+    reach, and the module's header (:func:`tabbook.library.reach.unit_reach`); a generated
+    module of another framework that the cells import counts whole. ``entry``: the unit's
+    stored entry, whose library part is reused when it was computed from the same cells,
+    the same library files and the same rules (the analysis is a pure function of those),
+    so a build where neither code nor library changed analyses nothing. ``analyse=False``
+    (a unit with no entry: stale whatever its key) leaves the library part empty; the plan
+    computes it only if the unit runs and is stored (:meth:`Plan.keys_for_todo`)."""
     from tabbook.execute.envs import lock_hash
+    from tabbook.library.reach import RULES, unit_reach
 
     framework = config.framework(fw)
     cells = split_section(section, fw, framework.library)  # aliases rewritten, as d2lbook runs the tab
-    lib_text = library.get(f"{config.library_dir.name}/{framework.module}.py")
+    package = config.library_dir.name
+    lib_text = library.get(f"{package}/{framework.module}.py")
+    cells_part, file_part = cells_hash(cells), text_hash(lib_text)
+    stored = ((entry or {}).get("metadata", {}).get(META) or {}).get("key_parts") or {}
+    others = stored.get("library_others") or {}
+    if (stored.get("cells") == cells_part and stored.get("library_file") == file_part
+            and stored.get("library_rules") == RULES and isinstance(stored.get("library_names"), dict)
+            and isinstance(stored.get("library"), str) and isinstance(others, dict)
+            and all(text_hash(library.get(f"{package}/{m}.py")) == h for m, h in others.items())):
+        library_part, names = stored["library"], tuple(sorted(stored["library_names"].items()))
+        whole, other_parts = stored.get("library_whole"), tuple(sorted(others.items()))
+    elif not analyse:
+        library_part, names, whole, other_parts = "", (), None, ()
+    else:
+        reached = unit_reach([c.source for c in cells], lib_text or "", package, framework.module)
+        library_part, names, whole = reached.key, tuple(sorted(reached.names.items())), reached.whole
+        other_parts = tuple((m, text_hash(library.get(f"{package}/{m}.py"))) for m in reached.other_modules)
+        if other_parts:
+            library_part = text_hash("\0".join([library_part, *(h for _, h in other_parts)]))
     parts = KeyParts(
-        cells=cells_hash(cells), env=lock_hash(framework), library=text_hash(lib_text),
+        cells=cells_part, env=lock_hash(framework), library=library_part,
         python=framework.python, kernel=framework.kernel_name,
+        library_file=file_part, library_names=names, library_whole=whole,
+        library_others=other_parts, library_rules=RULES,
     )
     return parts, cells
 
 
+def lesser_host(entry: dict[str, Any] | None, need: int, host_gpus: int | None) -> str | None:
+    """Why this machine cannot stand in for the one that computed ``entry`` (None: it can).
+
+    An entry computed on GPUs, re-run on a machine with fewer, would swap the book's GPU outputs
+    for other ones without a word; a page that needs more GPUs than there are cannot show what
+    it is about. ``host_gpus`` None: not known, nothing is held back."""
+    if entry is None or host_gpus is None:
+        return None
+    gpus = (store_provenance(entry) or {}).get("gpus") or []
+    if len(gpus) > host_gpus:
+        return f"its outputs were computed on {len(gpus)}× {gpus[0]} and this machine has " + (
+            f"{host_gpus} GPU(s)" if host_gpus else "no GPU")
+    if need > host_gpus:
+        return f"it needs {need} GPUs and this machine has {host_gpus}"
+    return None
+
+
 def plan(config: Config, sections: list[Section], library: dict[str, str], store: FreezeStore,
-         selection: Selection) -> Plan:
-    """Sort every unit of the book into reused / to run / skipped; ``--frozen`` stale units raise."""
-    out = Plan()
+         selection: Selection, host_gpus: int | None = None) -> Plan:
+    """Sort every unit of the book into reused / to run / skipped; ``--frozen`` stale units raise.
+
+    ``host_gpus``: how many GPUs this machine has (:func:`tabbook.execute.gpus.detect`); a stale
+    unit this machine cannot stand in for keeps its entry, marked outdated (:func:`lesser_host`),
+    unless ``selection.execute_here``."""
+    out = Plan(library=library)
     stale: list[BookError] = []
     for section in sections:
         for fw in config.tabs:
-            parts, cells = unit_key(config, section, fw, library)
+            entry = store.load(section.path, fw)
+            parts, cells = unit_key(config, section, fw, library, entry, analyse=entry is not None)
             if not cells:
                 continue
-            entry, current = store.lookup(section.path, fw, parts.key, parts)
+            matched = match(entry, parts)
             selected = selection.selects(section.path, fw)
-            if current and not (selection.force and selected):
+            record = UnitPlan(section.path, fw, "reuse", library_whole=parts.library_whole)
+            out.units.append(record)
+            declared = config.declared_gpus(section.path)
+            need = declared if declared is not None else guess_need("\n".join(c.source for c in cells))
+            alone = config.runs_alone(section.path)
+            record.placement = describe_need(need, alone)
+            if matched and not (selection.force and selected):
                 out.notebooks[(section.path, fw)] = entry  # type: ignore[assignment]
                 out.origins[(section.path, fw)] = store.signature(section.path, fw)
                 out.statuses.append(UnitStatus(section.path, fw, "reused"))
-            elif selection.frozen_only:
-                why = "missing" if entry is None else "stale (its code, environment or library changed)"
+                record.why = [REUSE_WHY[matched]]
+                if needs_upgrade(entry, matched) and not selection.frozen_only:
+                    out.upgrades.append((section.path, fw, parts))
+                continue
+            record.state = "run"
+            if matched:
+                record.why = ["forced (--force)"]
+            else:
+                record.why, record.library_names = explain(entry, parts)
+            held_back = None if selection.execute_here or not selected else lesser_host(entry, need, host_gpus)
+            if held_back:
+                # Kept as it is, marked on the page and in the report; --frozen fails on it below.
+                record.state = "outdated"
+                record.why = [*record.why, f"kept: {held_back} (--execute-here runs it anyway)"]
+                out.notebooks[(section.path, fw)] = mark_outdated(entry, f"{', '.join(record.why[:-1])} changed; "
+                                                                  f"{held_back}")  # type: ignore[arg-type]
+                out.origins[(section.path, fw)] = "outdated: " + store.signature(section.path, fw)
+                out.statuses.append(UnitStatus(section.path, fw, "outdated", error=(
+                    f"{section.path}: [{fw}] outputs kept from an earlier version of the code: {held_back}")))
+                if not selection.frozen_only:
+                    continue
+            if selection.frozen_only:
+                why = "missing" if entry is None else f"stale ({', '.join(record.why)} changed)"
                 rel = config.rel(store.path(section.path, fw))
                 # At the unit's first code cell: the store keeps no finer record of what changed.
                 stale.append(BookError(f"[{fw}] freeze entry {rel} is {why}", section.path, cells[0].cell.line))
+                continue
+            framework = config.framework(fw)
+            unit = Unit(
+                section=section.path, framework=fw, cells=tuple(cells),
+                kernel_name=framework.kernel_name, import_name=framework.import_name,
+                cwd=(config.root / section.path).parent, timeout=config.cell_timeout,
+                stderr_filters=config.stderr_filters,
+                gpu_probe=framework.gpu_probe,
+                gpus=need, alone=alone,
+            )
+            if selected:
+                out.todo.append((unit, parts))
+                if not parts.library:
+                    out.deferred[(section.path, fw)] = section
             else:
-                framework = config.framework(fw)
-                unit = Unit(
-                    section=section.path, framework=fw, cells=tuple(cells),
-                    kernel_name=framework.kernel_name, import_name=framework.import_name,
-                    cwd=(config.root / section.path).parent, timeout=config.cell_timeout,
-                    stderr_filters=config.stderr_filters,
-                    gpu_probe=framework.gpu_probe,
-                )
-                if selected:
-                    out.todo.append((unit, parts))
-                else:
-                    out.statuses.append(UnitStatus(section.path, fw, "skipped"))
-                    out.notebooks[(section.path, fw)] = code_only_notebook(unit, "not run in this build")
-                    out.origins[(section.path, fw)] = "code only: not run in this build"
+                record.state = "skip"
+                record.why = ["not selected in this build", *record.why]
+                out.statuses.append(UnitStatus(section.path, fw, "skipped"))
+                out.notebooks[(section.path, fw)] = code_only_notebook(unit, "not run in this build")
+                out.origins[(section.path, fw)] = "code only: not run in this build"
     if stale:
         raise BookErrors(stale)
     if selection.shard:
         i, n = selection.shard
+        by_unit = {(u.section, u.framework): u for u in out.units}
         for unit, _ in out.todo[:i] + [t for k, t in enumerate(out.todo[i:]) if k % n]:
             out.notebooks[(unit.section, unit.framework)] = code_only_notebook(unit, "run by another shard")
             out.origins[(unit.section, unit.framework)] = "code only: run by another shard"
+            by_unit[(unit.section, unit.framework)].state = "skip"
+            by_unit[(unit.section, unit.framework)].why.insert(0, "run by another shard")
         out.todo = out.todo[i::n]
     return out
 
 
-def kernel_env(config: Config) -> dict[str, str]:
-    """The environment kernels start in: project-local kernelspecs, the repo's ``d2l`` importable."""
-    from tabbook.execute.envs import jupyter_dir
-
-    env = dict(os.environ)
-    env["JUPYTER_PATH"] = str(jupyter_dir(config).resolve())
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    return env
+def describe_need(need: int, alone: bool) -> str:
+    """What a unit asks of the machine, for the plan: ``CPU``, ``1 GPU``, ``all GPUs``, ``…, alone``."""
+    where = "CPU" if need == 0 else "all GPUs" if need == ALL else f"{need} GPU" + ("s" if need > 1 else "")
+    return where + (", alone" if alone else "")
 
 
-def prepare_kernels(config: Config, frameworks: set[str], log: Callable[[str], Any] = print) -> None:
-    """Create (if needed), check and register the kernel of each framework about to run."""
-    from tabbook.execute.envs import checked_env, ensure_env, write_kernelspec
+def mark_outdated(entry: dict[str, Any], why: str) -> dict[str, Any]:
+    """The entry as the page shows it: its provenance says the outputs are from older code, and why.
+    A copy: the store keeps its entry as it is."""
+    nb = dict(entry)
+    meta = dict(nb.get("metadata") or {})
+    tabbook = dict(meta.get(META) or {})
+    tabbook["provenance"] = {**(tabbook.get("provenance") or {}), "outdated": why}
+    meta[META] = tabbook
+    nb["metadata"] = meta
+    return nb
 
-    for fw in sorted(frameworks, key=config.tabs.index):
-        framework = config.framework(fw)
-        env = ensure_env(config, framework, create=True, log=log)
-        version = checked_env(config, framework, env)  # imports the framework once per venv, not per build
-        if framework.interpreter is not None:
-            log(f"[env] {fw}: existing interpreter {framework.interpreter} ({framework.import_name} {version})")
-        write_kernelspec(config, framework, env)
+
+REUSE_WHY = {
+    "key": "current",
+    "legacy": "current (stored under the older whole-library key, which still matches)",
+    "gpu": "current (GPU outputs of the same code and library)",
+}
+
+
+def needs_upgrade(entry: dict[str, Any] | None, matched: str | None) -> bool:
+    """A current entry with version-1 key parts: under its version-1 key, or a GPU entry whose
+    library part is still the whole module's hash."""
+    stored = ((entry or {}).get("metadata", {}).get(META) or {}).get("key_parts") or {}
+    return matched == "legacy" or (matched == "gpu" and "library_names" not in stored)
+
+
+def upgrade_keys(the_plan: Plan, store: FreezeStore) -> None:
+    """Re-stamp the plan's current version-1 entries with version-2 key parts, so that a later
+    library edit invalidates them by name, not wholesale. Outputs are not touched."""
+    for section, fw, parts in the_plan.upgrades:
+        entry = store.load(section, fw)
+        if entry is not None and needs_upgrade(entry, match(entry, parts)):
+            store.upgrade(section, fw, entry, parts)
+            the_plan.origins[(section, fw)] = store.signature(section, fw)
+    the_plan.upgrades = []
 
 
 def code_only_notebook(unit: Unit, why: str) -> dict[str, Any]:
@@ -168,27 +364,22 @@ def skip_execution(the_plan: Plan) -> Notebooks:
     return notebooks
 
 
-def run(config: Config, the_plan: Plan, store: FreezeStore, jobs: int = 0,
-        log: Callable[[str], Any] = print, scheduler: str | None = None) -> tuple[Notebooks, list[BookError]]:
+def run(config: Config, the_plan: Plan, store: FreezeStore,
+        make_runner: Callable[[], Runner]) -> tuple[Notebooks, list[BookError]]:
     """Execute the plan's units and store each result.
 
     Returns the notebooks of every unit (a failed one as code without outputs) and
     the failures, so the caller can still render every page before it reports them.
-    With ``scheduler`` (a Dask scheduler's address) the units run on that cluster's
-    workers, which prepare their own kernels; the results are stored here all the same.
+    ``make_runner`` is the caller's choice of where units run (local worker processes, or
+    a Dask cluster's workers: :mod:`.cluster`), called only when a unit is to run, since
+    preparing kernels costs time; the results are stored here all the same.
     """
     notebooks = dict(the_plan.notebooks)
+    upgrade_keys(the_plan, store)
     if not the_plan.todo:
         return notebooks, []
-    runner: Runner
-    if scheduler:
-        from tabbook.execute.cluster import ClusterRunner
-
-        keys = {(u.section, u.framework): (parts.env, parts.library) for u, parts in the_plan.todo}
-        runner = ClusterRunner(scheduler, config, keys, progress=log)
-    else:
-        prepare_kernels(config, {u.framework for u, _ in the_plan.todo}, log=log)
-        runner = Runner(jobs or os.cpu_count() or 1, kernel_env(config), progress=log)
+    the_plan.keys_for_todo(config)
+    runner = make_runner()
     # Longest first (the time each took when last run; never run: first of all), so the
     # build does not end waiting on one long unit started last while the other cores idle.
     last = [store.last_seconds(u.section, u.framework) for u, _ in the_plan.todo]

@@ -1,8 +1,11 @@
-"""Stage 4, execute: a framework's notebook → executed notebook, in its own kernel.
+"""Execute: a framework's notebook → executed notebook, in its own kernel.
 
 Each (section, framework) unit runs in a worker subprocess (``tabbook.execute.worker``)
 that drives nbclient; the parent only schedules, shows progress and collects
-results. A failure is data (:class:`UnitResult` with ``error``), never an
+results. Scheduling is in order (longest first, as the plan sorts them): a unit starts
+once a core is free, the GPUs it needs are free (:mod:`.gpus`: it then sees only
+those), and no unit that must run alone is running; a unit that must run alone waits
+for every other to end, and starts nothing beside it. A failure is data (:class:`UnitResult` with ``error``), never an
 exception thrown across the pool, so other units' results are kept. Workers
 run in their own process groups: on Ctrl-C or SIGTERM the parent kills them
 and their kernels, and nothing half-written reaches the freeze store.
@@ -24,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tabbook.execute.gpus import Devices, Held, Placement
+from tabbook.source.pycode import line_mapper
 from tabbook.source.split import FrameworkCell
 
 NBFORMAT = {"nbformat": 4, "nbformat_minor": 5}
@@ -42,6 +47,8 @@ class Unit:
     timeout: int
     stderr_filters: tuple[str, ...] = ()
     gpu_probe: str = ""  # config.ini's gpu_probe of the framework ("" = no GPUs reported)
+    gpus: int = 0  # GPUs it needs (gpus.ALL: every one of the machine); 0 = it sees none
+    alone: bool = False  # timing code: nothing else runs on the machine meanwhile
 
     @property
     def name(self) -> str:
@@ -63,8 +70,6 @@ class UnitResult:
 
 def build_notebook(unit: Unit) -> dict[str, Any]:
     """The nbformat-4 notebook the kernel runs: the unit's code cells only."""
-    from tabbook.library.extract import line_mapper
-
     cells = []
     for fc in unit.cells:
         # The Markdown line of each line the kernel runs: a traceback's "line N" of the
@@ -95,13 +100,19 @@ def build_notebook(unit: Unit) -> dict[str, Any]:
 Progress = Callable[[str], None]
 
 
-class Runner:
-    """Runs units in parallel worker processes, up to ``jobs`` at a time."""
+# How often a unit waiting for a device held by another build on the machine asks again.
+POLL_SECONDS = 0.5
 
-    def __init__(self, jobs: int, env: dict[str, str], progress: Progress = print):
+
+class Runner:
+    """Runs units in parallel worker processes, up to ``jobs`` at a time, each on its GPUs."""
+
+    def __init__(self, jobs: int, env: dict[str, str], progress: Progress = print,
+                 devices: Devices | None = None):
         self.jobs = max(1, jobs)
         self.env = env
         self.progress = progress
+        self.devices = devices or Devices([])
         self._procs: set[subprocess.Popen] = set()
         self._lock = threading.Lock()
         self._done = 0
@@ -121,10 +132,12 @@ class Runner:
                 f"[exec {self._done}/{self._total}] {event:5} {unit.name}{extra}  (running: {running})"
             )
 
-    def _run_one(self, unit: Unit) -> UnitResult:
+    def _run_one(self, unit: Unit, placement: Placement | None = None) -> UnitResult:
         if self._stopping:
             return UnitResult(unit, error=f"{unit.section}: not run (build interrupted)")
-        self._report("start", unit)
+        placement = placement or Placement()
+        where = f" on {placement.describe()}" if self.devices.gpus or placement.alone else ""
+        self._report("start", unit, where)
         t0 = time.monotonic()
         with tempfile.TemporaryDirectory(prefix="tabbook-unit-") as tmp:
             job = Path(tmp) / "job.json"
@@ -142,7 +155,7 @@ class Runner:
             }))
             proc = subprocess.Popen(
                 [sys.executable, "-m", "tabbook.execute.worker", str(job), str(out)],
-                env=self.env, start_new_session=True,
+                env=placement.env(self.env), start_new_session=True,
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             )
             with self._lock:
@@ -166,12 +179,45 @@ class Runner:
         return result
 
     def run(self, units: list[Unit]) -> list[UnitResult]:
+        """Run ``units``, starting them in their order as cores, GPUs and the machine allow."""
         self._total = len(units)
         if not units:
             return []
+        free = threading.Condition()
+        running: list[Unit] = []
+
+        def finish(unit: Unit, held: Held) -> None:
+            with free:
+                running.remove(unit)
+                self.devices.give_back(held)
+                free.notify_all()
+
+        def start(unit: Unit) -> Held:
+            """Block until ``unit`` may start; what it holds (its GPUs, its share of the machine)."""
+            with free:
+                while True:
+                    if self._stopping:
+                        raise KeyboardInterrupt
+                    cores_free = len(running) < self.jobs and not any(u.alone for u in running)
+                    if cores_free and not (unit.alone and running):
+                        held = self.devices.try_take(unit.gpus, alone=unit.alone)
+                        if held is not None:
+                            running.append(unit)
+                            return held
+                    free.wait(POLL_SECONDS)  # a unit of this build ends, or another build's may have
+
+        def one(unit: Unit, held: Held) -> UnitResult:
+            try:
+                return self._run_one(unit, held.placement)
+            finally:
+                finish(unit, held)
+
         pool = ThreadPoolExecutor(max_workers=self.jobs)
-        futures = [pool.submit(self._run_one, u) for u in units]
+        futures = []
         try:
+            for unit in units:
+                held = start(unit)
+                futures.append(pool.submit(one, unit, held))
             return [f.result() for f in futures]
         except BaseException:
             self.stop()

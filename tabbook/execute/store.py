@@ -3,7 +3,8 @@
 An entry for (section, framework) is reused when its key matches. The key
 hashes everything that can change an output: the framework's code cells of
 the section after split (prose excluded), the framework's lock files, the
-generated ``d2l/<module>.py``, the Python version and the kernel name. Like
+definitions of the generated ``d2l/<module>.py`` the unit can reach
+(:mod:`tabbook.library.reach`), the Python version and the kernel name. Like
 jupyter-cache but with the environment in the key.
 """
 
@@ -11,39 +12,67 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from tabbook.files import write_atomic
 from tabbook.source.split import FrameworkCell
 
-KEY_VERSION = "1"
+#: Version 2: the library part hashes only the definitions the unit can reach
+#: (:mod:`tabbook.library.reach`), no longer the whole generated module.
+KEY_VERSION = "2"
+#: Keys of version 1 hashed the whole generated module; an entry stored under one is still
+#: current when that key, computed now, is the same (:meth:`KeyParts.legacy_key`).
+LEGACY_KEY_VERSION = "1"
+
+
+def _key(version: str, *parts: str) -> str:
+    h = hashlib.sha256()
+    for part in (version, *parts):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()
 
 
 @dataclass(frozen=True)
 class KeyParts:
     cells: str  # hash of the framework's code cells (source + tags)
     env: str  # hash of requirements + constraints + python request
-    library: str  # hash of d2l/<module>.py
+    library: str  # hash of the library definitions the unit can reach, and the library's header
     python: str  # e.g. "3.11.7"
     kernel: str
+    # Not in the key, recorded to explain it and to check a worker's checkout:
+    library_file: str = ""  # hash of the whole d2l/<module>.py (the version-1 key's library part)
+    library_names: tuple[tuple[str, str], ...] = ()  # each reached definition's name and short hash
+    library_whole: str | None = None  # why the library part covers the whole module, if it does
+    library_others: tuple[tuple[str, str], ...] = ()  # other generated modules the unit imports: hashes
+    library_rules: str = ""  # the version of the reach rules that computed ``library``
 
     @property
     def key(self) -> str:
-        h = hashlib.sha256()
-        for part in (KEY_VERSION, self.cells, self.env, self.library, self.python, self.kernel):
-            h.update(part.encode())
-            h.update(b"\0")
-        return h.hexdigest()
+        return _key(KEY_VERSION, self.cells, self.env, self.library, self.python, self.kernel)
 
-    def as_dict(self) -> dict[str, str]:
-        return {
+    @property
+    def legacy_key(self) -> str:
+        """The version-1 key of the same unit: equal to an entry's key, the entry ran this very
+        code against this very library, so it is current whatever the new key says."""
+        return _key(LEGACY_KEY_VERSION, self.cells, self.env, self.library_file, self.python, self.kernel)
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
             "cells": self.cells, "env": self.env, "library": self.library,
             "python": self.python, "kernel": self.kernel,
+            "library_file": self.library_file, "library_names": dict(self.library_names),
         }
+        if self.library_whole:
+            out["library_whole"] = self.library_whole
+        if self.library_others:
+            out["library_others"] = dict(self.library_others)
+        if self.library_rules:
+            out["library_rules"] = self.library_rules
+        return out
 
 
 def cells_hash(cells: list[FrameworkCell]) -> str:
@@ -57,41 +86,9 @@ def cells_hash(cells: list[FrameworkCell]) -> str:
 
 @lru_cache(maxsize=64)
 def text_hash(text: str | None) -> str:
-    """sha256 of a text. Cached: every unit's key hashes its framework's whole generated library,
-    the same few texts hundreds of times in a large book (a string keeps its own dict hash)."""
+    """sha256 of a text. Cached: every unit's key records its framework's whole generated library
+    hash, the same few texts hundreds of times in a large book (a string keeps its own dict hash)."""
     return hashlib.sha256((text or "").encode()).hexdigest()
-
-
-def new_file_mode() -> int:
-    """The mode ``open()`` gives a new file under this process's umask.
-
-    Why: :func:`tempfile.mkstemp` makes its file 0600, and a rename keeps that; the site's
-    notebooks and decks, the store's entries and ``d2l/*.py`` would then be unreadable by a web
-    server or another user. Read from ``/proc`` where it can be (setting the umask to read it
-    is process-wide, and threads may be creating files meanwhile)."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Umask:"):
-                return 0o666 & ~int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return 0o666 & ~mask
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temp file + rename: readers never see half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, new_file_mode())
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 #: The notebook metadata key under which the store keeps its bookkeeping.
@@ -111,7 +108,7 @@ def gpu_entry_current(nb: dict[str, Any] | None, parts: KeyParts) -> bool:
     GPU outputs come from another environment (a GPU machine's own interpreter, another
     Python, another kernel) than a CPU host's locked venv, so their key never equals the CPU
     key. They stay current while what they show can only be the same code's: the unit's
-    cells and the generated library are unchanged. A CPU build then keeps them (it never
+    cells and the library definitions it can reach are unchanged. A CPU build then keeps them (it never
     replaces a current GPU entry); when the code changes they are stale like any other, and
     whatever host builds next executes them. ``make exec-check`` re-runs everything on the
     CPU into a scratch store regardless, so GPU outputs cannot hide code that no longer runs.
@@ -119,7 +116,23 @@ def gpu_entry_current(nb: dict[str, Any] | None, parts: KeyParts) -> bool:
     meta = ((nb or {}).get("metadata") or {}).get(META) or {}
     stored = meta.get("key_parts") or {}
     gpus = (meta.get("provenance") or {}).get("gpus") or []
-    return bool(gpus) and stored.get("cells") == parts.cells and stored.get("library") == parts.library
+    # A version-1 entry's library part is the whole module's hash: current while it is unchanged.
+    same_library = stored.get("library") == (parts.library if "library_names" in stored else parts.library_file)
+    return bool(gpus) and stored.get("cells") == parts.cells and same_library
+
+
+def match(nb: dict[str, Any] | None, parts: KeyParts) -> str | None:
+    """Why an entry is current for ``parts``: ``"key"``, ``"legacy"`` (stored under the
+    version-1 key this unit has now: same code, environment and whole library), ``"gpu"``
+    (:func:`gpu_entry_current`); ``None`` when it is stale or missing."""
+    stored = entry_key(nb)
+    if stored is None:
+        return None
+    if stored == parts.key:
+        return "key"
+    if stored == parts.legacy_key:
+        return "legacy"
+    return "gpu" if gpu_entry_current(nb, parts) else None
 
 
 def provenance(nb: dict[str, Any] | None) -> dict[str, Any]:
@@ -182,21 +195,42 @@ class FreezeStore:
                parts: KeyParts | None = None) -> tuple[dict[str, Any] | None, bool]:
         """``(entry, current)``: the stored notebook (or ``None``) and whether it is current.
 
-        Current: stored under ``key``; or (given ``parts``) made on a GPU from the same code
-        and the same generated library (:func:`gpu_entry_current`).
+        Current: stored under ``key``; or (given ``parts``) under the same unit's version-1
+        key, or made on a GPU from the same code and library (:meth:`match`).
         """
         nb = self.load(section, framework)
         if entry_key(nb) == key:
             return nb, True
-        return nb, parts is not None and gpu_entry_current(nb, parts)
+        return nb, parts is not None and match(nb, parts) is not None
+
 
     def store(self, section: str, framework: str, nb: dict[str, Any], parts: KeyParts,
               provenance: dict[str, Any], seconds: float) -> Path:
         """Stamp ``nb`` with the store's metadata and write it atomically; returns its path."""
+        if not parts.library:  # a plan's deferred key (plan.Plan.keys_for_todo): never stored
+            raise ValueError(f"{section} [{framework}]: key without its library part")
         nb.setdefault("metadata", {})[META] = {
             "key": parts.key, "key_parts": parts.as_dict(), "section": section,
             "framework": framework, "provenance": provenance, "seconds": round(seconds, 2),
         }
+        path = self.path(section, framework)
+        write_notebook(path, nb)
+        return path
+
+    def upgrade(self, section: str, framework: str, nb: dict[str, Any], parts: KeyParts) -> Path:
+        """Re-stamp a current version-1 entry with version-2 key parts; its outputs, provenance
+        and time are kept as they are (only the bookkeeping changes). An entry current under its
+        version-1 key gets the version-2 key; a GPU entry keeps its key and environment parts
+        (they describe the GPU machine) and gets the library parts, which it is compared by."""
+        meta = dict(nb.get("metadata", {}).get(META, {}))
+        if match(nb, parts) == "gpu":
+            stored = dict(meta.get("key_parts") or {})
+            new = parts.as_dict()
+            stored.update({k: v for k, v in new.items() if k.startswith("library")})
+            meta.update(key_parts=stored)
+        else:
+            meta.update(key=parts.key, key_parts=parts.as_dict())
+        nb = {**nb, "metadata": {**nb.get("metadata", {}), META: meta}}
         path = self.path(section, framework)
         write_notebook(path, nb)
         return path

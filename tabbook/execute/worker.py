@@ -17,6 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from tabbook.files import write_atomic
+
 # Run in the kernel after the section's cells. The GPU probe is the framework's
 # ``gpu_probe`` from config.ini: run in a namespace of its own with the framework
 # imported; its last statement is an expression giving the GPU names. A probe that
@@ -244,9 +246,7 @@ def main(argv: list[str]) -> int:
     _stop_when_orphaned()
     job = json.loads(Path(argv[0]).read_text())
     result = run(job)
-    tmp = Path(argv[1] + ".tmp")
-    tmp.write_text(json.dumps(result, default=str))
-    os.replace(tmp, argv[1])
+    write_atomic(Path(argv[1]), json.dumps(result, default=str))
     return 0
 
 

@@ -1,5 +1,7 @@
-"""Stage 2, library: the book's ``#@save`` code → the ``d2l`` package, one module per framework.
+"""Library: the book's ``#@save`` code → the ``d2l`` package, one module per framework.
 
-``generate`` is the stage (pure, then atomic writes); ``extract``, ``imports`` and ``pysource``
-are its parts; ``wheeltest`` tests the built wheel the way readers install it.
+``generate`` is the stage (pure, then atomic writes); ``extract``, ``imports``, ``scopes`` and
+``pysource`` are its parts; ``cache`` makes the library once per command (kept on the Book) and
+between commands (``build/library-cache.json``). ``tabbook.execute.wheeltest`` tests the built
+wheel the way readers install it.
 """

@@ -1,4 +1,4 @@
-"""Stage 3 internals: ``#@save`` cells of one framework → ordered library pieces.
+"""Library internals: ``#@save`` cells of one framework → ordered library pieces.
 
 Structure is decided with ``ast`` and edits are made on the book's text by
 line ranges (see :mod:`tabbook.library.pysource`), so the saved code keeps its
@@ -38,6 +38,7 @@ from tabbook.errors import BookError
 from tabbook.library import pysource as ps
 from tabbook.library.imports import deftime_nodes, names_loaded
 from tabbook.library.scopes import library_references
+from tabbook.source.pycode import mask_magics
 from tabbook.source.split import FrameworkCell
 
 LIBRARY_NAME = "d2l"
@@ -132,39 +133,6 @@ class Piece:
         return self.refs + [r for m in self.members for r in m.refs]
 
 
-def line_mapper(fc: FrameworkCell, default_tab: str, multi_tab: bool) -> Callable[[int], int]:
-    """Row of ``fc.source`` (1-based) → line of the Markdown file.
-
-    The split stage resolved ``tab.selected`` branches and the read stage
-    dropped marker lines, so rows are matched back to the cell's source by
-    content. When the reader records a line per source line (``Cell.source_lines``)
-    it is used; otherwise marker lines (``%%tab``, ``#@hide``, ``#@raises``)
-    are assumed to open the cell, as the d2lbook dialect writes them.
-    """
-    cell = fc.cell
-    cell_lines = [x.strip() for x in cell.source.split("\n")]
-    src_lines = [x.strip() for x in fc.source.split("\n")]
-    to_cell: dict[int, int] = {}
-    if cell_lines != src_lines:
-        sm = difflib.SequenceMatcher(None, src_lines, cell_lines, autojunk=False)
-        for a, b, size in sm.get_matching_blocks():
-            for k in range(size):
-                to_cell[a + k + 1] = b + k + 1
-
-    def cell_row(row: int) -> int:
-        if not to_cell:
-            return row
-        best = max((r for r in to_cell if r <= row), default=None)
-        return to_cell[best] + (row - best) if best is not None else row
-
-    recorded = getattr(cell, "source_lines", None)
-    if recorded:
-        return lambda row: recorded[min(max(cell_row(row), 1), len(recorded)) - 1]
-    has_tab_line = multi_tab or cell.tabs != (default_tab,)
-    removed = int(has_tab_line) + len(cell.flags - {"save"}) + (cell.raises is not None)
-    return lambda row: cell.line + removed + cell_row(row)
-
-
 def _block_after(row: int, spans: list[tuple[int, int]], lines: list[str]) -> set[int]:
     """d2lbook's meaning of ``#@save`` alone on line ``row``: the statement that follows it,
     with each next statement that starts on the very next line (or after comment lines only)
@@ -194,7 +162,7 @@ def saved_chunks(fc: FrameworkCell, title: str, line_of: Callable[[int], int], w
     (:func:`_block_after`), or with ``whole_cell`` (``[library] save = cell``) every
     statement of the cell."""
     path = fc.cell.path
-    masked, magic_rows = ps.mask_magics(fc.source)
+    masked, magic_rows = mask_magics(fc.source)
     try:
         tree = ast.parse(masked)
         # What the parser accepts but Python does not run: `return`/`yield` outside a function,

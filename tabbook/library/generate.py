@@ -1,4 +1,4 @@
-"""Stage 3, library: the book's ``#@save`` code → the ``d2l`` package, one module per framework.
+"""Library: the book's ``#@save`` code → the ``d2l`` package, one module per framework.
 
 ``generate_library`` is a pure function from the sections (table-of-contents
 order) to file texts; ``write_library`` is the only place that touches disk,
@@ -31,18 +31,17 @@ from __future__ import annotations
 import ast
 import os
 import re
-import tempfile
 from pathlib import Path
 
 from tabbook.config import Config
 from tabbook.errors import BookError, BookErrors
+from tabbook.files import write_beside
 from tabbook.library import pysource as ps
 from tabbook.library.extract import (
     LIBRARY_NAME,
     LibraryPieces,
     Loc,
     Piece,
-    line_mapper,
     remap,
     saved_chunks,
     top_names,
@@ -60,6 +59,7 @@ from tabbook.library.imports import (
     undefined_names,
 )
 from tabbook.library.scopes import hidden_reads, local_names
+from tabbook.source.pycode import line_mapper, mask_magics
 from tabbook.source.read import Section
 from tabbook.source.split import split_section
 
@@ -223,7 +223,7 @@ def _collect(config: Config, tab: str, sections: list[Section]
             line_of = line_mapper(fc, config.default_tab, multi)
             saved = "save" in fc.cell.flags
             try:
-                tree = ast.parse(ps.mask_magics(fc.source)[0])
+                tree = ast.parse(mask_magics(fc.source)[0])
             except SyntaxError:
                 tree = None  # not saved: the execute stage reports it with its traceback
             if tree is not None:
@@ -509,19 +509,11 @@ def write_library(config: Config, files: dict[str, str]) -> list[str]:
     only when all are written do the ``os.replace`` calls run, so an error
     (disk full, permissions) leaves every existing file as it was.
     """
-    from tabbook.execute.store import new_file_mode
-
     changed = [rel for rel in stale_library(config, files) if rel in files]
     temps: list[tuple[str, Path]] = []
     try:
         for rel in changed:
-            target = config.root / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-            temps.append((rel, Path(tmp)))
-            os.fchmod(fd, new_file_mode())  # as a plain write would make it (mkstemp: 0600)
-            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-                fh.write(files[rel])
+            temps.append((rel, write_beside(config.root / rel, files[rel])))
     except BaseException:
         for _, tmp in temps:
             tmp.unlink(missing_ok=True)

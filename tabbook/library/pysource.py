@@ -23,22 +23,9 @@ import re
 import tokenize
 from collections.abc import Set
 
-from tabbook.source.dialect import MAGIC_LINE, SAVE_COMMENT
+from tabbook.source.dialect import SAVE_COMMENT
 
 _STRING_START = re.compile(r"^([rRuUbBfF]*)('''|\"\"\"|'|\")")
-
-
-def mask_magics(source: str) -> tuple[str, set[int]]:
-    """Comment out IPython magics/shell lines (:data:`~tabbook.source.dialect.MAGIC_LINE`) so ``ast`` parses; also return their 1-based rows."""
-    rows: set[int] = set()
-    out = []
-    for row, line in enumerate(source.split("\n"), 1):
-        m = MAGIC_LINE.match(line)
-        if m:
-            rows.add(row)
-            line = m.group(1) + "#" + m.group(2)[1:]
-        out.append(line)
-    return "\n".join(out), rows
 
 
 def char_col(line: str, byte_col: int) -> int:

@@ -20,7 +20,13 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from tabbook.execute.envs import cache_root  # one cache for venvs and KaTeX
+from tabbook.files import (  # one cache for venvs and KaTeX
+    atomic_target,
+    cache_dir,
+    copy_atomic,
+    write_atomic,
+    write_if_changed,
+)
 
 NODE_PROJECT = Path(__file__).resolve().parent / "node"
 RENDER_SCRIPT = NODE_PROJECT / "katex-render.js"
@@ -36,7 +42,7 @@ class TexError(Exception):
 
 def install_dir() -> Path:
     lock = (NODE_PROJECT / "package-lock.json").read_bytes()
-    return cache_root() / "node" / hashlib.sha256(lock).hexdigest()[:12]
+    return cache_dir() / "node" / hashlib.sha256(lock).hexdigest()[:12]
 
 
 def ensure_katex(log=print) -> Path:
@@ -179,10 +185,7 @@ def page_stylesheet(package: Path, classes: set[str], static_dir: Path) -> str:
     name = f"katex/katex-{hashlib.sha256(css.encode()).hexdigest()[:10]}.css"
     target = static_dir / name
     if not target.is_file():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.tmp")
-        tmp.write_text(css, encoding="utf-8")
-        os.replace(tmp, target)
+        write_atomic(target, css)
     return name
 
 
@@ -202,9 +205,8 @@ def subset_font(src: Path, dst: Path, text: str) -> bool:
     subsetter = subset.Subsetter(options)
     subsetter.populate(text=text)
     subsetter.subset(font)
-    tmp = dst.with_name(f".{dst.name}.tmp")
-    subset.save_font(font, str(tmp), options)
-    os.replace(tmp, dst)
+    with atomic_target(dst) as tmp:
+        subset.save_font(font, str(tmp), options)
     return True
 
 
@@ -220,7 +222,7 @@ def publish_fonts(package: Path, static_dir: Path, glyphs: set[str], state: Path
     out = static_dir / "katex"
     (out / "fonts").mkdir(parents=True, exist_ok=True)
     if (package / "LICENSE").is_file():
-        shutil.copyfile(package / "LICENSE", out / "LICENSE.txt")
+        write_if_changed(out / "LICENSE.txt", (package / "LICENSE").read_bytes())
     try:
         known = json.loads(state.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -238,9 +240,8 @@ def publish_fonts(package: Path, static_dir: Path, glyphs: set[str], state: Path
     for font in fonts:
         dst = out / "fonts" / font.name
         if not subset_font(font, dst, text):
-            shutil.copyfile(font, dst)
+            copy_atomic(font, dst)
             subsetted = False
-    state.parent.mkdir(parents=True, exist_ok=True)
-    state.write_text(json.dumps({"katex": str(package), "glyphs": text if subsetted else "",
-                                 "subsetted": subsetted}), encoding="utf-8")
+    write_atomic(state, json.dumps({"katex": str(package), "glyphs": text if subsetted else "",
+                                    "subsetted": subsetted}))
     return out

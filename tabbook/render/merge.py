@@ -1,4 +1,4 @@
-"""Stage 5, merge: a section's executed notebooks → one MyST-NB document.
+"""Merge: a section's executed notebooks → one MyST-NB document.
 
 Code cells carry the framework they ran in (tags ``tabbook-fw-<name>``) and
 the run they belong to (``tabbook-run-<n>``): consecutive framework cells with
@@ -31,10 +31,24 @@ def describe_provenance(label: str, prov: dict[str, Any]) -> str:
     device = prov.get("device", "?")
     cpu = prov.get("cpu", "")
     where = device if prov.get("gpus") else f"CPU only ({cpu})" if cpu else "CPU only"
-    return (
-        f"{label} outputs computed on {where}, {label} {prov.get('framework_version', '?')}, "
-        f"Python {prov.get('python', '?')}, {prov.get('date', '?')}."
-    )
+    line = (f"{label} outputs computed on {where}, {label} {prov.get('framework_version', '?')}, "
+            f"Python {prov.get('python', '?')}, {prov.get('date', '?')}.")
+    if prov.get("outdated"):
+        line = f"{label} outputs from an earlier version of this code ({prov['outdated']}): " + line
+    return line
+
+
+def outdated_notice(labels: dict[str, str], provenance: dict[str, dict[str, Any]]) -> str | None:
+    """A warning at the top of a page whose outputs (some framework's) are older than its code:
+    a GPU machine computed them and this build's machine could not stand in (execute/plan.py)."""
+    old = [(fw, p) for fw, p in provenance.items() if p.get("outdated")]
+    if not old:
+        return None
+    lines = [f"- {labels.get(fw, fw)}: computed on {p.get('device', '?')} on {p.get('date', '?')}; "
+             f"{p['outdated']}." for fw, p in old]
+    return ("```{warning}\nSome code on this page is shown as an earlier version of it ran, with its "
+            "outputs, kept because this build could not run the current code where they were computed:\n\n" + "\n".join(lines)
+            + "\n```")
 
 
 def _run_tags(cell: dict[str, Any]) -> tuple[str | None, str | None]:
@@ -167,6 +181,8 @@ def merge_section(
                 text += f" {downloads[fw]}"
             lines.append(f"- {text}")
         cells.append(_md(wrap_div("\n".join(lines), [PROVENANCE_CLASS])))
+    if notice := outdated_notice(labels, provenance):
+        cells.insert(min(1, len(cells)), _md(notice))
     if multi:
         cells = share_identical_runs(cells, tabs)
     if line_maps is not None:

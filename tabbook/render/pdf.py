@@ -2,7 +2,8 @@
 
 ``python -m tabbook [-C ROOT] pdf [--frameworks a,b] [--frozen] [--force]``
 
-1. The ordinary pipeline (:func:`tabbook.build.build`) checks the book, executes
+1. The ordinary pipeline (:func:`tabbook.build.build`, called by
+   :func:`tabbook.build.build_pdfs`, which then calls :func:`write_pdfs`) checks the book, executes
    what is stale (nothing when the freeze store is current: no kernel starts),
    merges ``build/src`` and reads it once into the LaTeX doctree cache.
 2. Per framework, Sphinx's LaTeX builder writes ``build/latex/<fw>/book.tex``
@@ -27,6 +28,7 @@ from pathlib import Path
 
 from tabbook.config import Config
 from tabbook.errors import BookError, BookErrors
+from tabbook.files import copy_atomic
 from tabbook.render.latex_conf import TEX_NAME
 from tabbook.render.sphinx import sphinx_command, sphinx_env
 
@@ -60,6 +62,12 @@ def missing_tools() -> list[str]:
 
 def tex_available() -> bool:
     return not missing_tools()
+
+
+def missing_tools_error() -> BookError | None:
+    """What to install when TeX is missing (None: it is there)."""
+    missing = missing_tools()
+    return BookError(f"cannot build PDFs: {', '.join(missing)} not found; {INSTALL_HINT}") if missing else None
 
 
 # ---- LaTeX log → a message a person can act on (pure functions) ----------
@@ -178,27 +186,22 @@ def typeset(config: Config, framework: str, tex_path: Path, log=print) -> Path:
     for ref in undefined_references(log_text):
         log(f"[pdf:{framework}] warning: undefined reference {ref!r} (its target is not in this PDF)")
     dest = pdf_paths(config)[framework]
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(dest.name + ".tmp")
-    shutil.copyfile(built, tmp)
-    tmp.replace(dest)
+    copy_atomic(built, dest)
     return dest
 
 
-def build_pdfs(config: Config, frameworks: tuple[str, ...] | None = None, *, frozen: bool = False,
-               force: bool = False, jobs: int = 0, log=print) -> dict[str, Path]:
-    """The whole of ``make pdf``; returns framework → PDF for those built."""
-    from tabbook.build import Options, build
-    from tabbook.execute.plan import Selection
-
-    if missing := missing_tools():
-        raise BookError(f"cannot build PDFs: {', '.join(missing)} not found; {INSTALL_HINT}")
+def pdf_frameworks(config: Config, frameworks: tuple[str, ...] | None) -> tuple[str, ...]:
+    """The frameworks to typeset (all tabs by default), checked against the book's tabs."""
     wanted = frameworks or config.tabs
     for fw in wanted:
         if fw not in config.tabs:
             raise BookError(f"unknown framework {fw!r} (tabs: {', '.join(config.tabs)})")
-    # Execute what is stale, merge build/src and fill the LaTeX doctree cache.
-    build(config, Options(Selection(frozen_only=frozen, force=force), builder="latex", jobs=jobs), log=log)
+    return tuple(wanted)
+
+
+def write_pdfs(config: Config, wanted: tuple[str, ...], jobs: int = 0, log=print) -> dict[str, Path]:
+    """Each framework's LaTeX from the doctree cache a ``latex`` build filled, typeset;
+    returns framework → PDF. (:func:`tabbook.build.build_pdfs` runs that build first.)"""
     workers = max(1, min(jobs or os.cpu_count() or 1, len(wanted), 2))
     done: dict[str, Path] = {}
     failures: list[BookError] = []

@@ -4,16 +4,10 @@ Pure functions decide what a page links to (:func:`page_links`); the I/O at the 
 executed notebooks from the freeze store and any built PDFs into the HTML tree
 (:func:`publish_downloads`), so the site is self-contained and works offline.
 
-Options come from ``config.ini``: ``[project] repository`` (an "Open in Colab" link is shown only
-when it names a GitHub repository, or when ``[site] colab_url`` is set) and an optional ``[site]``
-section::
-
-    [site]
-    branch = main          # branch the Colab links open (default: main)
-    colab_url =            # template with {repo} {branch} {path}; default: Colab's GitHub URL
-    pdf_url =              # template with {name} {fw}; empty: link build/pdf/<name>-<fw>.pdf
-                           # (copied into the site) only when that file exists
-    front_page = true      # the root page gains the generated front matter (tabbook.render.front)
+Options come from the configuration: ``[project] repository`` (an "Open in Colab" link is shown
+only when it names a GitHub repository, or when ``[site] colab_url`` is set) and the ``[site]``
+keys, declared with every other key in :class:`tabbook.config.Site` (``branch``, ``colab_url``,
+``pdf_url``, ``front_page``).
 
 Every page offers the PDF and, where the section has slide marks, the slides of the framework the
 reader chose (one link each that follows the tab choice: ``tabbook.js``); a site built without
@@ -22,7 +16,6 @@ PDFs says so on the page. Each framework's notebooks are also published as one z
 
 from __future__ import annotations
 
-import configparser
 import io
 import json
 import re
@@ -33,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from tabbook.config import Config
-from tabbook.execute.store import FreezeStore, public_copy, write_atomic
+from tabbook.execute.store import FreezeStore, public_copy
+from tabbook.files import write_atomic, write_if_changed
 
 COLAB_GITHUB = "https://colab.research.google.com/github/{repo}/blob/{branch}/{path}"
 DOWNLOADS = "_downloads"  # under the HTML output directory
@@ -76,14 +70,10 @@ def github_repo(url: str) -> str:
 
 
 def load_site_options(book: Config) -> SiteOptions:
-    parser = configparser.ConfigParser(interpolation=None)
-    parser.read(book.root / "config.ini", encoding="utf-8")
-
-    def get(key: str, default: str = "") -> str:
-        return parser.get("site", key, fallback=default).strip()
-
+    """The site's options from the book's configuration (``[site]`` is read with every other
+    key, by :func:`tabbook.config.load_config`: an overlay's value counts, a bad one is an error)."""
     repo = github_repo(book.repository) if book.repository else ""
-    colab = get("colab_url")
+    colab = book.site.colab_url
     if not colab and repo:
         colab = COLAB_GITHUB
     return SiteOptions(
@@ -94,12 +84,12 @@ def load_site_options(book: Config) -> SiteOptions:
         root=str(book.root),
         freeze_dir=str(book.freeze_dir),
         pdf_dir=str(book.build_dir / "pdf"),
-        pdf_url=get("pdf_url"),
+        pdf_url=book.site.pdf_url,
         repo=repo or book.repository,
-        branch=get("branch", "main"),
+        branch=book.site.branch,
         colab_url=colab if book.repository else "",
         slides_dir=str(book.build_dir / "html" / SLIDES),
-        front_page=get("front_page", "true").lower() not in ("false", "no", "off", "0"),
+        front_page=book.site.front_page,
     )
 
 
@@ -223,13 +213,7 @@ def zip_bytes(files: dict[str, str]) -> bytes:
 
 def write_zip(path: Path, files: dict[str, str]) -> None:
     """Write the zip of ``files`` atomically, only when its bytes change."""
-    data = zip_bytes(files)
-    if path.is_file() and path.read_bytes() == data:
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
+    write_if_changed(path, zip_bytes(files))
 
 
 def _copy_if_changed(src: Path, dst: Path) -> None:
@@ -289,8 +273,7 @@ def publish_downloads(opts: SiteOptions, docnames: list[str], outdir: Path) -> i
             else:
                 text = json.dumps(reader_notebook(json.loads(src.read_text(encoding="utf-8"))),
                                   indent=1, ensure_ascii=False) + "\n"
-                if not dst.is_file() or dst.read_text(encoding="utf-8") != text:
-                    write_atomic(dst, text)
+                write_if_changed(dst, text)
                 dirty.add(fw)
             per_fw.setdefault(fw, {})[f"{opts.name}-{fw}/{docname}.ipynb"] = text
     for fw, files in per_fw.items():

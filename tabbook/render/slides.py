@@ -27,7 +27,6 @@ import io
 import json
 import posixpath
 import re
-import shutil
 import tokenize
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -36,7 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from tabbook.config import Config
-from tabbook.execute.store import entry_key, write_atomic
+from tabbook.execute.store import entry_key
+from tabbook.files import write_atomic, write_if_changed
 from tabbook.render.site import SLIDES, deck_target
 from tabbook.source.dialect import ROLE
 from tabbook.source.read import Section
@@ -334,10 +334,7 @@ def publish_reveal(html_dir: Path) -> None:
     files = [(package / rel, out / Path(rel).name) for rel in REVEAL_FILES]
     files += [(STATIC / name, out / name) for name in ("tabbook-slides.css", "tabbook-slides.js")]
     for src, dst in files:
-        if not dst.is_file() or dst.read_bytes() != src.read_bytes():
-            tmp = dst.with_name(f".{dst.name}.tmp")
-            shutil.copyfile(src, tmp)
-            tmp.replace(dst)
+        write_if_changed(dst, src.read_bytes())
 
 
 @cache

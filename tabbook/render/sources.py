@@ -1,4 +1,4 @@
-"""Stage 4a, render: the merged sources Sphinx reads (``build/src``), one file per page.
+"""Render: the merged sources Sphinx reads (``build/src``), one file per page.
 
 A page with code becomes a merged notebook (:mod:`.merge`); a page of prose only
 becomes MyST Markdown. Generated pages (the API reference, the bibliography) are
@@ -18,7 +18,7 @@ from typing import Any
 
 from tabbook.config import Config
 from tabbook.errors import BookError
-from tabbook.execute.store import write_atomic
+from tabbook.files import write_atomic, write_if_changed
 from tabbook.render.front import hide_root_toctree
 from tabbook.render.names import APPENDIX_CAPTION
 from tabbook.source.read import Section
@@ -245,9 +245,3 @@ def line_map_path(config: Config, stem: str) -> Path:
     return config.build_dir / "linemaps" / f"{stem}.json"
 
 
-def write_if_changed(path: Path, text: str) -> bool:
-    """Keep mtimes of unchanged pages so Sphinx re-reads only what changed; True if written."""
-    if path.is_file() and path.read_text(encoding="utf-8") == text:
-        return False
-    write_atomic(path, text)
-    return True

@@ -1,4 +1,4 @@
-"""Stage 4b, render: run Sphinx on the merged sources, one builder at a time.
+"""Render: run Sphinx on the merged sources, one builder at a time.
 
 Sphinx runs in a subprocess with the book's ``conf.py`` (``-c ROOT``) and a doctree
 cache per builder under ``build/doctrees``, so HTML and the per-framework LaTeX
@@ -44,7 +44,7 @@ def conf_dir(config: Config) -> Path:
     if (config.root / "conf.py").is_file():
         return config.root
     from tabbook.config import OVERLAY_ENV
-    from tabbook.render.sources import write_if_changed
+    from tabbook.files import write_if_changed
 
     folder = config.build_dir / "sphinx-conf"
     folder.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,4 @@
-"""Stage 2, split: Section × framework → that framework's code cells.
+"""Split: Section × framework → that framework's code cells.
 
 ``if tab.selected('jax'):`` / ``elif`` / ``else`` branches are resolved with
 ``ast`` (not indentation counting): the chosen branch replaces the ``if``

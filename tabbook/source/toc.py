@@ -76,9 +76,3 @@ def walk_toc(root: str, page: Callable[[str], Section | None],
     visit(root)
     return order, errors
 
-
-def toc_sections(config) -> list[Section]:  # noqa: ANN001 - Config; kept for callers outside a build
-    """Every page of the book in reading order (reads the book; raises its first problems)."""
-    from tabbook.book import read_book
-
-    return read_book(config).sections

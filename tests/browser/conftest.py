@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prerequisites import require
 
 ROOT = Path(__file__).resolve().parents[2]
 BOOK = Path(__file__).resolve().parent / "book"
@@ -94,8 +95,7 @@ def server(site: Path) -> Iterator[Server]:
 
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Any]:
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"no Chromium at {CHROMIUM} (scripts/install-browser.sh installs Debian's)")
+    require(Path(CHROMIUM).exists(), f"no Chromium at {CHROMIUM} (scripts/install-browser.sh installs Debian's)")
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is in envs/builder.txt")
     with sync_api.sync_playwright() as pw:
         b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prerequisites import skip_unless
 
 Server = Any  # conftest.Server: the test site on 127.0.0.1
 
@@ -341,7 +342,7 @@ def real_server(serve_dir: Any) -> Any:
     srv.httpd.server_close()
 
 
-@pytest.mark.skipif(not REAL_PAGES, reason="no built book in build/html (make html)")
+@skip_unless(REAL_PAGES, "no built book in build/html (`make test` builds it before the tests; or `make html`)")
 @pytest.mark.parametrize("path", REAL_PAGES or ["-"])
 def test_real_book_pages_are_clean(page: Any, real_server: Any, path: str) -> None:
     """The book as built by `make html`: same origin only, no console errors, tabs enhanced."""

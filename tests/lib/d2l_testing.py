@@ -1,6 +1,6 @@
 """Helpers for tests that run inside a framework environment against the installed d2l wheel.
 
-These tests import ``d2l.<framework>`` as a reader would. ``tabbook.library.wheeltest``
+These tests import ``d2l.<framework>`` as a reader would. ``tabbook.execute.wheeltest``
 runs them with only the installed wheel on the path and sets ``TABBOOK_D2L_DIR``
 to where it installed it, so :func:`load` can prove that the wheel, not the
 repository checkout, is under test.

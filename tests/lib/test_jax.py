@@ -1,4 +1,4 @@
-"""d2l.jax, installed from the wheel, in the JAX environment (run by tabbook.library.wheeltest)."""
+"""d2l.jax, installed from the wheel, in the JAX environment (run by tabbook.execute.wheeltest)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""d2l.mxnet, installed from the wheel, in the MXNet environment (run by tabbook.library.wheeltest)."""
+"""d2l.mxnet, installed from the wheel, in the MXNet environment (run by tabbook.execute.wheeltest)."""
 
 from __future__ import annotations
 

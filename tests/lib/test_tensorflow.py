@@ -1,4 +1,4 @@
-"""d2l.tensorflow, installed from the wheel, in the TensorFlow environment (run by tabbook.library.wheeltest)."""
+"""d2l.tensorflow, installed from the wheel, in the TensorFlow environment (run by tabbook.execute.wheeltest)."""
 
 from __future__ import annotations
 

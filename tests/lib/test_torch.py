@@ -1,4 +1,4 @@
-"""d2l.torch, installed from the wheel, in the PyTorch environment (run by tabbook.library.wheeltest)."""
+"""d2l.torch, installed from the wheel, in the PyTorch environment (run by tabbook.execute.wheeltest)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Stage 6, render: the tabbook Sphinx extensions, one module per concern.
+"""Render: the tabbook Sphinx extensions, one module per concern.
 
 ``extensions = [..., "tabbook.render.ext"]`` sets up all of them: :mod:`.tabs` (framework cells
 as tab sets, every format), :mod:`.latex` (the per-framework PDFs), :mod:`.html` (the reader's
@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from sphinx.application import Sphinx
+
+from tabbook.files import write_if_changed
 
 PARTS = ("tabbook.render.ext.tabs", "tabbook.render.ext.latex", "tabbook.render.ext.html",
          "tabbook.render.ext.math", "tabbook.render.ext.preview", "tabbook.render.ext.partial",
@@ -49,13 +51,4 @@ def learn_modules(app: Sphinx, exception: Exception | None) -> None:
     book = os.environ.get("TABBOOK_BOOK_ROOT") or "\0"  # tabbook.render.sphinx.BOOK_ROOT_ENV
     names = sorted(n for n, m in list(sys.modules.items()) if "__main__" not in n
                    and not str(getattr(m, "__file__", None) or "").startswith(book))
-    text = json.dumps(names)
-    target = Path(path)
-    try:
-        if target.read_text() == text:
-            return
-    except OSError:
-        pass
-    tmp = target.with_name(target.name + f".{os.getpid()}.tmp")
-    tmp.write_text(text)
-    tmp.replace(target)
+    write_if_changed(Path(path), json.dumps(names))

@@ -24,6 +24,8 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.util.logging import NAMESPACE, WarningSuppressor, get_node_location
 
+from tabbook.files import write_atomic
+
 ENV_VAR = "TABBOOK_WARNINGS"
 _COLLECTORS: dict[int, Collector] = {}  # id(app) -> its collector
 
@@ -68,11 +70,7 @@ def _write(app: Sphinx, exception: BaseException | None) -> None:
     if not target or collector is None:
         return
     logging.getLogger(NAMESPACE).removeHandler(collector)
-    path = Path(target)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(collector.records, indent=1), encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(Path(target), json.dumps(collector.records, indent=1))
 
 
 def setup(app: Sphinx) -> dict[str, Any]:

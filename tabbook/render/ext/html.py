@@ -1,4 +1,4 @@
-"""Stage 6, render: the reader's site (HTML only; LaTeX builds are untouched).
+"""Render: the reader's site (HTML only; LaTeX builds are untouched).
 
 What makes the HTML a site rather than Sphinx's defaults, and nothing about tabs (:mod:`.tabs`)
 or math (:mod:`.math`, which has its own state and parallel-build story):
@@ -28,6 +28,7 @@ from sphinx.application import Sphinx
 from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util.osutil import relative_uri
 
+from tabbook.files import write_atomic
 from tabbook.render.names import SYNC_GROUP
 from tabbook.render.site import (
     NO_PDF_NOTE,
@@ -354,9 +355,7 @@ def _cached_highlighting(app: Sphinx) -> None:
             return
         oldest = store["build"] - HIGHLIGHT_KEEP
         store["entries"] = {k: v for k, v in entries.items() if v[1] > oldest}
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_bytes(pickle.dumps(store, protocol=pickle.HIGHEST_PROTOCOL))
-        tmp.replace(path)
+        write_atomic(path, pickle.dumps(store, protocol=pickle.HIGHEST_PROTOCOL))
 
     app.connect("build-finished", save)
 

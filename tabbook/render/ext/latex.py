@@ -1,4 +1,4 @@
-"""Stage 6, render: everything only the LaTeX builder (the per-framework PDFs) needs.
+"""Render: everything only the LaTeX builder (the per-framework PDFs) needs.
 
 Kept apart from the tab and site modules so that an HTML build never runs, and a reader of
 this module never has to skip, code that exists for print:

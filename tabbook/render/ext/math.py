@@ -1,4 +1,4 @@
-"""Stage 6, render: math typeset at build time by KaTeX, with fonts cut to the book's glyphs.
+"""Render: math typeset at build time by KaTeX, with fonts cut to the book's glyphs.
 
 Registered as the HTML math renderer ``tabbook_katex`` (:mod:`tabbook.render.katex` runs KaTeX
 in one node process per Sphinx process): no MathJax, no CDN, no script on the reader's side.

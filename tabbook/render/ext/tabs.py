@@ -1,4 +1,4 @@
-"""Stage 6, render: framework cells become tab sets (the one part every output format needs).
+"""Render: framework cells become tab sets (the one part every output format needs).
 
 The merge stage leaves, for each piece of code written once per framework, a run of sibling
 cells marked ``tabbook-run-<n>`` and ``tabbook-fw-<name>``. A post-transform (priority 150:

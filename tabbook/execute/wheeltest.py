@@ -34,7 +34,8 @@ from pathlib import Path
 
 from tabbook.config import Config
 from tabbook.errors import BookError
-from tabbook.execute.envs import MARKER, cache_root, ensure_env
+from tabbook.execute.envs import MARKER, ensure_env
+from tabbook.files import cache_dir
 
 PIP = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
 
@@ -70,7 +71,7 @@ def env_python(config: Config, tab: str, overrides: dict[str, str], any_env: boo
     except BookError:
         if not any_env:
             return None
-    done = sorted(glob.glob(str(cache_root() / "venvs" / f"{tab}-*" / MARKER)), key=os.path.getmtime)
+    done = sorted(glob.glob(str(cache_dir() / "venvs" / f"{tab}-*" / MARKER)), key=os.path.getmtime)
     return Path(done[-1]).parent / "bin" / "python" if done else None
 
 
@@ -194,9 +195,10 @@ def libtest(config: Config, frameworks: list[str] | None = None, *, generate: bo
     try:
         if generate:
             from tabbook.book import read_book
+            from tabbook.library.cache import book_library
             from tabbook.library.generate import write_library
 
-            for rel in write_library(config, read_book(config, extra_files=False).library):
+            for rel in write_library(config, book_library(read_book(config, extra_files=False))):
                 print(f"[libtest] regenerated {rel}")
         wheel = build_wheel(config)
         outcomes: list[Outcome] = []

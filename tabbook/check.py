@@ -1,6 +1,8 @@
 """``make check``: lint the book's sources without starting a kernel.
 
-Works on a :class:`~tabbook.book.Book` (every page read once, with the problems
+It sits after the library in the pipeline (errors → config → files → source → book → library →
+check → execute …) because it ends by asking the library stage, which knows the ``#@save``
+rules best. Works on a :class:`~tabbook.book.Book` (every page read once, with the problems
 reading, the toc walk and the label index found), then adds the book-wide
 checks: references, images, toc membership, ``#@save`` placement and syntax,
 and what the library stage reports. All problems are returned together so
@@ -15,8 +17,9 @@ from pathlib import Path
 from tabbook.book import Book, page_exists, read_book
 from tabbook.config import Config
 from tabbook.errors import BookError, BookErrors
-from tabbook.library.pysource import mask_magics
+from tabbook.library.cache import book_library
 from tabbook.source.dialect import IMAGE, SAVE_MARK, unclosed_slide_marks
+from tabbook.source.pycode import mask_magics
 from tabbook.source.read import Section
 from tabbook.source.split import resolve_tabs
 from tabbook.source.toc import page_entries
@@ -114,7 +117,7 @@ def check_book(book: Book | Config, *, partial: bool = False,
         # The library stage knows #@save rules best (add_to_class targets, syntax): ask it.
         # The book caches the result, so a build that checks first generates the library once.
         try:
-            book.library  # noqa: B018 - generating is the check
+            book_library(book)  # generating is the check
             if executes:
                 problems.extend(book.library_problems)
             elif warnings is not None:

@@ -1,0 +1,264 @@
+"""How a configuration key is declared, and how its text becomes a value.
+
+:mod:`tabbook.config` declares every key it reads once, as a ``setting(...)`` on the dataclass
+field the key fills (as MyST-NB and sphinx-design declare their options): section, key, default,
+parser (which is also the validator: it raises ``ValueError(why)``), help, and whether an overlay
+may set it. This module holds that vocabulary and the parsers, so the declarations read as a
+table and a new key of a known kind is one line.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from collections.abc import Callable
+from dataclasses import MISSING, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class At:
+    """What a parser may need besides the text: where relative paths start (the folder of the
+    file that set the key: an overlay's relative paths are relative to the overlay), the book's
+    root, and the values already read for the same object (a default, or a check, may depend
+    on them; ``known`` holds the defaults of a tab d2lbook books use)."""
+
+    root: Path
+    folder: Path
+    values: dict[str, Any]
+
+
+#: Text of a key → its value; raises ValueError(why) for a value that is not allowed.
+Parse = Callable[[str, At], Any]
+#: A default: the text used when the key is absent, or a function of the values read before it.
+Default = str | Callable[[dict[str, Any]], str] | None
+
+
+@dataclass(frozen=True)
+class Setting:
+    section: str  # "build"; "framework:*" stands for each tab's own section
+    key: str
+    default: Default  # None: the key is required
+    parse: Parse
+    help: str
+    overlay: bool = True  # whether an overlay (tabbook.ini, --overlay) may set it
+    # d2lbook's other names for the key, read when it is absent: (section, key).
+    aliases: tuple[tuple[str, str], ...] = ()
+
+
+def setting(section: str, key: str, default: Default, parse: Parse, help: str, *, overlay: bool = True,
+            aliases: tuple[tuple[str, str], ...] = (), field_default: Any = MISSING) -> Any:
+    """A dataclass field read from ``[section] key``. ``field_default``: the field's own
+    default when the class is made by hand (tests make a :class:`Framework` that way)."""
+    declared = {"setting": Setting(section, key, default, parse, help, overlay, aliases)}
+    if field_default is MISSING:
+        return field(metadata=declared)
+    return field(default=field_default, metadata=declared)
+
+
+def settings_of(cls: type) -> list[tuple[str, Setting]]:
+    """(field name, its declaration) for each field of ``cls`` read from the configuration."""
+    return [(f.name, f.metadata["setting"]) for f in fields(cls) if "setting" in f.metadata]
+
+
+# -- parsers: text → value, or ValueError(why) -------------------------------------------------
+
+MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+_TRUTH = {"1": True, "yes": True, "true": True, "on": True, "0": False, "no": False, "false": False, "off": False}
+
+
+def text(value: str, at: At) -> str:
+    return value.strip()
+
+
+def words(value: str, at: At) -> tuple[str, ...]:
+    """Whitespace-separated (d2lbook's lists of globs and paths)."""
+    return tuple(value.split())
+
+
+def commas(value: str, at: At) -> tuple[str, ...]:
+    return tuple(v.strip() for v in value.split(",") if v.strip())
+
+
+def lines(value: str, at: At) -> tuple[str, ...]:
+    return tuple(line.strip() for line in value.splitlines() if line.strip())
+
+
+def boolean(value: str, at: At) -> bool:
+    """configparser's booleans (True/yes/on/1, False/no/off/0); anything else is an error."""
+    truth = _TRUTH.get(value.strip().lower())
+    if truth is None:
+        raise ValueError(f"must be True or False, not {value.strip()!r}")
+    return truth
+
+
+def integer(unit: str) -> Parse:
+    def parse(value: str, at: At) -> int:
+        try:
+            return int(value.strip())
+        except ValueError:
+            raise ValueError(f"must be an integer ({unit})") from None
+    return parse
+
+
+def gpu_needs(value: str, at: At) -> tuple[tuple[str, int], ...]:
+    """Lines of ``PAGE_GLOB COUNT`` (COUNT an integer ≥ 0, or ``all``): the GPUs a page's units need."""
+    out = []
+    for line in value.splitlines():
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) != 2 or not (fields[1] == "all" or fields[1].isdigit()):
+            raise ValueError(f"{line.strip()!r}: each line must be a page pattern and a GPU count "
+                             "(a number or all), e.g. chapter_x/multi.md 2")
+        out.append((fields[0], -1 if fields[1] == "all" else int(fields[1])))
+    return tuple(out)
+
+
+def positive(unit: str) -> Parse:
+    def parse(value: str, at: At) -> int:
+        number = integer(unit)(value, at)
+        if number < 1:
+            raise ValueError(f"must be at least 1 ({unit})")
+        return number
+    return parse
+
+
+def choice(*allowed: str, why: str) -> Parse:
+    def parse(value: str, at: At) -> str:
+        if value.strip() not in allowed:
+            raise ValueError(why)
+        return value.strip()
+    return parse
+
+
+def in_book(value: str, at: At) -> Path:
+    """A path relative to the book's root."""
+    return at.root / value.strip()
+
+
+def book_paths(value: str, at: At) -> tuple[Path, ...]:
+    return tuple(at.root / v for v in value.split())
+
+
+def existing_file(value: str, at: At) -> Path | None:
+    """A file relative to the file that names it (config.ini or the overlay); "" is none."""
+    if not value.strip():
+        return None
+    target = (at.folder / value.strip()).resolve()
+    if not target.is_file():
+        raise ValueError(f"names {value.strip()}, which does not exist")
+    return target
+
+
+def existing_path(value: str, at: At) -> Path | None:
+    """An interpreter: absolute, ``~``, or relative to the file that names it; "" is none."""
+    if not value.strip():
+        return None
+    target = Path(os.path.expanduser(value.strip()))
+    target = target if target.is_absolute() else at.folder / target
+    if not target.exists():
+        raise ValueError(f"names {value.strip()}, which does not exist")
+    return target
+
+
+def module_name(value: str, at: At) -> str:
+    if not MODULE_NAME.match(value.strip()):
+        raise ValueError(f"{value.strip()!r} is not a module name")
+    return value.strip()
+
+
+def library_module(value: str, at: At) -> str:
+    if not value.strip().isidentifier():
+        raise ValueError(f"{value.strip()!r} is not a Python module name (d2l/<module>.py)")
+    return value.strip()
+
+
+def top_level_modules(value: str, at: At) -> tuple[str, ...]:
+    names = commas(value, at)
+    for name in names:
+        if not name.isidentifier():
+            raise ValueError(f"{name!r} is not a top-level module name")
+    if not names:
+        raise ValueError("is empty (leave it out to mean the import key)")
+    return names
+
+
+def gpu_probe(value: str, at: At) -> str:
+    source = "\n".join(lines(value, at))
+    if source and (why := check_gpu_probe(source)):
+        raise ValueError(why)
+    return source
+
+
+def import_stack(value: str, at: At) -> str:
+    if why := check_import_stack(value.strip()):
+        raise ValueError(why)
+    return value.strip()
+
+
+def tab_list(value: str, at: At) -> tuple[str, ...]:
+    tabs = commas(value, at)
+    if not tabs:
+        raise ValueError("is empty")
+    return tabs
+
+
+def one_of_the_tabs(value: str, at: At) -> str:
+    tabs = at.values["tabs"]
+    if value.strip() not in tabs:
+        raise ValueError(f"{value.strip()!r} is not one of the tabs ({', '.join(tabs)})")
+    return value.strip()
+
+
+def resource_list(value: str, at: At) -> tuple[str, ...]:
+    return tuple(r.rstrip("/") for r in value.split() if r.strip("/"))
+
+
+def bibliography(value: str, at: At) -> Path | None:
+    """d2lbook's bibfile: used when it exists (a book may name one it does not have yet)."""
+    path = at.root / value.strip()
+    return path if path.is_file() else None
+
+
+def key_line(text: str, section: str, key: str) -> int | None:
+    """The line of ``key`` in ``[section]`` of config.ini's text (configparser keeps none)."""
+    inside = False
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if stripped.startswith("[") and stripped.endswith("]"):
+            inside = stripped[1:-1].strip() == section
+        elif inside and not line[:1].isspace() and re.match(
+                rf"^{re.escape(key)}\s*[=:]", stripped, re.IGNORECASE):
+            return number
+    return None
+
+
+def _parsed(source: str) -> ast.Module | str:
+    """The statements of a Python-valued key, or why they are not valid Python."""
+    try:
+        return ast.parse(source, mode="exec")
+    except SyntaxError as exc:
+        return f"is not valid Python ({exc.msg})"
+
+
+def check_gpu_probe(source: str) -> str | None:
+    """Why ``source`` is not a usable ``gpu_probe`` (None: it is)."""
+    tree = _parsed(source)
+    if isinstance(tree, str):
+        return tree
+    if not tree.body or not isinstance(tree.body[-1], ast.Expr):
+        return "must end with an expression giving the list of GPU names"
+    return None
+
+
+def check_import_stack(source: str) -> str | None:
+    """Why ``source`` is not a usable ``import_stack`` (None: it is)."""
+    tree = _parsed(source)
+    if isinstance(tree, str):
+        return tree
+    if not tree.body or not all(isinstance(n, (ast.Import, ast.ImportFrom)) for n in tree.body):
+        return "must be import statements only, e.g. import jax, flax.linen, optax"
+    return None

@@ -1,0 +1,127 @@
+"""The configuration's keys are declared once (tabbook.config): every section, [site] included,
+is read by load_config, an overlay's values count, and a bad value is an error at its line."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tabbook.config import OVERLAY_ENV, Config, Framework, Site, key_reference, load_config, settings_of
+from tabbook.errors import BookError
+from tabbook.render.site import load_site_options
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURE = ROOT / "tests" / "fixtures" / "book"
+
+
+@pytest.fixture
+def book(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.delenv(OVERLAY_ENV, raising=False)
+    shutil.copytree(FIXTURE, tmp_path / "book")
+    return tmp_path / "book"
+
+
+def _line(path: Path, starts: str) -> int:
+    return next(i for i, t in enumerate(path.read_text().splitlines(), 1) if t.startswith(starts))
+
+
+def _error(root: Path) -> str:
+    with pytest.raises(BookError) as err:
+        load_config(root)
+    return err.value.location_message()
+
+
+def test_an_overlays_site_key_takes_effect(book: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert load_site_options(load_config(book)).front_page is True
+    (book / "config.ini").write_text((book / "config.ini").read_text() + "\n[site]\nfront_page = true\n"
+                                     "branch = trunk\n")
+    overlay = book.parent / "elsewhere" / "tabbook.ini"
+    overlay.parent.mkdir()
+    overlay.write_text("[site]\nfront_page = false\n")
+    monkeypatch.setenv(OVERLAY_ENV, str(overlay))
+    options = load_site_options(load_config(book))
+    assert options.front_page is False  # the overlay wins
+    assert options.branch == "trunk"  # and config.ini's other keys stay
+
+
+def test_a_bad_site_value_is_an_error_at_its_line(book: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ini = book / "config.ini"
+    ini.write_text(ini.read_text() + "\n[site]\nbranch = main\nfront_page = maybe\n")
+    line = _line(ini, "front_page")
+    assert _error(book) == f"config.ini:{line}: [site] front_page must be True or False, not 'maybe'"
+    # In an overlay, the overlay's file and line.
+    ini.write_text(ini.read_text().replace("front_page = maybe", "front_page = no"))
+    overlay = book / "tabbook.ini"
+    overlay.write_text("# local settings\n[site]\n\nfront_page = perhaps\n")
+    assert _error(book) == f"{overlay.resolve()}:4: [site] front_page must be True or False, not 'perhaps'"
+    overlay.unlink()
+    assert load_config(book).site.front_page is False
+
+
+def test_a_misspelt_site_key_is_an_error_at_its_line(book: Path) -> None:
+    ini = book / "config.ini"
+    ini.write_text(ini.read_text() + "\n[site]\nfrontpage = false\n")
+    message = _error(book)
+    assert message.startswith(f"config.ini:{_line(ini, 'frontpage')}: [site] frontpage is not a key of [site]")
+    assert "front_page" in message
+
+
+def test_keys_that_describe_the_book_cannot_come_from_an_overlay(book: Path) -> None:
+    overlay = book / "tabbook.ini"
+    overlay.write_text("[build]\ncell_timeout = 5\n\n[project]\nname = other\n")
+    assert _error(book) == (f"{overlay.resolve()}:5: [project] name describes the book, not how it is "
+                            "built here: set it in config.ini, not in an overlay")
+    overlay.write_text("[build]\ncell_timeout = 5\n")
+    assert load_config(book).cell_timeout == 5
+
+
+@pytest.mark.parametrize(("old", "new", "message"), [
+    ("cell_timeout = 60", "cell_timeout = soon", "[build] cell_timeout must be an integer (seconds)"),
+    ("default_tab = alpha", "default_tab = gamma", "[build] default_tab 'gamma' is not one of the tabs (alpha, beta)"),
+    ("tabs = alpha, beta", "tabs = ,", "[build] tabs is empty"),
+])
+def test_bad_values_are_errors_at_their_line(book: Path, old: str, new: str, message: str) -> None:
+    ini = book / "config.ini"
+    ini.write_text(ini.read_text().replace(old, new))
+    assert _error(book) == f"config.ini:{_line(ini, new.split(' =')[0] + ' =')}: {message}"
+
+
+def test_a_required_key_missing_is_an_error(book: Path) -> None:
+    ini = book / "config.ini"
+    ini.write_text(ini.read_text().replace("title = Fixture Book\n", ""))
+    assert _error(book) == "config.ini: missing [project] title"
+
+
+def test_every_key_is_declared_once_with_its_help() -> None:
+    """One declaration per (section, key); each has help; README lists them all (written from
+    the declarations by key_reference)."""
+    declared = [(d.section, d.key) for cls in (Config, Site, Framework) for _, d in settings_of(cls)]
+    assert len(declared) == len(set(declared)) and len(declared) > 30
+    assert all(d.help for cls in (Config, Site, Framework) for _, d in settings_of(cls))
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert key_reference() in readme, "README's key list is stale: paste tabbook.config.key_reference()"
+
+
+def test_the_overlay_is_passed_explicitly_not_through_the_environment(
+        book: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Dask worker reads the configuration with the client's overlay, given as an argument:
+    the process's environment is neither read for it nor changed (it used to be swapped)."""
+    import os
+
+    from tabbook.execute import cluster
+    from tabbook.execute.runner import Unit
+
+    overlay = book.parent / "client" / "tabbook.ini"
+    overlay.parent.mkdir()
+    overlay.write_text("[build]\ncell_timeout = 7\n")
+    assert load_config(book, overlay).cell_timeout == 7
+    elsewhere = book.parent / "worker.ini"
+    elsewhere.write_text("[build]\ncell_timeout = 9\n")
+    monkeypatch.setenv(OVERLAY_ENV, str(elsewhere))
+    before = dict(os.environ)
+    unit = Unit("sec.md", "alpha", (), "tabbook-alpha", "json", book, 60)
+    request = cluster.Request("b1", str(book), str(overlay), unit, "env", "lib")
+    assert cluster._worker_config(request).cell_timeout == 7
+    assert dict(os.environ) == before
