@@ -297,8 +297,8 @@ def library_order(selected: list[str], pages: dict[str, Section], outside: dict[
     When the whole book's index is there under another name (the partial toc given with
     ``[build] index = partial.md``, ``index.md`` kept), its order is the library's, as in a
     full build. Otherwise the order is inferred. The pages come in blocks: the root, each
-    chapter the partial toc lists (its pages in toc order), and each toc outside it (a chapter's index no page lists, walked depth first; a
-    whole-book index kept under another name is one such block). A block that uses a name
+    chapter the partial toc lists (its pages in toc order), and each toc outside it (a
+    chapter's index no page lists, walked depth first). A block that uses a name
     another defines comes after it (a class before its subclasses and its ``add_to_class``
     methods, as the whole book orders them); otherwise the partial toc's blocks keep their
     order, then the others by path. Where uses go both ways, that order decides. Also
