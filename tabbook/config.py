@@ -38,12 +38,12 @@ from tabbook.settings import (
     boolean,
     choice,
     existing_file,
-    existing_path,
     gpu_needs,
     gpu_probe,
     import_stack,
     in_book,
     integer,
+    interpreter,
     key_line,
     library_module,
     lines,
@@ -252,9 +252,9 @@ class Framework:
     # d2lbook's [library-<tab>] keys (a d2lbook book's aliases and lib_file); empty for ours.
     library: LibraryKeys = LibraryKeys()
     # An existing interpreter to run this tab's code with (a conda env, a CUDA image's Python):
-    # nothing is installed into it (``--python X=PATH`` or ``$TABBOOK_PYTHON`` win); None: the
-    # locked venv.
-    interpreter: Path | None = setting("framework:*", "interpreter", "", existing_path,
+    # nothing is installed into it; ``--python X=PATH`` or ``$TABBOOK_PYTHON`` win over the key,
+    # which is then not checked. None: the locked venv.
+    interpreter: Path | None = setting("framework:*", "interpreter", "", interpreter,
                                        "an existing Python to run this tab's code with (nothing is "
                                        "installed into it)", field_default=None)
 
@@ -475,12 +475,9 @@ class _Files:
     def check_known_keys(self, section: str, cls: type) -> None:
         """A key of tabbook's own section that nothing reads is a typo: an error at its line."""
         known = {decl.key for _, decl in settings_of(cls)}
-        for parser in (self.parser,):
-            if parser.has_section(section):
-                for key in parser.options(section):
-                    if key not in known:
-                        raise self.error(section, key, f"is not a key of [{section}] "
-                                         f"(its keys: {', '.join(sorted(known))})")
+        for key in self.parser.options(section) if self.parser.has_section(section) else ():
+            if key not in known:
+                raise self.error(section, key, f"is not a key of [{section}] (its keys: {', '.join(sorted(known))})")
 
 
 def load_config(root: Path, overlay: Path | None = None) -> Config:
@@ -501,9 +498,8 @@ def load_config(root: Path, overlay: Path | None = None) -> Config:
         lib_file = files.parser.get(f"library-{tab}", "lib_file", fallback="").strip()  # d2lbook's d2l/<module>.py
         if lib_file and Path(lib_file).suffix == ".py":
             module = Path(lib_file).stem
-        values = files.read(Framework, f"framework:{tab}", {"known": (label, module, import_name)})
-        if tab in chosen:
-            values["interpreter"] = chosen[tab]
+        context = {"known": (label, module, import_name), "chosen": chosen.get(tab)}
+        values = files.read(Framework, f"framework:{tab}", context)
         frameworks[tab] = Framework(name=tab, library=library_keys(files.parser, tab), **values)
     return Config(root=root, site=site, frameworks=frameworks, overlay=files.overlay, **book)
 
