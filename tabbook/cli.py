@@ -250,10 +250,12 @@ def _pdf(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
 
 
 def _merge_stores(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
+    from tabbook.build import locked
     from tabbook.execute.merge import merge_stores
 
     target = args.into or config.freeze_dir
-    result = merge_stores(config, list(args.stores), target)
+    with locked(config, target):
+        result = merge_stores(config, list(args.stores), target)
     print(f"[merge] {len(result.written)} written, {result.unchanged} unchanged, "
           f"{len(result.stale)} stale left out, {len(result.foreign)} not in the book left out "
           f"→ {target}")
@@ -264,12 +266,13 @@ def _site(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
     """The published site: every framework's PDF first (``pdf``), then the HTML build, which
     copies them into the site and links them from every page. Fails without TeX: a complete
     site is what this command promises."""
-    from tabbook.build import Options, build, build_pdfs
+    from tabbook.build import Options, build, build_pdfs, locked
     from tabbook.execute.plan import Selection
 
-    done = build_pdfs(config, None, frozen=args.frozen, force=args.force, jobs=args.jobs)
-    print("[pdf] done: " + ", ".join(config.rel(p) for p in done.values()))
-    result = build(config, Options(Selection(frozen_only=args.frozen), jobs=args.jobs))
+    with locked(config):  # the PDFs and the site they are copied into, one build's
+        done = build_pdfs(config, None, frozen=args.frozen, force=args.force, jobs=args.jobs)
+        print("[pdf] done: " + ", ".join(config.rel(p) for p in done.values()))
+        result = build(config, Options(Selection(frozen_only=args.frozen), jobs=args.jobs))
     print(f"[site] {config.rel(config.build_dir / 'html' / 'index.html')} with {len(done)} PDFs "
           f"in {result.seconds:.1f}s")
     return 0
@@ -359,8 +362,11 @@ def _dispatch(args: argparse.Namespace, rest: list[str]) -> int:
             return _build(config, args)
         if args.command == "check":
             return _check(config, args)
-        if args.command == "lib":
-            return _lib(config, args)
+        if args.command == "lib":  # it writes d2l/ and build/'s caches: one at a time, like a build
+            from tabbook.build import locked
+
+            with locked(config):
+                return _lib(config, args)
         if args.command == "libtest":
             from tabbook.execute.wheeltest import libtest
 
