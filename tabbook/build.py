@@ -133,7 +133,7 @@ def _build(config: Config, opts: Options, log: Callable[[str], Any]) -> BuildRes
         for path in result.library_changed:
             log(f"[lib] wrote {path}")
         t_exec = time.monotonic()
-        store = FreezeStore(opts.freeze_dir or config.freeze_dir)
+        store = FreezeStore(opts.freeze_dir or config.freeze_dir, config.root)
         the_plan = plan.plan(config, book.sections, book_library(book), store, opts.selection,
                              host_gpus=len(detect()))
         result.units = the_plan.statuses

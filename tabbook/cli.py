@@ -166,7 +166,7 @@ def _dry_run(config, args: argparse.Namespace, selection) -> int:  # noqa: ANN00
         raise problems[0] if len(problems) == 1 else BookErrors(problems)
     from dataclasses import replace
 
-    store = FreezeStore(args.freeze_dir or config.freeze_dir)
+    store = FreezeStore(args.freeze_dir or config.freeze_dir, config.root)
     # With --frozen, list the stale units rather than stop at them (the exit status says so).
     gpus = detect()
     the_plan = plan(config, book.sections, book_library(book), store, replace(selection, frozen_only=False),

@@ -227,9 +227,16 @@ def plan(config: Config, sections: list[Section], library: dict[str, str], store
     unless ``selection.execute_here``."""
     out = Plan(library=library)
     stale: list[BookError] = []
+    damaged: list[BookError] = []
     for section in sections:
         for fw in config.tabs:
-            entry = store.load(section.path, fw)
+            try:
+                entry = store.load(section.path, fw)
+            except BookError as err:
+                if not (selection.force and selection.selects(section.path, fw)):
+                    damaged.append(err)  # all of them reported together, before anything runs
+                    continue
+                entry = None  # --force on it: executed anew, the damaged file replaced
             parts, cells = unit_key(config, section, fw, library, entry, analyse=entry is not None)
             if not cells:
                 continue
@@ -291,8 +298,8 @@ def plan(config: Config, sections: list[Section], library: dict[str, str], store
                 out.statuses.append(UnitStatus(section.path, fw, "skipped"))
                 out.notebooks[(section.path, fw)] = code_only_notebook(unit, "not run in this build")
                 out.origins[(section.path, fw)] = "code only: not run in this build"
-    if stale:
-        raise BookErrors(stale)
+    if damaged or stale:
+        raise damaged[0] if len(damaged) == 1 and not stale else BookErrors(damaged + stale)
     if selection.shard:
         i, n = selection.shard
         by_unit = {(u.section, u.framework): u for u in out.units}
