@@ -290,9 +290,33 @@ def create_envs(config: Config, names: list[str]) -> None:
         print(f"[env] {name}: {fw.import_name} {check_env(config, fw, env)} at {env.python}")
 
 
-def kernel_env(config: Config) -> dict[str, str]:
-    """The environment kernels start in: project-local kernelspecs, the repo's ``d2l`` importable."""
-    env = dict(os.environ)
+#: Variables kernels get from the builder's environment: what a process needs to run (paths,
+#: user, locale, temporary folder, certificates and proxies for downloads), what the frameworks
+#: and the GPU stack read, and tabbook's own. Anything else (a CI job's tokens, cloud keys)
+#: stays with the builder unless the book names it in ``[build] kernel_env``.
+KERNEL_ENV_NAMES = frozenset({
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TERM", "TMPDIR", "TEMP", "TMP",
+    "PYTHONHASHSEED", "PYTHONWARNINGS", "PYTHONUNBUFFERED", "LD_LIBRARY_PATH",
+    "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_RUNTIME_DIR",
+    "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
+    "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MPLBACKEND", "MPLCONFIGDIR",
+    "HF_HOME", "DISPLAY",
+})
+#: Prefixes of variables kernels get: locale, the GPU stack, the frameworks, tabbook, Jupyter.
+KERNEL_ENV_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "NCCL_", "CUDNN_", "XLA_", "TF_", "JAX_", "TORCH_",
+                       "PYTORCH_", "MXNET_", "KERAS_", "HIP_", "ROCM_", "ROCR_", "HSA_", "TABBOOK_",
+                       "JUPYTER_", "IPYTHON")
+
+
+def kernel_env(config: Config, environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment kernels start in: the builder's variables on the allow-list
+    (:data:`KERNEL_ENV_NAMES`, :data:`KERNEL_ENV_PREFIXES`) and those ``[build] kernel_env``
+    names, project-local kernelspecs, the repo's ``d2l`` importable."""
+    source = os.environ if environ is None else environ
+    extra = set(config.kernel_env)
+    env = {name: value for name, value in source.items()
+           if name in KERNEL_ENV_NAMES or name in extra or name.startswith(KERNEL_ENV_PREFIXES)}
     env["JUPYTER_PATH"] = str(jupyter_dir(config).resolve())
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
