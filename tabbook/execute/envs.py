@@ -306,7 +306,7 @@ KERNEL_ENV_NAMES = frozenset({
 #: Prefixes of variables kernels get: locale, the GPU stack, the frameworks, tabbook, Jupyter.
 KERNEL_ENV_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "NCCL_", "CUDNN_", "XLA_", "TF_", "JAX_", "TORCH_",
                        "PYTORCH_", "MXNET_", "KERAS_", "HIP_", "ROCM_", "ROCR_", "HSA_", "TABBOOK_",
-                       "JUPYTER_", "IPYTHON")
+                       "JUPYTER_", "IPYTHON", "OMP_", "MKL_", "KMP_")
 
 
 def kernel_env(config: Config, environ: dict[str, str] | None = None) -> dict[str, str]:
