@@ -5,8 +5,8 @@ declares (``[build] kernel_env``), not the builder's whole environment."""
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import shutil
 from pathlib import Path
 
