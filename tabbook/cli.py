@@ -368,11 +368,13 @@ def _dispatch(args: argparse.Namespace, rest: list[str]) -> int:
             with locked(config):
                 return _lib(config, args)
         if args.command == "libtest":
+            from tabbook.build import locked
             from tabbook.execute.wheeltest import libtest
 
-            return libtest(config, args.frameworks, generate=not args.no_generate,
-                           overrides=dict(item.split("=", 1) for item in args.python),
-                           any_env=args.any_env, venv_check=not args.no_venv_check)
+            with locked(config):  # it may write d2l/ and builds the wheel under build/
+                return libtest(config, args.frameworks, generate=not args.no_generate,
+                               overrides=dict(item.split("=", 1) for item in args.python),
+                               any_env=args.any_env, venv_check=not args.no_venv_check)
         if args.command == "pdf":
             return _pdf(config, args)
         if args.command == "merge-stores":
