@@ -141,3 +141,33 @@ def test_outputs_readers_need_pass_the_check() -> None:
              "data": {"text/plain": "1", "application/json": {"a": [1]}, "image/png": "iVBOR"}},
             {"output_type": "error", "ename": "E", "evalue": "v", "traceback": ["t"]}]}]}
     assert entry_problem(nb) is None
+
+
+def test_a_result_that_is_not_a_notebook_is_a_failure_and_nothing_is_stored(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A runner's result (a Dask worker's reply) is checked like a stored entry before it is stored."""
+    from tabbook.book import read_book
+    from tabbook.config import OVERLAY_ENV, load_config
+    from tabbook.execute import plan
+    from tabbook.execute.runner import UnitResult
+    from tabbook.execute.store import FreezeStore
+    from tabbook.library.cache import book_library
+
+    monkeypatch.delenv(OVERLAY_ENV, raising=False)
+    book, overlay = make_book(tmp_path, eval_notebook=True)
+    config = load_config(book, overlay)
+    pages = read_book(config, extra_files=False)
+    store = FreezeStore(tmp_path / "store", book)
+    the_plan = plan.plan(config, pages.sections, book_library(pages), store, plan.Selection())
+    assert the_plan.todo
+
+    class Forged:
+        def run(self, units: list[Any]) -> list[UnitResult]:
+            return [UnitResult(u, notebook={"cells": [{"cell_type": "code", "source": "", "outputs": "x"}]})
+                    for u in units]
+
+    notebooks, failures = plan.run(config, the_plan, store, lambda: Forged())  # type: ignore[arg-type, return-value]
+    assert len(failures) == len(the_plan.todo)
+    assert "the result is not a notebook (cell 0: its outputs are a string, not a list); nothing was stored" \
+        in failures[0].message
+    assert store.entries() == []

@@ -24,7 +24,7 @@ from tabbook.config import Config
 from tabbook.errors import BookError, BookErrors
 from tabbook.execute.gpus import ALL, guess_need
 from tabbook.execute.runner import Runner, Unit, build_notebook
-from tabbook.execute.store import META, FreezeStore, KeyParts, cells_hash, match, text_hash
+from tabbook.execute.store import META, FreezeStore, KeyParts, cells_hash, entry_problem, match, text_hash
 from tabbook.execute.store import provenance as store_provenance
 from tabbook.library.reach import HEADER, changed_names
 from tabbook.source.read import Section
@@ -404,8 +404,15 @@ def run(config: Config, the_plan: Plan, store: FreezeStore,
             the_plan.origins[(unit.section, unit.framework)] = "code only: execution failed"
             continue
         nb = res.notebook
+        if (problem := entry_problem(nb)) is not None:  # a Dask worker's reply, a broken kernel
+            error = f"{unit.section}: [{unit.framework}] the result is not a notebook ({problem}); nothing was stored"
+            statuses.append(UnitStatus(unit.section, unit.framework, "failed", res.seconds, error))
+            failures.append(BookError(error))
+            notebooks[(unit.section, unit.framework)] = code_only_notebook(unit, "execution failed")
+            the_plan.origins[(unit.section, unit.framework)] = "code only: execution failed"
+            continue
         for cell in nb["cells"]:
-            cell["metadata"].pop("tabbook", None)  # the runner's per-cell job data
+            cell.get("metadata", {}).pop("tabbook", None)  # the runner's per-cell job data
         try:
             store.store(unit.section, unit.framework, nb, parts, res.provenance, res.seconds)
         except OSError as exc:
