@@ -16,6 +16,7 @@ import shutil
 import sys
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from tabbook.execute.plan import Plan, Selection, UnitStatus
 from tabbook.execute.runner import Runner
 from tabbook.execute.store import FreezeStore
 from tabbook.execute.store import provenance as store_provenance
-from tabbook.files import write_atomic
+from tabbook.files import book_lock, write_atomic
 
 
 @dataclass(frozen=True)
@@ -88,8 +89,21 @@ def _in_a_warm_builder() -> bool:
     return bool(warm is not None and getattr(warm, "_INSIDE", False))
 
 
+def locked(config: Config, freeze_dir: Path | None = None) -> AbstractContextManager[None]:
+    """The book's build lock (:func:`tabbook.files.book_lock`), taken by every command that
+    writes ``build/``, the store or ``d2l/``; a second build waits for the first. It sweeps
+    temporary files a killed build left in those folders."""
+    return book_lock(config.build_dir, sweep=(config.build_dir, freeze_dir or config.freeze_dir,
+                                              config.library_dir))
+
+
 def build(config: Config, opts: Options, log: Callable[[str], Any] = print) -> BuildResult:
-    """Run the whole pipeline; the report is written even when a stage fails."""
+    """Run the whole pipeline under the book's lock; the report is written even when a stage fails."""
+    with locked(config, opts.freeze_dir):
+        return _build(config, opts, log)
+
+
+def _build(config: Config, opts: Options, log: Callable[[str], Any]) -> BuildResult:
     from tabbook.check import check_book
     from tabbook.execute import plan
     from tabbook.library.cache import book_library
@@ -124,7 +138,7 @@ def build(config: Config, opts: Options, log: Callable[[str], Any] = print) -> B
         for path in result.library_changed:
             log(f"[lib] wrote {path}")
         t_exec = time.monotonic()
-        store = FreezeStore(opts.freeze_dir or config.freeze_dir)
+        store = FreezeStore(opts.freeze_dir or config.freeze_dir, config.root)
         the_plan = plan.plan(config, book.rendered, book_library(book), store, opts.selection,
                              host_gpus=len(detect()))
         result.units = the_plan.statuses
@@ -188,6 +202,12 @@ def build_pdfs(config: Config, frameworks: tuple[str, ...] | None = None, *, fro
     """The whole of ``make pdf``: execute what is stale, merge ``build/src`` and fill the LaTeX
     doctree cache (a ``latex`` build), then one LaTeX build and typesetting per framework
     (:mod:`tabbook.render.pdf`); returns framework → PDF for those built."""
+    with locked(config):
+        return _build_pdfs(config, frameworks, frozen=frozen, force=force, jobs=jobs, log=log)
+
+
+def _build_pdfs(config: Config, frameworks: tuple[str, ...] | None, *, frozen: bool, force: bool, jobs: int,
+                log: Callable[[str], Any]) -> dict[str, Path]:
     from tabbook.render import pdf
 
     wanted = pdf.pdf_frameworks(config, frameworks)
@@ -222,4 +242,7 @@ def _runner(config: Config, the_plan: Plan, opts: Options, log: Callable[[str], 
 
 
 def clean(config: Config) -> None:
-    shutil.rmtree(config.build_dir, ignore_errors=True)
+    """Remove ``build/``, once no build of the book is running (a waiting build then locks
+    the lock file created anew)."""
+    with locked(config):
+        shutil.rmtree(config.build_dir, ignore_errors=True)

@@ -168,7 +168,7 @@ def _dry_run(config, args: argparse.Namespace, selection) -> int:  # noqa: ANN00
         raise problems[0] if len(problems) == 1 else BookErrors(problems)
     from dataclasses import replace
 
-    store = FreezeStore(args.freeze_dir or config.freeze_dir)
+    store = FreezeStore(args.freeze_dir or config.freeze_dir, config.root)
     # With --frozen, list the stale units rather than stop at them (the exit status says so).
     gpus = detect()
     the_plan = plan(config, book.rendered, book_library(book), store, replace(selection, frozen_only=False),
@@ -252,10 +252,12 @@ def _pdf(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
 
 
 def _merge_stores(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
+    from tabbook.build import locked
     from tabbook.execute.merge import merge_stores
 
     target = args.into or config.freeze_dir
-    result = merge_stores(config, list(args.stores), target)
+    with locked(config, target):
+        result = merge_stores(config, list(args.stores), target)
     print(f"[merge] {len(result.written)} written, {result.unchanged} unchanged, "
           f"{len(result.stale)} stale left out, {len(result.foreign)} not in the book left out "
           f"→ {target}")
@@ -266,12 +268,13 @@ def _site(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
     """The published site: every framework's PDF first (``pdf``), then the HTML build, which
     copies them into the site and links them from every page. Fails without TeX: a complete
     site is what this command promises."""
-    from tabbook.build import Options, build, build_pdfs
+    from tabbook.build import Options, build, build_pdfs, locked
     from tabbook.execute.plan import Selection
 
-    done = build_pdfs(config, None, frozen=args.frozen, force=args.force, jobs=args.jobs)
-    print("[pdf] done: " + ", ".join(config.rel(p) for p in done.values()))
-    result = build(config, Options(Selection(frozen_only=args.frozen), jobs=args.jobs))
+    with locked(config):  # the PDFs and the site they are copied into, one build's
+        done = build_pdfs(config, None, frozen=args.frozen, force=args.force, jobs=args.jobs)
+        print("[pdf] done: " + ", ".join(config.rel(p) for p in done.values()))
+        result = build(config, Options(Selection(frozen_only=args.frozen), jobs=args.jobs))
     print(f"[site] {config.rel(config.build_dir / 'html' / 'index.html')} with {len(done)} PDFs "
           f"in {result.seconds:.1f}s")
     return 0
@@ -361,14 +364,19 @@ def _dispatch(args: argparse.Namespace, rest: list[str]) -> int:
             return _build(config, args)
         if args.command == "check":
             return _check(config, args)
-        if args.command == "lib":
-            return _lib(config, args)
+        if args.command == "lib":  # it writes d2l/ and build/'s caches: one at a time, like a build
+            from tabbook.build import locked
+
+            with locked(config):
+                return _lib(config, args)
         if args.command == "libtest":
+            from tabbook.build import locked
             from tabbook.execute.wheeltest import libtest
 
-            return libtest(config, args.frameworks, generate=not args.no_generate,
-                           overrides=dict(item.split("=", 1) for item in args.python),
-                           any_env=args.any_env, venv_check=not args.no_venv_check)
+            with locked(config):  # it may write d2l/ and builds the wheel under build/
+                return libtest(config, args.frameworks, generate=not args.no_generate,
+                               overrides=dict(item.split("=", 1) for item in args.python),
+                               any_env=args.any_env, venv_check=not args.no_venv_check)
         if args.command == "pdf":
             return _pdf(config, args)
         if args.command == "merge-stores":

@@ -37,12 +37,12 @@ from tabbook.settings import (
     book_paths,
     boolean,
     choice,
+    env_names,
     existing_file,
     gpu_needs,
     gpu_probe,
     import_stack,
     in_book,
-    integer,
     interpreter,
     key_line,
     library_module,
@@ -292,8 +292,14 @@ class Config:
         "one folder); empty: every Markdown file", overlay=False)
     exclusions: tuple[str, ...] = setting("build", "exclusions", "", words, "root-relative globs of "
                                           "Markdown that is not a page", overlay=False)
-    cell_timeout: int = setting("build", "cell_timeout", "600", integer("seconds"),
+    cell_timeout: int = setting("build", "cell_timeout", "600", positive("seconds"),
                                 "seconds one cell may run before its unit fails")
+    max_output_bytes: int = setting(
+        "build", "max_output_bytes", "4000000", positive("bytes"), "bytes of output one cell may keep "
+        "(text and data); the rest is dropped, with a note in the output saying so")
+    kernel_env: tuple[str, ...] = setting(
+        "build", "kernel_env", "", env_names, "names of environment variables kernels get from the "
+        "builder's environment besides the allow-list (PATH, HOME, locale, CUDA/XLA/TF…, TABBOOK_*)")
     execute: bool = setting("build", "eval_notebook", "true", boolean, "False: every tab's code is shown "
                             "without outputs where the store has none")
     warning_is_error: bool = setting("build", "warning_is_error", "false", boolean, "True: warnings (a bib "

@@ -11,15 +11,22 @@ makes it 0600: a web server could not read the site), and it is removed when any
 so a reader sees the old file or the new one, never half of one, and no temporary is left.
 
 It also owns the user-wide cache folder (framework environments, KaTeX), which every process
-of every book shares. It imports nothing of tabbook: every stage may use it.
+of every book shares, and the lock that lets one build of a book run at a time
+(:func:`book_lock`): unique names keep two writers from publishing each other's half files, but
+two builds would still interleave whole stages (one deletes what the other is about to read).
+It imports nothing of tabbook: every stage may use it.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
+import re
 import shutil
+import sys
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -52,6 +59,10 @@ def new_file_mode() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return 0o666 & ~mask
+
+
+#: What :func:`_temp_beside` names its files: ``.<target name>.<mkstemp's 8 characters>.tmp``.
+TEMP_NAME = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$")
 
 
 def _temp_beside(path: Path) -> tuple[int, Path]:
@@ -132,3 +143,127 @@ def copy_atomic(src: Path, dst: Path) -> None:
     """Copy ``src``'s bytes to ``dst`` atomically (with the umask's mode, not ``src``'s)."""
     with atomic_target(dst) as tmp:
         shutil.copyfile(src, tmp)
+
+
+# --- one build of a book at a time ---------------------------------------------------------------
+
+#: The lock file in a book's build folder (``build/``); it holds the holder's pid.
+LOCK_NAME = ".tabbook.lock"
+#: A temporary file older than this, found when the lock is taken, was left by a killed process.
+STALE_TEMP_SECONDS = 600.0
+#: The stamp of the last sweep: the folders are walked at most once per ``STALE_TEMP_SECONDS``.
+SWEPT_NAME = ".tabbook.swept"
+
+_held: dict[Path, tuple[int, int]] = {}  # lock file -> (fd, depth): re-entrant within a process
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+@contextmanager
+def book_lock(build_dir: Path, sweep: Iterable[Path] = (), log: Callable[[str], object] = _say) -> Iterator[None]:
+    """Hold the book's build lock (``build/.tabbook.lock``, ``fcntl.flock``) for the block.
+
+    Why: every command that writes ``build/``, the freeze store or ``d2l/`` takes it, so a second
+    build of the same book (two terminals, ``make serve`` beside ``make html``, a warm builder's
+    fork) waits, saying who it waits for, instead of deleting files the first is reading. The
+    kernel releases a ``flock`` when its holder dies, so ``kill -9`` leaves no stale lock. It is
+    re-entrant in one process (``pdf`` runs a ``build``); a fork inherits it with the process.
+    Once the lock is held, temporary files older than :data:`STALE_TEMP_SECONDS` under
+    ``sweep`` (a killed build's) are removed: no process writing them can be alive, since
+    every writer of those folders holds this lock."""
+    path = (build_dir / LOCK_NAME).resolve()
+    if path in _held:
+        fd, depth = _held[path]
+        _held[path] = (fd, depth + 1)
+        try:
+            yield
+        finally:
+            _held[path] = (fd, depth)
+        return
+    fd = _acquire(path, log, "another build of this book")
+    _held[path] = (fd, 1)
+    try:
+        sweep_stale_temps(path.parent, sweep)
+        yield
+    finally:
+        del _held[path]
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+@contextmanager
+def exclusive(path: Path, waiting_for: str, log: Callable[[str], object] = _say) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``path`` for the block, saying ``[lock] waiting for
+    <waiting_for> (pid N)`` if another process holds it. For what processes of several books
+    share (a framework environment in the user-wide cache); not re-entrant."""
+    fd = _acquire(path.resolve(), log, waiting_for)
+    try:
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def _acquire(path: Path, log: Callable[[str], object], waiting_for: str) -> int:
+    """Open and lock ``path``, waiting (once announced) while another process holds it; retry
+    when the file was removed or replaced meanwhile (``clean``), so both hold the same inode."""
+    said = False
+    while True:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if not said:
+                    holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+                    log(f"[lock] waiting for {waiting_for} (pid {holder}) to finish; lock: {path}")
+                    said = True
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                same = os.fstat(fd).st_ino == os.stat(path).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+                return fd
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)  # the file we locked was removed: lock the one now there
+
+
+def sweep_stale_temps(stamp_dir: Path, folders: Iterable[Path], older_than: float = STALE_TEMP_SECONDS) -> list[Path]:
+    """Remove this module's temporary files older than ``older_than`` seconds under
+    ``folders``, at most once per ``older_than`` (``stamp_dir``'s stamp file says when it was
+    last done); return those removed. Call it only while holding the lock of every writer."""
+    stamp = stamp_dir / SWEPT_NAME
+    now = time.time()
+    try:
+        if now - stamp.stat().st_mtime < older_than:
+            return []
+    except OSError:
+        pass
+    removed: list[Path] = []
+    for folder in folders:
+        for dirpath, _, names in os.walk(folder):
+            for name in names:
+                if not TEMP_NAME.match(name):
+                    continue
+                file = Path(dirpath) / name
+                try:
+                    if now - file.lstat().st_mtime > older_than:
+                        file.unlink()
+                        removed.append(file)
+                except OSError:
+                    pass
+    try:
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.touch()
+        os.utime(stamp, (now, now))
+    except OSError:
+        pass
+    return removed

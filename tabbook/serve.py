@@ -245,9 +245,12 @@ class WarmBuilder:
         assert config is not None, "WarmBuilder needs tabbook.serve.serve() to name the book"
         names = ", ".join(p.name for p in list(changed_paths)[:5])
         print(f"[serve] {'changed: ' + names + '; ' if names else ''}rebuilding", flush=True)
-        if run_stages(config) != 0:
-            return
-        rc = build_main(self.sphinx_args)
+        from tabbook.build import locked
+
+        with locked(config):  # tabbook's stages and Sphinx's, as one build of the book
+            if run_stages(config) != 0:
+                return
+            rc = build_main(self.sphinx_args)
         if rc == 0:  # (its build-finished recorded what it imported: learn_env in serve())
             write_status(config)
             print(f"[serve] done; serving http://{self.url_host}/", flush=True)

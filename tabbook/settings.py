@@ -126,6 +126,17 @@ def positive(unit: str) -> Parse:
     return parse
 
 
+def env_names(value: str, at: At) -> tuple[str, ...]:
+    """Names of environment variables (letters, digits, underscores; not starting with a digit)."""
+    import re
+
+    names = tuple(value.split())
+    for name in names:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise ValueError(f"{name!r} is not the name of an environment variable")
+    return names
+
+
 def choice(*allowed: str, why: str) -> Parse:
     def parse(value: str, at: At) -> str:
         if value.strip() not in allowed:

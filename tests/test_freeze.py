@@ -11,6 +11,7 @@ from typing import IO
 import pytest
 
 from tabbook import files
+from tabbook.errors import BookError
 from tabbook.execute import store as freeze
 from tabbook.execute.store import (
     FreezeStore,
@@ -203,7 +204,7 @@ def test_entry_path(tmp_path: Path) -> None:
 def test_store_and_load_round_trip(tmp_path: Path) -> None:
     store = FreezeStore(tmp_path)
     path = store.path("chapter_gpus/devices.md", "jax")
-    nb = {"cells": [{"source": "x = 'é'"}], "metadata": {"tabbook": {"key": "abc"}}}
+    nb = {"cells": [{"cell_type": "code", "source": "x = 'é'", "outputs": []}], "metadata": {"tabbook": {"key": "abc"}}}
     write_notebook(path, nb)
     assert store.load("chapter_gpus/devices.md", "jax") == nb
     assert entry_key(store.load("chapter_gpus/devices.md", "jax")) == "abc"
@@ -237,7 +238,10 @@ def test_load_missing_or_damaged_entry(tmp_path: Path) -> None:
     bad = store.path("bad.md", "jax")
     bad.parent.mkdir(parents=True)
     bad.write_text('{"cells": [')
-    assert store.load("bad.md", "jax") is None
+    # Damaged: a located error saying what to do, not a silent re-execution (issue 33).
+    with pytest.raises(BookError, match=r"bad/jax\.ipynb: damaged freeze entry: not JSON .*delete the file"):
+        store.load("bad.md", "jax")
+    assert FreezeStore(tmp_path, tmp_path).shown(bad) == "bad/jax.ipynb"
     assert entry_key(None) is None and entry_key({}) is None and entry_key({"metadata": {}}) is None
     assert provenance(None) == {} and FreezeStore(tmp_path / "nowhere").entries() == []
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from tabbook.config import Config, Framework
 from tabbook.errors import BookError
-from tabbook.files import cache_dir, write_atomic
+from tabbook.files import cache_dir, exclusive, write_atomic
 
 MARKER = ".tabbook-complete"
 
@@ -135,32 +135,44 @@ def ensure_env(config: Config, fw: Framework, create: bool = True, log=print) ->
                 f"the {fw.name} environment is not installed; run `make envs` or `make html`",
                 config.rel(fw.requirements) if fw.requirements else "config.ini",
             )
-        if target.exists():
-            log(f"[env] {fw.name}: removing incomplete environment {target}")
-            shutil.rmtree(target)
-        for number, local in local_requirements(fw.requirements):
-            if not local.exists():
-                raise BookError(f"the {fw.name} lock names {local}, which does not exist",
-                                config.rel(fw.requirements), number)
-        base = find_python(fw.python)
-        log(f"[env] {fw.name}: creating {target} (Python {_python_version(base)})")
+        # Venvs are shared by every book and process of this user: one creates it while the
+        # others wait, and find it complete (else a second would remove the first's half venv).
         target.parent.mkdir(parents=True, exist_ok=True)
-        subprocess.run([str(base), "-m", "venv", str(target)], check=True)
-        pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-        if fw.constraints:
-            pip += ["-c", str(fw.constraints.resolve())]
-        assert fw.requirements is not None
-        try:
-            # In the lock's folder: its relative paths (a local package) mean what they say.
-            subprocess.run(pip + ["-r", str(fw.requirements.resolve())], check=True,
-                           cwd=fw.requirements.parent)
-        except subprocess.CalledProcessError as exc:
-            raise BookError(
-                f"installing the {fw.name} environment failed (pip exit {exc.returncode})",
-                config.rel(fw.requirements),
-            ) from exc
-        (target / MARKER).write_text(_python_version(python) + "\n")
+        with exclusive(target.parent / f".{target.name}.lock", f"another process creating the {fw.name} "
+                       f"environment {target}", log=log):
+            if not (target / MARKER).is_file():
+                _create_env(config, fw, target, log)
     return Env(fw.name, python, lock_hash(fw))
+
+
+def _create_env(config: Config, fw: Framework, target: Path, log: Callable[[str], Any]) -> None:
+    """Create ``target`` and install ``fw``'s lock into it (the caller holds its lock)."""
+    assert fw.requirements is not None
+    python = target / "bin" / "python"
+    if target.exists():
+        log(f"[env] {fw.name}: removing incomplete environment {target}")
+        shutil.rmtree(target)
+    for number, local in local_requirements(fw.requirements):
+        if not local.exists():
+            raise BookError(f"the {fw.name} lock names {local}, which does not exist",
+                            config.rel(fw.requirements), number)
+    base = find_python(fw.python)
+    log(f"[env] {fw.name}: creating {target} (Python {_python_version(base)})")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run([str(base), "-m", "venv", str(target)], check=True)
+    pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    if fw.constraints:
+        pip += ["-c", str(fw.constraints.resolve())]
+    try:
+        # In the lock's folder: its relative paths (a local package) mean what they say.
+        subprocess.run(pip + ["-r", str(fw.requirements.resolve())], check=True,
+                       cwd=fw.requirements.parent)
+    except subprocess.CalledProcessError as exc:
+        raise BookError(
+            f"installing the {fw.name} environment failed (pip exit {exc.returncode})",
+            config.rel(fw.requirements),
+        ) from exc
+    (target / MARKER).write_text(_python_version(python) + "\n")
 
 
 CHECKED = ".tabbook-checked"
@@ -278,9 +290,33 @@ def create_envs(config: Config, names: list[str]) -> None:
         print(f"[env] {name}: {fw.import_name} {check_env(config, fw, env)} at {env.python}")
 
 
-def kernel_env(config: Config) -> dict[str, str]:
-    """The environment kernels start in: project-local kernelspecs, the repo's ``d2l`` importable."""
-    env = dict(os.environ)
+#: Variables kernels get from the builder's environment: what a process needs to run (paths,
+#: user, locale, temporary folder, certificates and proxies for downloads), what the frameworks
+#: and the GPU stack read, and tabbook's own. Anything else (a CI job's tokens, cloud keys)
+#: stays with the builder unless the book names it in ``[build] kernel_env``.
+KERNEL_ENV_NAMES = frozenset({
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TERM", "TMPDIR", "TEMP", "TMP",
+    "PYTHONHASHSEED", "PYTHONWARNINGS", "PYTHONUNBUFFERED", "LD_LIBRARY_PATH",
+    "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_RUNTIME_DIR",
+    "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
+    "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MPLBACKEND", "MPLCONFIGDIR",
+    "HF_HOME", "DISPLAY",
+})
+#: Prefixes of variables kernels get: locale, the GPU stack, the frameworks, tabbook, Jupyter.
+KERNEL_ENV_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "NCCL_", "CUDNN_", "XLA_", "TF_", "JAX_", "TORCH_",
+                       "PYTORCH_", "MXNET_", "KERAS_", "HIP_", "ROCM_", "ROCR_", "HSA_", "TABBOOK_",
+                       "JUPYTER_", "IPYTHON", "OMP_", "MKL_", "KMP_")
+
+
+def kernel_env(config: Config, environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment kernels start in: the builder's variables on the allow-list
+    (:data:`KERNEL_ENV_NAMES`, :data:`KERNEL_ENV_PREFIXES`) and those ``[build] kernel_env``
+    names, project-local kernelspecs, the repo's ``d2l`` importable."""
+    source = os.environ if environ is None else environ
+    extra = set(config.kernel_env)
+    env = {name: value for name, value in source.items()
+           if name in KERNEL_ENV_NAMES or name in extra or name.startswith(KERNEL_ENV_PREFIXES)}
     env["JUPYTER_PATH"] = str(jupyter_dir(config).resolve())
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")

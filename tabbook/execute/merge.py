@@ -23,7 +23,7 @@ from typing import Any
 
 from tabbook.config import Config
 from tabbook.errors import BookError, BookErrors
-from tabbook.execute.store import META, FreezeStore, KeyParts, gpu_entry_current
+from tabbook.execute.store import META, FreezeStore, KeyParts, entry_problem, gpu_entry_current
 from tabbook.files import write_atomic
 
 
@@ -53,7 +53,10 @@ def _read_entry(store: FreezeStore, path: Path) -> _Candidate:
         nb = json.loads(text)
     except json.JSONDecodeError as exc:
         raise BookError(f"not a freeze entry: invalid JSON ({exc.msg})", str(path), exc.lineno) from exc
-    meta = (nb.get("metadata") or {}).get(META) if isinstance(nb, dict) else None
+    if (problem := entry_problem(nb)) is not None:
+        raise BookError(f"not a freeze entry: {problem}; it is not merged (fix or delete it in its store)",
+                        str(path))
+    meta = (nb.get("metadata") or {}).get(META)
     if not isinstance(meta, dict) or not all(isinstance(meta.get(k), str) for k in ("key", "section", "framework")):
         raise BookError("not a freeze entry: metadata.tabbook lacks key, section or framework", str(path), 1)
     expected = store.path(meta["section"], meta["framework"])

@@ -24,7 +24,7 @@ from tabbook.config import Config
 from tabbook.errors import BookError, BookErrors
 from tabbook.execute.gpus import ALL, guess_need
 from tabbook.execute.runner import Runner, Unit, build_notebook
-from tabbook.execute.store import META, FreezeStore, KeyParts, cells_hash, match, text_hash
+from tabbook.execute.store import META, FreezeStore, KeyParts, cells_hash, entry_problem, match, text_hash
 from tabbook.execute.store import provenance as store_provenance
 from tabbook.library.reach import HEADER, changed_names
 from tabbook.source.read import Section
@@ -230,9 +230,16 @@ def plan(config: Config, sections: list[Section], library: dict[str, str], store
     unless ``selection.execute_here``."""
     out = Plan(library=library)
     stale: list[BookError] = []
+    damaged: list[BookError] = []
     for section in sections:
         for fw in config.tabs:
-            entry = store.load(section.path, fw)
+            try:
+                entry = store.load(section.path, fw)
+            except BookError as err:
+                if not (selection.force and selection.selects(section.path, fw)):
+                    damaged.append(err)  # all of them reported together, before anything runs
+                    continue
+                entry = None  # --force on it: executed anew, the damaged file replaced
             parts, cells = unit_key(config, section, fw, library, entry, analyse=entry is not None)
             if not cells:
                 continue
@@ -282,7 +289,7 @@ def plan(config: Config, sections: list[Section], library: dict[str, str], store
                 section=section.path, framework=fw, cells=tuple(cells),
                 kernel_name=framework.kernel_name, import_name=framework.import_name,
                 cwd=(config.root / section.path).parent, timeout=config.cell_timeout,
-                stderr_filters=config.stderr_filters,
+                stderr_filters=config.stderr_filters, max_output_bytes=config.max_output_bytes,
                 gpu_probe=framework.gpu_probe,
                 gpus=need, alone=alone,
             )
@@ -296,8 +303,8 @@ def plan(config: Config, sections: list[Section], library: dict[str, str], store
                 out.statuses.append(UnitStatus(section.path, fw, "skipped"))
                 out.notebooks[(section.path, fw)] = code_only_notebook(unit, "not run in this build")
                 out.origins[(section.path, fw)] = "code only: not run in this build"
-    if stale:
-        raise BookErrors(stale)
+    if damaged or stale:
+        raise damaged[0] if len(damaged) == 1 and not stale else BookErrors(damaged + stale)
     if selection.shard:
         i, n = selection.shard
         by_unit = {(u.section, u.framework): u for u in out.units}
@@ -402,8 +409,15 @@ def run(config: Config, the_plan: Plan, store: FreezeStore,
             the_plan.origins[(unit.section, unit.framework)] = "code only: execution failed"
             continue
         nb = res.notebook
+        if (problem := entry_problem(nb)) is not None:  # a Dask worker's reply, a broken kernel
+            error = f"{unit.section}: [{unit.framework}] the result is not a notebook ({problem}); nothing was stored"
+            statuses.append(UnitStatus(unit.section, unit.framework, "failed", res.seconds, error))
+            failures.append(BookError(error))
+            notebooks[(unit.section, unit.framework)] = code_only_notebook(unit, "execution failed")
+            the_plan.origins[(unit.section, unit.framework)] = "code only: execution failed"
+            continue
         for cell in nb["cells"]:
-            cell["metadata"].pop("tabbook", None)  # the runner's per-cell job data
+            cell.get("metadata", {}).pop("tabbook", None)  # the runner's per-cell job data
         try:
             store.store(unit.section, unit.framework, nb, parts, res.provenance, res.seconds)
         except OSError as exc:

@@ -46,6 +46,7 @@ class Unit:
     cwd: Path
     timeout: int
     stderr_filters: tuple[str, ...] = ()
+    max_output_bytes: int = 0  # output one cell keeps ([build] max_output_bytes); 0 = all of it
     gpu_probe: str = ""  # config.ini's gpu_probe of the framework ("" = no GPUs reported)
     gpus: int = 0  # GPUs it needs (gpus.ALL: every one of the machine); 0 = it sees none
     alone: bool = False  # timing code: nothing else runs on the machine meanwhile
@@ -150,6 +151,7 @@ class Runner:
                 "cwd": str(unit.cwd),
                 "timeout": unit.timeout,
                 "stderr_filters": list(unit.stderr_filters),
+                "max_output_bytes": unit.max_output_bytes,
                 "section": unit.section,
                 "framework": unit.framework,
             }))

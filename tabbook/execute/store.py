@@ -17,6 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from tabbook.errors import BookError
 from tabbook.files import write_atomic
 from tabbook.source.split import FrameworkCell
 
@@ -150,6 +151,112 @@ def public_copy(nb: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+# --- reading an entry: its shape checked before anything uses it -------------------------------
+
+_OUTPUT_TYPES = ("stream", "display_data", "execute_result", "error")
+_CELL_TYPES = ("code", "markdown", "raw")
+
+
+def _kind(value: Any) -> str:
+    """A JSON value's type as JSON names it (``null``, ``a list``, …), for the messages."""
+    names = {type(None): "null", bool: "a boolean", int: "a number", float: "a number", str: "a string",
+             list: "a list", dict: "an object"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _text(value: Any) -> bool:
+    """A notebook's multiline text: a string, or a list of strings."""
+    return isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))
+
+
+def _output_problem(out: Any, where: str) -> str | None:
+    if not isinstance(out, dict):
+        return f"{where} is {_kind(out)}, not an object"
+    kind = out.get("output_type")
+    if kind not in _OUTPUT_TYPES:
+        return f"{where} has output_type {kind!r} (one of {', '.join(_OUTPUT_TYPES)} expected)"
+    if kind == "stream":
+        if not isinstance(out.get("name"), str) or not _text(out.get("text")):
+            return f"{where}: a stream output needs a name and a text (a string or a list of strings)"
+    elif kind == "error":
+        if not isinstance(out.get("ename"), str) or not isinstance(out.get("evalue"), str) \
+                or not _text(out.get("traceback", [])):
+            return f"{where}: an error output needs ename, evalue (strings) and a traceback (strings)"
+    else:
+        data = out.get("data")
+        if not isinstance(data, dict):
+            return f"{where}: a {kind} output needs data, an object of mime type → content"
+        for mime, value in data.items():
+            # JSON mime types (application/json, application/vnd.*+json) hold JSON itself.
+            if not (_text(value) or (mime.endswith("json") and isinstance(value, dict | list))):
+                return f"{where}: mime type {mime!r} holds {_kind(value)} (a string or list of strings expected)"
+        if not isinstance(out.get("metadata", {}), dict):
+            return f"{where}: its metadata is {_kind(out['metadata'])}, not an object"
+    return None
+
+
+def entry_problem(nb: Any) -> str | None:
+    """What is wrong with the shape of a freeze entry (a notebook), or ``None``.
+
+    Why: entries are committed, merged from shard stores and returned by Dask workers, and
+    the plan, the merge of a page and the site's downloads index into them; checked here,
+    once, a damaged entry is one located error instead of a traceback in each of them."""
+    if not isinstance(nb, dict):
+        return f"the entry is {_kind(nb)}, not a notebook (an object)"
+    meta = nb.get("metadata", {})
+    if not isinstance(meta, dict):
+        return f"its metadata is {_kind(meta)}, not an object"
+    ours = meta.get(META, {})
+    if not isinstance(ours, dict):
+        return f"metadata.{META} is {_kind(ours)}, not an object"
+    for name, types in (("key", str), ("section", str), ("framework", str), ("key_parts", dict),
+                        ("provenance", dict), ("seconds", int | float)):
+        if name in ours and not isinstance(ours[name], types):
+            return f"metadata.{META}.{name} is {_kind(ours[name])}"
+    cells = nb.get("cells")
+    if not isinstance(cells, list):
+        return f"its cells are {_kind(cells)}, not a list"
+    for i, cell in enumerate(cells):
+        where = f"cell {i}"
+        if not isinstance(cell, dict):
+            return f"{where} is {_kind(cell)}, not an object"
+        if cell.get("cell_type") not in _CELL_TYPES:
+            return f"{where} has cell_type {cell.get('cell_type')!r}"
+        if not _text(cell.get("source", "")):
+            return f"{where}: its source is not a string or a list of strings"
+        if not isinstance(cell.get("metadata", {}), dict):
+            return f"{where}: its metadata is {_kind(cell['metadata'])}, not an object"
+        if cell["cell_type"] == "code":
+            outputs = cell.get("outputs", [])
+            if not isinstance(outputs, list):
+                return f"{where}: its outputs are {_kind(outputs)}, not a list"
+            for j, out in enumerate(outputs):
+                if (problem := _output_problem(out, f"{where}, output {j}")) is not None:
+                    return problem
+    return None
+
+
+def damaged_entry(shown: str, problem: str) -> BookError:
+    """The error for a damaged entry, located at its file and saying how to recover."""
+    return BookError(f"damaged freeze entry: {problem}; delete the file and build again (the unit is "
+                     "executed anew), or build with --force --only on its section", shown)
+
+
+def read_entry(path: Path, shown: str | None = None) -> dict[str, Any]:
+    """A freeze entry read from ``path`` and checked (:func:`entry_problem`); a
+    :class:`BookError` at ``shown`` (default: the path) when it is not JSON or not a notebook."""
+    shown = shown or str(path)
+    try:
+        nb = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise damaged_entry(shown, f"not UTF-8 text ({exc.reason})") from exc
+    except json.JSONDecodeError as exc:
+        raise damaged_entry(shown, f"not JSON ({exc.msg} at line {exc.lineno})") from exc
+    if (problem := entry_problem(nb)) is not None:
+        raise damaged_entry(shown, problem)
+    return nb
+
+
 class FreezeStore:
     """The committed store of executed notebooks: its layout and metadata schema live here only.
 
@@ -159,8 +266,18 @@ class FreezeStore:
     ``framework``, ``provenance`` and ``seconds``.
     """
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, book_root: Path | None = None) -> None:
         self.root = Path(root)
+        self.book_root = book_root  # errors name entries relative to it (``_freeze/…``)
+
+    def shown(self, path: Path) -> str:
+        """How an error names an entry file: relative to the book when it is inside it."""
+        if self.book_root is not None:
+            try:
+                return str(path.resolve().relative_to(self.book_root.resolve()))
+            except ValueError:
+                pass
+        return str(path)
 
     def path(self, section: str, framework: str) -> Path:
         """``_freeze/chapter_gpus/devices/pytorch.ipynb`` for ``chapter_gpus/devices.md``."""
@@ -168,14 +285,12 @@ class FreezeStore:
         return self.root / stem / f"{framework}.ipynb"
 
     def load(self, section: str, framework: str) -> dict[str, Any] | None:
-        """The stored notebook, or ``None`` if missing or damaged (then it is re-executed)."""
+        """The stored notebook, or ``None`` if missing; a damaged one (not JSON, not the shape
+        of a notebook) is a :class:`BookError` at its file (:func:`read_entry`)."""
         path = self.path(section, framework)
         if not path.is_file():
             return None
-        try:
-            return json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            return None
+        return read_entry(path, self.shown(path))
 
     def signature(self, section: str, framework: str) -> str:
         """The entry file's size and modification time: what changes whenever it is rewritten."""
@@ -187,7 +302,10 @@ class FreezeStore:
 
     def last_seconds(self, section: str, framework: str) -> float | None:
         """How long the unit took when its stored entry was made (None: never run)."""
-        nb = self.load(section, framework)
+        try:
+            nb = self.load(section, framework)
+        except BookError:  # a damaged entry a --force build replaces: never run, as far as it says
+            return None
         seconds = ((nb or {}).get("metadata") or {}).get(META, {}).get("seconds")
         return float(seconds) if isinstance(seconds, int | float) else None
 

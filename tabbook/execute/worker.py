@@ -138,6 +138,67 @@ def drop_noise(cell: dict[str, Any], patterns: list[str]) -> None:
     cell["outputs"] = kept
 
 
+def _size(value: Any) -> int:
+    """Bytes of a notebook value as stored (text: UTF-8; JSON data: its serialization)."""
+    if isinstance(value, str):
+        return len(value.encode("utf-8", "surrogatepass"))
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return sum(_size(v) for v in value)
+    return len(json.dumps(value, default=str))
+
+
+def _output_size(out: dict[str, Any]) -> int:
+    """Bytes of a stream's text, or of a display's contents (every mime type's)."""
+    if out.get("output_type") == "stream":
+        return _size(out.get("text", ""))
+    data = out.get("data")
+    return sum(_size(v) for v in data.values()) if isinstance(data, dict) else _size(data)
+
+
+def _head(text: str | list[str], limit: int) -> str:
+    """The first ``limit`` bytes of a text, cut at a character boundary."""
+    joined = "".join(text) if isinstance(text, list) else text
+    return joined.encode("utf-8", "surrogatepass")[:max(limit, 0)].decode("utf-8", "ignore")
+
+
+def cap_outputs(cell: dict[str, Any], limit: int) -> None:
+    """Keep at most ``limit`` bytes of a cell's output (``[build] max_output_bytes``; 0: all).
+
+    Why: outputs are committed in the store and published on the page; a cell printing 100 MB by
+    mistake would put all of it in git and in every reader's browser. Text is kept up to the
+    limit, a display that does not fit whole is dropped, and a note at the end says how much
+    there was. Error outputs are kept: they explain a failure or a ``#@raises`` cell."""
+    if limit <= 0 or cell.get("cell_type") != "code":
+        return
+    outputs = cell.get("outputs", [])
+    total = sum(_output_size(o) for o in outputs if o.get("output_type") != "error")
+    if total <= limit:
+        return
+    kept: list[Any] = []
+    room = limit
+    for out in outputs:
+        kind = out.get("output_type")
+        if kind == "error":
+            kept.append(out)
+        elif kind == "stream":
+            if room > 0:
+                text = _head(out.get("text", ""), room)
+                room -= _size(text)
+                if text:
+                    kept.append({**out, "text": text})
+        else:
+            size = _output_size(out)
+            if size <= room:
+                kept.append(out)
+                room -= size
+            else:
+                room = 0  # what follows a display that did not fit is dropped too: the order stays
+    kept.append({"output_type": "stream", "name": "stderr",
+                 "text": f"\n[tabbook] output truncated: this cell produced {total:,} bytes of output; "
+                         f"[build] max_output_bytes keeps {limit:,}\n"})
+    cell["outputs"] = kept
+
+
 def run(job: dict[str, Any]) -> dict[str, Any]:
     import nbformat
     from nbclient import NotebookClient
@@ -199,6 +260,7 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
     for cell in nb.cells:
         cell.get("metadata", {}).pop("execution", None)
         drop_noise(cell, job.get("stderr_filters", []))
+        cap_outputs(cell, job.get("max_output_bytes", 0))
     gpus = info.get("gpus", [])
     provenance = {
         "framework": fw,

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from tabbook.config import Config
-from tabbook.execute.store import FreezeStore, public_copy
+from tabbook.execute.store import FreezeStore, public_copy, read_entry
 from tabbook.files import write_atomic, write_if_changed
 
 COLAB_GITHUB = "https://colab.research.google.com/github/{repo}/blob/{branch}/{path}"
@@ -271,7 +271,7 @@ def publish_downloads(opts: SiteOptions, docnames: list[str], outdir: Path) -> i
             if before.get(target) == seen and dst.is_file():
                 text = dst.read_text(encoding="utf-8")  # for the zip: the copy is what it would be
             else:
-                text = json.dumps(reader_notebook(json.loads(src.read_text(encoding="utf-8"))),
+                text = json.dumps(reader_notebook(read_entry(src)),
                                   indent=1, ensure_ascii=False) + "\n"
                 write_if_changed(dst, text)
                 dirty.add(fw)
