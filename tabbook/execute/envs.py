@@ -279,10 +279,13 @@ def create_envs(config: Config, names: list[str]) -> None:
 
 
 def kernel_env(config: Config) -> dict[str, str]:
-    """The environment kernels start in: project-local kernelspecs, the repo's ``d2l`` importable."""
+    """The environment kernels start in: project-local kernelspecs, the book's own ``d2l`` importable.
+
+    The book's root, never the builder's folder: an installed tabbook lives in the builder's
+    site-packages, whose packages must not leak into a framework's environment."""
     env = dict(os.environ)
     env["JUPYTER_PATH"] = str(jupyter_dir(config).resolve())
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = str(config.root)
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     return env
 
