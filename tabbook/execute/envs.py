@@ -279,13 +279,20 @@ def create_envs(config: Config, names: list[str]) -> None:
 
 
 def kernel_env(config: Config) -> dict[str, str]:
-    """The environment kernels start in: project-local kernelspecs, the book's own ``d2l`` importable.
+    """The environment kernels (and the workers that drive them) start in: project-local
+    kernelspecs, the book's own ``d2l`` importable, and tabbook importable by the workers.
 
-    The book's root, never the builder's folder: an installed tabbook lives in the builder's
-    site-packages, whose packages must not leak into a framework's environment."""
+    The book's root comes first. The folder tabbook was imported from is added only for a
+    checkout run as ``python -m tabbook``: an installed tabbook lives in the builder's
+    site-packages, which the workers have anyway and which must not leak into a framework's
+    environment."""
     env = dict(os.environ)
     env["JUPYTER_PATH"] = str(jupyter_dir(config).resolve())
-    env["PYTHONPATH"] = str(config.root)
+    builder = Path(__file__).resolve().parents[2]
+    paths = [str(config.root)]
+    if builder.name not in ("site-packages", "dist-packages") and builder != config.root:
+        paths.append(str(builder))
+    env["PYTHONPATH"] = os.pathsep.join(paths)
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     return env
 
