@@ -149,6 +149,8 @@ def _d2lbook_build(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - C
         builder = args.builder if renders else ""
         code |= _build(config, argparse.Namespace(**{**vars(args), "targets": [], "tab": None, "builder": builder}))
         where = config.rel(config.build_dir / ("html" if renders else "src"))
+        if not renders:
+            print(f"[rst] Sphinx's sources: {where}")
         if "pkg" in targets:
             print(f"[pkg] the notebooks of every section, one zip per tab: {where}/_downloads/notebooks/")
         if "slides" in targets:
@@ -169,6 +171,8 @@ def _build(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
     if args.tab is not None:  # d2lbook's --tab T: this tab only (all: every tab, the default here)
         if args.frameworks:
             raise BookError("--tab and --frameworks say the same thing: give one")
+        if args.tab != "all" and args.tab not in config.tabs:
+            raise BookError(f"--tab: unknown tab {args.tab!r} (tabs: {', '.join(config.tabs)}, or all)")
         args.frameworks = None if args.tab == "all" else args.tab
     if args.targets:
         return _d2lbook_build(config, args)
