@@ -74,3 +74,15 @@ def test_bad_targets_and_tabs_are_errors(book: Path) -> None:
     assert proc.returncode == 1 and "--tab: unknown tab 'rust' (tabs: plain, stdlib, or all)" in proc.stderr
     proc = tabbook(book, "build", "--tab", "plain", "--frameworks", "plain")
     assert proc.returncode == 1 and "--tab and --frameworks say the same thing" in proc.stderr
+
+
+def test_make_d2lbook_book_applies_no_overlay_unless_given() -> None:
+    """d2l-en's overlay is for d2l-en: any other book is built with its own config.ini alone."""
+    def recipe(*args: str) -> str:
+        proc = subprocess.run(["make", "-n", "-W", "envs/builder.txt", "d2lbook-book", "BOOK=/books/other", *args],
+                              cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        return next(" ".join(line.split()) for line in proc.stdout.splitlines() if "tabbook -C /books/other" in line)
+
+    assert "--overlay" not in recipe() and recipe().endswith("build --no-execute")
+    assert "--overlay books/d2l-en/tabbook.ini build --execute" in recipe("OVERLAY=books/d2l-en/tabbook.ini", "EXECUTE=1")
