@@ -162,7 +162,7 @@ def build(config: Config, opts: Options, log: Callable[[str], Any] = print) -> B
 
                 if not available_pdfs(load_site_options(config)):
                     log("[html] the site has no PDFs (none in build/pdf): its pages say \"PDF: not in "
-                        "this build\"; `make site` builds the site with its PDFs")
+                        "this build\"; `tabbook site` (make site) builds the site with its PDFs")
         if failures:
             raise failures[0] if len(failures) == 1 else BookErrors(failures)
     finally:
