@@ -139,12 +139,6 @@ def in_book(value: str, at: At) -> Path:
     return at.root / value.strip()
 
 
-def markdown_page(value: str, at: At) -> Path:
-    """A Markdown page relative to the book's root; d2lbook lets ``.md`` be left out (``index``)."""
-    path = at.root / value.strip()
-    return path if path.suffix == ".md" or path.is_file() else path.with_name(path.name + ".md")
-
-
 def page_title(page: Path) -> str:
     """The first heading of a Markdown page (d2lbook's default title); the page's name without one."""
     try:
@@ -172,8 +166,12 @@ def existing_file(value: str, at: At) -> Path | None:
     return target
 
 
-def existing_path(value: str, at: At) -> Path | None:
-    """An interpreter: absolute, ``~``, or relative to the file that names it; "" is none."""
+def interpreter(value: str, at: At) -> Path | None:
+    """An interpreter: absolute, ``~``, or relative to the file that names it; "" is none. One
+    chosen on the command line (``--python``, in ``at.values["chosen"]``) wins unchecked: the
+    key may name a path of another machine."""
+    if at.values.get("chosen") is not None:
+        return at.values["chosen"]
     if not value.strip():
         return None
     target = Path(os.path.expanduser(value.strip()))
