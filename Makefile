@@ -46,8 +46,11 @@ lib: $(BUILDER_STAMP)
 libtest: $(BUILDER_STAMP)
 	$(TB) libtest
 
+# Both distributions: the d2l library (this folder's pyproject.toml) and the tabbook tool
+# (packaging/tabbook/pyproject.toml, which packages tabbook/ with its data files).
 dist: $(BUILDER_STAMP)
 	$(VPY) -m pip wheel . --no-deps --quiet -w build/dist
+	$(VPY) -m pip wheel packaging/tabbook --no-deps --quiet -w build/dist
 	@ls build/dist/*.whl
 
 lint: $(BUILDER_STAMP)
@@ -110,11 +113,11 @@ clean:
 # A book written for d2lbook, built as it is (its checkout is only read, except for the
 # d2l/ library, which is regenerated in place as `d2lbook build lib` does, and its build/):
 #   make d2lbook-book BOOK=/path/to/d2l-en [EXECUTE=1] [PARTIAL=1]
-# OVERLAY holds what d2lbook has no key for (the environments); EXECUTE=1 runs the code.
-OVERLAY ?= books/d2l-en/tabbook.ini
+# OVERLAY holds what d2lbook has no key for (the environments; d2l-en's:
+# OVERLAY=books/d2l-en/tabbook.ini); none unless given. EXECUTE=1 runs the code.
 d2lbook-book: $(BUILDER_STAMP)
-	@test -n "$(BOOK)" || { echo "usage: make d2lbook-book BOOK=/path/to/book [EXECUTE=1] [PARTIAL=1]" >&2; exit 2; }
-	$(TB) -C $(BOOK) --overlay $(OVERLAY) build $(if $(EXECUTE),--execute,--no-execute) $(if $(PARTIAL),--partial)
+	@test -n "$(BOOK)" || { echo "usage: make d2lbook-book BOOK=/path/to/book [OVERLAY=INI] [EXECUTE=1] [PARTIAL=1]" >&2; exit 2; }
+	$(TB) -C $(BOOK) $(if $(OVERLAY),--overlay $(OVERLAY)) build $(if $(EXECUTE),--execute,--no-execute) $(if $(PARTIAL),--partial)
 	@echo "site: $(BOOK)/build/html/index.html"
 
 # tabbook and d2lbook 1.0.3 timed in one run on the same copy of the book, execution off,
@@ -123,4 +126,4 @@ d2lbook-book: $(BUILDER_STAMP)
 REPEAT ?= 3
 d2l-side-by-side: $(BUILDER_STAMP)
 	@test -n "$(BOOK)" || { echo "usage: make d2l-side-by-side BOOK=/path/to/book [REPEAT=3]" >&2; exit 2; }
-	$(VPY) bench/d2l_side_by_side.py --book $(BOOK) --repeat $(REPEAT) --overlay $(OVERLAY)
+	$(VPY) bench/d2l_side_by_side.py --book $(BOOK) --repeat $(REPEAT) --overlay $(or $(OVERLAY),books/d2l-en/tabbook.ini)

@@ -185,7 +185,7 @@ def _build(config: Config, opts: Options, log: Callable[[str], Any]) -> BuildRes
 
                 if not available_pdfs(load_site_options(config)):
                     log("[html] the site has no PDFs (none in build/pdf): its pages say \"PDF: not in "
-                        "this build\"; `make site` builds the site with its PDFs")
+                        "this build\"; `tabbook site` (make site) builds the site with its PDFs")
         failures = [*failures, *(outdated if strict else [])]
         if failures:
             raise failures[0] if len(failures) == 1 else BookErrors(failures)

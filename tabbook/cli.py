@@ -1,8 +1,9 @@
 """Command line: ``python -m tabbook [-C ROOT] COMMAND``, one entry for everything the builder does.
 
-Commands: ``build``, ``check``, ``lib``, ``libtest``, ``pdf``, ``site``, ``serve``, ``linkcheck``,
-``envs``, ``wheelhouse``, ``merge-stores``, ``katex``, ``clean``, ``warm`` (``python -m tabbook
-COMMAND --help`` for each). Library code raises :class:`BookError`; only this edge turns errors
+Commands: ``build``, ``new``, ``clear``, ``check``, ``lib``, ``libtest``, ``pdf``, ``site``,
+``serve``, ``linkcheck``, ``envs``, ``wheelhouse``, ``merge-stores``, ``katex``, ``clean``,
+``warm`` (``python -m tabbook COMMAND --help`` for each). ``build`` also takes d2lbook's targets
+(``tabbook build html``, ``tabbook build pdf --tab pytorch``). Library code raises :class:`BookError`; only this edge turns errors
 into ``file.md:LINE: message`` lines on stderr and a non-zero exit status.
 """
 
@@ -27,6 +28,12 @@ def _shard(text: str) -> tuple[int, int]:
     return i, n
 
 
+def _target(text: str) -> str:
+    if text not in D2LBOOK_TARGETS:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a build target ({', '.join(D2LBOOK_TARGETS)})")
+    return text
+
+
 def _names(text: str | None) -> tuple[str, ...] | None:
     return tuple(v.strip() for v in text.split(",") if v.strip()) if text else None
 
@@ -40,6 +47,9 @@ def parser() -> argparse.ArgumentParser:
                    help="run a tab's code with this existing interpreter (installs nothing into it)")
     sub = p.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="execute what is stale and render the site")
+    b.add_argument("targets", nargs="*", metavar="TARGET", type=_target,
+                   help="d2lbook's build targets: " + ", ".join(D2LBOOK_TARGETS) + " (default: html)")
+    b.add_argument("--tab", help="d2lbook's --tab: execute (and typeset) only this tab, or all")
     b.add_argument("--force", action="store_true", help="re-execute every selected unit")
     b.add_argument("--frameworks", help="comma list: execute only these frameworks")
     b.add_argument("--only", nargs="+", metavar="SECTION.md", help="execute only these sections")
@@ -104,6 +114,9 @@ def parser() -> argparse.ArgumentParser:
     mg.add_argument("--into", type=Path, help="the store to merge into (default: the book's _freeze)")
     sub.add_parser("katex", help="install KaTeX now (builds do it on demand) and print where")
     sub.add_parser("clean", help="remove build/")
+    sub.add_parser("clear", help="remove build/ (d2lbook's name; the freeze store _freeze/ stays)")
+    nw = sub.add_parser("new", help="make a small working book in DIR (config.ini, index.md, one page)")
+    nw.add_argument("dir", type=Path, help="the new book's folder (made; must be empty if it exists)")
     wm = sub.add_parser("warm", help="the book's warm builder, which later builds hand over to (tabbook.warm)")
     wm.add_argument("--stop", action="store_true", help="end it")
     wm.add_argument("--wait", type=float, metavar="SECONDS",
@@ -113,10 +126,58 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+#: ``tabbook build TARGET``: d2lbook's targets (``d2lbook build --help``), in the order ``all`` runs them.
+D2LBOOK_TARGETS = ("eval", "rst", "html", "pdf", "pkg", "lib", "slides", "linkcheck", "all")
+
+
+def _d2lbook_build(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
+    """``build TARGET ...``: what each of d2lbook's targets means here. ``eval`` executes what is
+    stale without rendering; ``rst`` writes Sphinx's sources (build/src); ``html`` is today's
+    build; ``pkg`` and ``slides`` are parts of the HTML build (the notebook zips, the decks);
+    ``lib`` writes the library; ``pdf`` typesets one PDF per tab; ``linkcheck`` builds the
+    HTML, then checks its internal links and anchors; ``all``: lib, the PDFs, the HTML with
+    them, the link check."""
+    targets = list(dict.fromkeys(args.targets))
+    if "all" in targets:
+        targets = ["lib", "pdf", "html", "linkcheck"]
+    code = 0
+    if "lib" in targets:
+        code |= _lib(config, argparse.Namespace(no_generate=False, check=False, import_=False))
+    if "pdf" in targets:
+        code |= _pdf(config, argparse.Namespace(frameworks=args.frameworks, frozen=args.frozen,
+                                                force=args.force, jobs=args.jobs))
+    renders = [t for t in targets if t in ("html", "pkg", "slides", "linkcheck")]
+    if renders or "rst" in targets:
+        builder = args.builder if renders else ""
+        code |= _build(config, argparse.Namespace(**{**vars(args), "targets": [], "tab": None, "builder": builder}))
+        where = config.rel(config.build_dir / ("html" if renders else "src"))
+        if not renders:
+            print(f"[rst] Sphinx's sources: {where}")
+        if "pkg" in targets:
+            print(f"[pkg] the notebooks of every section, one zip per tab: {where}/_downloads/notebooks/")
+        if "slides" in targets:
+            print(f"[slides] one deck per section with slide marks and tab: {where}/_slides/")
+        if "linkcheck" in targets:
+            from tabbook.render.linkcheck import report_broken_links
+
+            code |= report_broken_links(config.build_dir / "html")
+    elif "eval" in targets:
+        code |= _build(config, argparse.Namespace(**{**vars(args), "targets": [], "tab": None, "no_render": True}))
+    return code
+
+
 def _build(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
     from tabbook.build import Options, build
     from tabbook.execute.plan import Selection
 
+    if args.tab is not None:  # d2lbook's --tab T: this tab only (all: every tab, the default here)
+        if args.frameworks:
+            raise BookError("--tab and --frameworks say the same thing: give one")
+        if args.tab != "all" and args.tab not in config.tabs:
+            raise BookError(f"--tab: unknown tab {args.tab!r} (tabs: {', '.join(config.tabs)}, or all)")
+        args.frameworks = None if args.tab == "all" else args.tab
+    if args.targets:
+        return _d2lbook_build(config, args)
     frameworks = _names(args.frameworks)
     for fw in frameworks or ():
         if fw not in config.tabs:
@@ -232,8 +293,12 @@ def _lib(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
         if stale:
             print("run `python -m tabbook lib` (make lib) and commit the result", file=sys.stderr)
         return 1 if stale else 0
-    for rel in write_library(config, files):
+    written = write_library(config, files)
+    for rel in written:
         print(f"[library] wrote {rel}")
+    if not written:
+        print(f"[library] {config.rel(config.library_dir)}/ is current" if files
+              else "[library] the book saves nothing (no #@save): no library")
     if args.import_:
         from tabbook.execute.wheeltest import import_modules
 
@@ -359,6 +424,13 @@ def _dispatch(args: argparse.Namespace, rest: list[str]) -> int:
             from tabbook.serve import main as serve_main
 
             return serve_main(["-C", str(args.root), *rest])
+        if args.command == "new":
+            from tabbook.new import new_book
+
+            for rel in new_book(args.dir):
+                print(f"[new] wrote {args.dir / rel}")
+            print(f"[new] build it: cd {args.dir} && tabbook build html")
+            return 0
         config = load_config(args.root)
         if args.command == "build":
             return _build(config, args)
@@ -398,7 +470,7 @@ def _dispatch(args: argparse.Namespace, rest: list[str]) -> int:
             from tabbook.execute.envs import create_envs
 
             create_envs(config, args.frameworks or list(config.tabs))
-        elif args.command == "clean":
+        elif args.command in ("clean", "clear"):
             from tabbook.build import clean
 
             clean(config)

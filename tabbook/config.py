@@ -49,6 +49,7 @@ from tabbook.settings import (
     lines,
     module_name,
     one_of_the_tabs,
+    page_title,
     positive,
     resource_list,
     setting,
@@ -64,6 +65,9 @@ OVERLAY_NAME = "tabbook.ini"
 #: Environment variable naming another overlay (what ``--overlay`` sets, so Sphinx sees it too).
 OVERLAY_ENV = "TABBOOK_OVERLAY"
 
+#: The one tab of a book without ``[build] tabs``.
+ONE_LANGUAGE = "python"
+
 #: Defaults for the tab names books written for d2lbook use, when a tab has no
 #: ``[framework:<tab>]`` section: (label, library module, import name).
 KNOWN_FRAMEWORKS: dict[str, tuple[str, str, str]] = {
@@ -72,6 +76,9 @@ KNOWN_FRAMEWORKS: dict[str, tuple[str, str, str]] = {
     "jax": ("JAX", "jax", "jax"),
     "tensorflow": ("TensorFlow", "tensorflow", "tensorflow"),
     "numpy": ("NumPy", "numpy", "numpy"),
+    # A book without [build] tabs (d2lbook's one-language book): its code runs where d2lbook's
+    # runs, in a kernel of the builder's own Python ([framework:python] python = current).
+    ONE_LANGUAGE: ("Python", "python", "IPython"),
 }
 
 
@@ -235,8 +242,9 @@ class Framework:
                                         "the pinned requirements of its environment (relative to this file)")
     constraints: Path | None = setting("framework:*", "constraints", "", existing_file,
                                        "pip constraints for its environment (optional)")
-    python: str = setting("framework:*", "python", "3.11", text,
-                          'the Python version of its environment, or "current": the builder\'s own')
+    python: str = setting("framework:*", "python", lambda v: v["python_default"], text,
+                          'the Python version of its environment, or "current": the builder\'s own '
+                          "(default: 3.11; current for the one tab of a book without [build] tabs)")
     gpu_probe: str = setting("framework:*", "gpu_probe", "", gpu_probe,
                              "Python run in the kernel after a section's cells, with the import done; "
                              "its last expression gives the GPU names the provenance records",
@@ -273,20 +281,22 @@ class Config:
     """The book's configuration. Made only by :func:`load_config`."""
 
     root: Path
-    name: str = setting("project", "name", None, text, "the book's short name (file names of its PDFs "
+    name: str = setting("project", "name", "d2lbook", text, "the book's short name (file names of its PDFs "
                         "and zips)", overlay=False)
-    title: str = setting("project", "title", None, text, "the book's title")
     author: str = setting("project", "author", "", text, "the book's authors")
     version: str = setting("project", "version", "0.0.0", text, "the book's and its library's version "
                            "(d2lbook's release)", aliases=(("project", "release"),))
     repository: str = setting("project", "repository", "", text, "where the sources live (view-source "
                               "and notebook links); a GitHub repository adds Colab links")
-    tabs: tuple[str, ...] = setting("build", "tabs", None, tab_list, "the code tabs, in display order",
-                                    overlay=False)
+    tabs: tuple[str, ...] = setting("build", "tabs", ONE_LANGUAGE, tab_list, "the code tabs, in display "
+                                    "order; without it a one-language book (d2lbook's), its code run "
+                                    "in the builder's Python", overlay=False)
     default_tab: str = setting("build", "default_tab", lambda v: v["tabs"][0], one_of_the_tabs,
                                "the tab of a cell without a %%tab line (default: the first tab)", overlay=False)
     index: Path = setting("build", "index", "index.md", root_page, "the table of contents' root page "
                           "(d2lbook's spelling, without .md, too); any page of the book", overlay=False)
+    title: str = setting("project", "title", lambda v: page_title(v["index"]), text,
+                         "the book's title (default: the first heading of the index page, as d2lbook's)")
     notebooks: tuple[str, ...] = setting(
         "build", "notebooks", "", words, "root-relative globs of the book's pages (a star stays in "
         "one folder); empty: every Markdown file", overlay=False)
@@ -504,7 +514,9 @@ def load_config(root: Path, overlay: Path | None = None) -> Config:
         lib_file = files.parser.get(f"library-{tab}", "lib_file", fallback="").strip()  # d2lbook's d2l/<module>.py
         if lib_file and Path(lib_file).suffix == ".py":
             module = Path(lib_file).stem
-        context = {"known": (label, module, import_name), "chosen": chosen.get(tab)}
+        one_language = tab == ONE_LANGUAGE and not files.parser.has_option("build", "tabs")
+        context = {"known": (label, module, import_name), "chosen": chosen.get(tab),
+                   "python_default": "current" if one_language else "3.11"}
         values = files.read(Framework, f"framework:{tab}", context)
         frameworks[tab] = Framework(name=tab, library=library_keys(files.parser, tab), **values)
     return Config(root=root, site=site, frameworks=frameworks, overlay=files.overlay, **book)

@@ -150,6 +150,19 @@ def in_book(value: str, at: At) -> Path:
     return at.root / value.strip()
 
 
+def page_title(page: Path) -> str:
+    """The first heading of a Markdown page (d2lbook's default title); the page's name without one."""
+    try:
+        fenced = False
+        for line in page.read_text(encoding="utf-8").splitlines():
+            fenced ^= line.lstrip().startswith("```")
+            if not fenced and line.startswith("# "):
+                return line[2:].strip()
+    except OSError:
+        pass
+    return page.stem
+
+
 def book_paths(value: str, at: At) -> tuple[Path, ...]:
     return tuple(at.root / v for v in value.split())
 

@@ -88,10 +88,21 @@ def test_bad_values_are_errors_at_their_line(book: Path, old: str, new: str, mes
     assert _error(book) == f"config.ini:{_line(ini, new.split(' =')[0] + ' =')}: {message}"
 
 
-def test_a_required_key_missing_is_an_error(book: Path) -> None:
-    ini = book / "config.ini"
-    ini.write_text(ini.read_text().replace("title = Fixture Book\n", ""))
-    assert _error(book) == "config.ini: missing [project] title"
+def test_d2lbooks_defaults_fill_what_config_ini_leaves_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """d2lbook's quick-start config (only ``[build] notebooks``): name d2lbook, the title from the
+    index page's heading, one tab run in the builder's Python; ``index`` may leave out ``.md``."""
+    monkeypatch.delenv(OVERLAY_ENV, raising=False)
+    (tmp_path / "index.md").write_text("```python\n# not a heading\n```\n\n# My Notes\n\n```toc\npage\n```\n")
+    (tmp_path / "config.ini").write_text("[build]\nnotebooks = *.md\n")
+    config = load_config(tmp_path)
+    assert (config.name, config.title, config.tabs, config.default_tab) == ("d2lbook", "My Notes", ("python",), "python")
+    assert config.framework("python").python == "current"
+    assert config.framework("python").label == "Python"
+    (tmp_path / "config.ini").write_text("[project]\nname = notes\ntitle = Given\n[build]\nindex = index\n"
+                                         "tabs = pytorch\n")
+    config = load_config(tmp_path)
+    assert (config.name, config.title, config.index) == ("notes", "Given", tmp_path.resolve() / "index.md")
+    assert config.framework("pytorch").python == "3.11"  # a named tab keeps its own environment
 
 
 def test_every_key_is_declared_once_with_its_help() -> None:

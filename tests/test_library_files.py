@@ -100,6 +100,10 @@ def test_an_error_writes_nothing(tmp_path: Path) -> None:
 def test_check_reports_stale_files(tmp_path: Path, capsys) -> None:
     (tmp_path / "config.ini").write_text(CONFIG)
     (tmp_path / "index.md").write_text("# Book\n")
+    assert lib(tmp_path, "--check") == 0 and lib(tmp_path) == 0  # a book that saves nothing has no library
+    assert not (tmp_path / "d2l").exists()
+    (tmp_path / "index.md").write_text("# Book\n\n```toc\na\n```\n")
+    (tmp_path / "a.md").write_text("# A\n\n" + IMPORTS + "\n" + fence("def f():  #@save\n    return 1"))
     assert lib(tmp_path, "--check") == 1
     assert "stale: d2l/torch.py" in capsys.readouterr().err
     assert lib(tmp_path) == 0

@@ -312,13 +312,21 @@ KERNEL_ENV_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "NCCL_", "CUDNN_", "XLA_", "TF
 def kernel_env(config: Config, environ: dict[str, str] | None = None) -> dict[str, str]:
     """The environment kernels start in: the builder's variables on the allow-list
     (:data:`KERNEL_ENV_NAMES`, :data:`KERNEL_ENV_PREFIXES`) and those ``[build] kernel_env``
-    names, project-local kernelspecs, the repo's ``d2l`` importable."""
+    names, project-local kernelspecs, the book's own ``d2l`` importable, and tabbook importable by
+    the workers: the book's root comes first; the folder tabbook was imported from is added only
+    for a checkout run as ``python -m tabbook`` (an installed tabbook lives in the builder's
+    site-packages, which the workers have anyway and which must not leak into a framework's
+    environment)."""
     source = os.environ if environ is None else environ
     extra = set(config.kernel_env)
     env = {name: value for name, value in source.items()
            if name in KERNEL_ENV_NAMES or name in extra or name.startswith(KERNEL_ENV_PREFIXES)}
     env["JUPYTER_PATH"] = str(jupyter_dir(config).resolve())
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+    builder = Path(__file__).resolve().parents[2]
+    paths = [str(config.root)]
+    if builder.name not in ("site-packages", "dist-packages") and builder != config.root:
+        paths.append(str(builder))
+    env["PYTHONPATH"] = os.pathsep.join(paths)
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     return env
 

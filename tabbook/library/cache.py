@@ -16,6 +16,7 @@ import json
 from tabbook.book import Book, _builder_code_hash
 from tabbook.files import write_atomic
 from tabbook.library import generate
+from tabbook.source.dialect import SAVE_MARK
 
 LIBRARY_CACHE = "library-cache.json"
 _DERIVED = "library"
@@ -31,9 +32,19 @@ def book_library(book: Book) -> dict[str, str]:
     known = book.derived.get(_DERIVED)
     if known is not None:
         return known
-    files = _generate_or_reuse(book)
+    files = _generate_or_reuse(book) if saves_anything(book) else {}
     book.derived[_DERIVED] = files
     return files
+
+
+def saves_anything(book: Book) -> bool:
+    """Whether the book has a library at all: some ``#@save`` in its code, or d2lbook's
+    ``[library-<tab>] lib_file``. A book that saves nothing gets no ``d2l/`` package written
+    into it, and no API page (as with d2lbook)."""
+    if any(fw.library.lib_file for fw in book.config.frameworks.values()):
+        return True
+    return any(SAVE_MARK.search(line) for section in book.sections for cell in section.cells
+               if cell.kind == "code" for line in cell.source.splitlines())
 
 
 def _generate_or_reuse(book: Book) -> dict[str, str]:

@@ -20,9 +20,9 @@ from typing import Any
 
 from tabbook.config import load_config
 
-#: Our LaTeX style, shipped beside the builder (a book may override it with
+#: Our LaTeX style, package data of tabbook (installed with it; a book may override it with
 #: its own ``static/latex/tabbook.sty``).
-BUILDER_STY = Path(__file__).resolve().parents[2] / "static" / "latex" / "tabbook.sty"
+BUILDER_STY = Path(__file__).resolve().parent / "latex" / "tabbook.sty"
 #: The root document's LaTeX file; ``tabbook.render.pdf`` renames the PDF per framework.
 TEX_NAME = "book.tex"
 

@@ -44,7 +44,8 @@ def extra_pages(config: Config, library: dict[str, str], sections: Sequence[Sect
 
     prose = [cell.source for s in sections for cell in s.cells if cell.kind == "markdown"]
     extra = {}
-    if not any(AUTODOC.search(text) for text in prose):  # a d2lbook book documents d2l with autodoc
+    # A d2lbook book documents d2l with autodoc; a book that saves nothing has no library to list.
+    if library and not any(AUTODOC.search(text) for text in prose):
         extra["api.md"] = _cached_api_reference(config, library, api_reference_markdown)
     placed = any(BIBLIOGRAPHY_ROLE in text for text in prose)
     if config.bibfile is not None and not placed:
