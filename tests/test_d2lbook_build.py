@@ -617,9 +617,15 @@ def test_a_gpu_entry_survives_a_cpu_build_until_its_code_changes(tmp_path: Path)
     assert "Outputs computed on 1× Fake GPU 0" in (book / "build" / "html" / "chapter_a" / "second.html").read_text() \
         or "computed on 1× Fake GPU 0" in (book / "build" / "html" / "chapter_a" / "second.html").read_text()
     assert tabbook(book, overlay, "build", "--frozen").returncode == 0  # make test's freshness check agrees
-    # Its code changed: stale like any entry, executed on this host, CPU outputs from now on.
+    # Its code changed: this host has no GPU, so the GPU entry is kept, marked outdated (issue 31),
+    # until a build is told to run it here anyway; then CPU outputs from now on.
     second = book / "chapter_a" / "second.md"
     second.write_text(second.read_text().replace("print('mxnet second')", "print('mxnet second, edited')"))
     proc = tabbook(book, overlay, "build")
+    assert proc.returncode == 0 and statuses(book)[("chapter_a/second.md", "mxnet")] == "outdated"
+    assert "[mxnet] outputs kept from an earlier version of the code: its outputs were computed on 1× Fake " \
+        "GPU 0 and this machine has no GPU" in proc.stdout and entry.read_bytes() == gpu_entry
+    assert tabbook(book, overlay, "build", "--frozen").returncode == 1
+    proc = tabbook(book, overlay, "build", "--execute-here")
     assert proc.returncode == 0 and statuses(book)[("chapter_a/second.md", "mxnet")] == "executed"
     assert "GPU outputs in 1 of 4 units (pytorch 0/2, mxnet 1/2)" in proc.stdout

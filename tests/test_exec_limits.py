@@ -83,7 +83,9 @@ def test_kernels_get_the_allow_list_and_the_books_names_only(book: Path) -> None
                  "TABBOOK_CACHE", "TMPDIR", "BOOK_DATA"):
         assert env[name] == builder[name], name
     assert not {"GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "CI_JOB_TOKEN"} & set(env)
-    assert env["PYTHONPATH"] == str(ROOT) and env["JUPYTER_PATH"].endswith("jupyter")
+    # the book's root first, then the checkout tabbook runs from (not the builder's PYTHONPATH)
+    assert env["PYTHONPATH"].split(os.pathsep) == [str(book), str(ROOT)]
+    assert env["JUPYTER_PATH"].endswith("jupyter")
 
 
 PAGE = """\
