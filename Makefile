@@ -62,19 +62,19 @@ unit: $(BUILDER_STAMP) $(TEST_STAMP) browser tex
 # and the committed d2l/ must be what `make lib` generates.
 freeze-check: $(BUILDER_STAMP)
 	$(TB) lib --check
-	$(TB) build --frozen --no-render
+	$(TB) build --frozen --no-render --strict
 
 # Execute the whole book in every framework into a throw-away store, so committed
 # outputs can never hide code that no longer runs.
 exec-check: $(BUILDER_STAMP)
 	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
-	$(TB) build --force --no-render --freeze-dir $$tmp
+	$(TB) build --force --no-render --freeze-dir $$tmp --strict
 
 # The site builds from the committed store alone (TABBOOK_VENVS points at an empty
 # folder: no framework environment is used). It is built before the unit tests, so the browser
 # tests of the real pages check this run's site, never one an earlier run left in build/html.
 frozen-site: $(BUILDER_STAMP)
-	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; TABBOOK_VENVS=$$tmp $(TB) build --frozen
+	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; TABBOOK_VENVS=$$tmp $(TB) build --frozen --strict
 
 # ... and every internal link of it resolves.
 test: lint frozen-site unit freeze-check exec-check libtest

@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
@@ -28,7 +29,7 @@ from tabbook.config import Config
 from tabbook.errors import BookError, BookErrors
 from tabbook.files import write_atomic
 from tabbook.source.read import Section, read_section
-from tabbook.source.toc import entry_path, is_external, walk_toc
+from tabbook.source.toc import entry_path, is_external, page_entries, walk_toc
 
 #: The repository's own documents at the book root are not book pages.
 REPO_DOCS = frozenset({"README.MD", "CONTRIBUTING.MD", "BENCHMARKS.MD", "CHANGELOG.MD", "LICENSE.MD",
@@ -205,6 +206,15 @@ class Book:
     # reported again, since its own parse error is the one cause (issue 13: no cascades).
     unread_labels: set[str] = field(default_factory=set)
     unread_entries: set[str] = field(default_factory=set)
+    # Pages read (``extra_files``) that the toc walk did not reach: d2lbook builds them, as
+    # Sphinx orphans (no toctree lists them, no number), so does a full build.
+    orphans: list[str] = field(default_factory=list)
+    # A partial build's library is the whole book's (issue 30, item 4): the pages outside its
+    # toc, read (never executed, rendered or checked) only for their #@save code; every page of
+    # the library in the order it is made (:func:`library_order`); what kept one from being read.
+    outside: dict[str, Section] = field(default_factory=dict)
+    library_order: list[str] = field(default_factory=list)
+    outside_problems: list[BookError] = field(default_factory=list)
     # What later stages derive from this book, made once per command and kept here by the
     # stage that makes it (the generated library: tabbook.library.cache.book_library).
     derived: dict[str, Any] = field(default_factory=dict, repr=False)
@@ -214,6 +224,20 @@ class Book:
         """The pages of the table of contents in reading order; raises if the book did not read cleanly."""
         self.raise_problems()
         return [self.pages[rel] for rel in self.toc]
+
+    @property
+    def library_sections(self) -> list[Section]:
+        """The pages whose ``#@save`` code makes the library: the toc's, in order; in a partial
+        build the whole book's (:func:`library_order`)."""
+        if not self.library_order:
+            return self.sections
+        self.raise_problems()
+        return [self.pages.get(rel) or self.outside[rel] for rel in self.library_order]
+
+    @property
+    def rendered(self) -> list[Section]:
+        """The pages a build renders: the toc's in reading order, then the orphans."""
+        return [*self.sections, *(self.pages[rel] for rel in self.orphans)]
 
     def raise_problems(self) -> None:
         if self.problems:
@@ -240,8 +264,85 @@ def salvage(config: Config, rel: str) -> tuple[set[str], set[str]]:
     return labels, entries
 
 
-def read_book(config: Config, extra_files: bool = True) -> Book:
-    """Read every page once. ``extra_files``: also read book Markdown that no toc lists (``check``)."""
+#: What saved code defines at the top of the module (a name, or ``Class.method`` under
+#: ``@d2l.add_to_class(Class)``), and which saved names it uses (``d2l.X``).
+_DEFINES = re.compile(r"^(?:@(?:d2l\.)?add_to_class\((?:d2l\.)?(\w+)\)[^\n]*\n)?"
+                      r"(?:def|class)\s+(\w+)|^(\w+)\s*(?::[^=\n]*)?=(?!=)", re.M)
+_USES = re.compile(r"\bd2l\.(\w+)|add_to_class\((\w+)\)")
+
+
+def _saved_names(sections: list[Section]) -> tuple[set[str], set[str]]:
+    """(names the pages' ``#@save`` code defines, saved names it uses)."""
+    defined: set[str] = set()
+    used: set[str] = set()
+    for section in sections:
+        for cell in section.code_cells:
+            if "save" in cell.flags:
+                defined.update(f"{cls}.{name}" if cls else name or assigned
+                               for cls, name, assigned in _DEFINES.findall(cell.source))
+                used.update(a or b for a, b in _USES.findall(cell.source))
+    return defined, used
+
+
+def listed_by(pages: dict[str, Section]) -> set[str]:
+    """Every page the toc blocks of ``pages`` list."""
+    return {target for section in pages.values() for _, _, target in page_entries(section)}
+
+
+def library_order(selected: list[str], pages: dict[str, Section], outside: dict[str, Section],
+                  exists: Callable[[str], bool | str]) -> tuple[list[str], list[str]]:
+    """The pages whose ``#@save`` code makes a partial build's library, in the order the
+    library is made: the whole book's, though only part of its toc is known.
+
+    When the whole book's index is there under another name (the partial toc given with
+    ``[build] index = partial.md``, ``index.md`` kept), its order is the library's, as in a
+    full build. Otherwise the order is inferred. The pages come in blocks: the root, each
+    chapter the partial toc lists (its pages in toc order), and each toc outside it (a
+    chapter's index no page lists, walked depth first). A block that uses a name
+    another defines comes after it (a class before its subclasses and its ``add_to_class``
+    methods, as the whole book orders them); otherwise the partial toc's blocks keep their
+    order, then the others by path. Where uses go both ways, that order decides. Also
+    returned: the names that blocks save more than once, whose last version an inferred order
+    may not pick as the book does.
+    """
+    known = {**outside, **pages}
+    walks = [walk_toc(top, known.get, exists)[0] for top in sorted(set(outside) - listed_by(outside))]
+    # The whole book's index: it lists the partial toc's pages and most of the others.
+    whole = [w for w in walks if set(selected[1:]) <= set(w) and 2 * len(set(w) & set(outside)) > len(outside)]
+    if whole:
+        ordered = [rel for rel in max(whole, key=len) if rel in known and rel != selected[0]]
+        return [*selected[:1], *ordered, *sorted(rel for rel in outside if rel not in ordered)], []
+    blocks: list[list[str]] = [selected[:1]]
+    if selected:
+        root = pages[selected[0]]
+        for _, _, child in page_entries(root):
+            walked, _ = walk_toc(child, pages.get, exists)
+            blocks.append([rel for rel in walked if rel in pages and rel in selected])
+    placed = {rel for block in blocks for rel in block}
+    blocks.append([rel for rel in selected if rel not in placed])  # what the walk above missed
+    taken: set[str] = set()
+    for top in sorted(rel for rel in outside if rel not in listed_by(outside)):
+        walked, _ = walk_toc(top, outside.get, exists)
+        blocks.append([rel for rel in walked if rel in outside and rel not in taken])
+        taken.update(blocks[-1])
+    blocks.append(sorted(rel for rel in outside if rel not in taken))
+    blocks = [b for b in blocks if b]
+    names = [_saved_names([pages.get(rel) or outside[rel] for rel in block]) for block in blocks]
+    after = [{j for j, (defined, _) in enumerate(names) if j != i and (used - names[i][0]) & defined}
+             for i, (_, used) in enumerate(names)]
+    order: list[int] = []
+    while len(order) < len(blocks):
+        left = [i for i in range(len(blocks)) if i not in order]
+        ready = [i for i in left if not (after[i] - set(order))]
+        order.append(ready[0] if ready else left[0])  # a cycle: the first block left goes first
+    twice = sorted({name for i, (defined, _) in enumerate(names) for j, (other, _) in enumerate(names)
+                    if i < j for name in defined & other})
+    return [rel for i in order for rel in blocks[i]], twice
+
+
+def read_book(config: Config, extra_files: bool = True, whole_library: bool = False) -> Book:
+    """Read every page once. ``extra_files``: also read book Markdown that no toc lists (``check``).
+    ``whole_library`` (a partial build): read the book's other pages too, for the library only."""
     index = Path(config.index)
     problems: list[BookError] = []
     pages: dict[str, Section] = {}
@@ -282,6 +383,29 @@ def read_book(config: Config, extra_files: bool = True) -> Book:
     problems.sort(key=lambda e: (e.path or "", e.line or 0))
     cache.save(config.root)
     book = Book(config, pages, [rel for rel in toc if rel in pages], labels, problems, page_hashes=hashes)
+    reached = set(toc)
+    book.orphans = sorted(rel for rel in pages if rel not in reached)
+    if whole_library:
+        for path in book_markdown_files(config):
+            rel = config.rel(path)
+            if rel in pages or rel in failed:
+                continue
+            try:
+                book.outside[rel] = read_page(config, rel, hashes, cache.sections)
+            except BookError as exc:
+                book.outside_problems += [BookError(f"{e.message} (outside this partial build: its #@save "
+                                                    "code is not in the library)", e.path, e.line)
+                                          for e in _errors(exc)]
+        book.library_order, twice = library_order(book.toc, pages, book.outside,
+                                                  lambda rel: page_exists(config.root / rel))
+        if twice:
+            shown = ", ".join(twice[:5]) + (f" and {len(twice) - 5} more" if len(twice) > 5 else "")
+            book.outside_problems.append(BookError(
+                f"the library of this partial build is the whole book's, in an order inferred without "
+                f"the whole book's index: {shown}, saved in more than one chapter, may not be the "
+                f"book's last version (keep the whole index and name this one with [build] index)",
+                config.rel(config.index), 1))
+        cache.save(config.root)
     for rel in failed:
         found_labels, found_entries = salvage(config, rel)
         book.unread_labels |= found_labels

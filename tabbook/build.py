@@ -44,6 +44,8 @@ class Options:
     # text (d2lbook's behaviour), and Markdown outside the toc is not read. Full builds stay strict.
     partial: bool = False
     scheduler: str | None = None  # a Dask scheduler's address: execute on its cluster (tabbook.execute.cluster)
+    # Warnings fail the build too (d2lbook's [build] warning_is_error, Sphinx's -W); None: the book's setting.
+    strict: bool | None = None
 
 
 @dataclass
@@ -111,17 +113,20 @@ def _build(config: Config, opts: Options, log: Callable[[str], Any]) -> BuildRes
     t0 = time.monotonic()
     result = BuildResult()
     execute = config.execute if opts.execute is None else opts.execute
+    strict = config.warning_is_error if opts.strict is None else opts.strict
     site: sphinx.SphinxRun | None = None
     try:
         if opts.render and opts.builder:
-            site = sphinx.SphinxRun(config, opts.builder, partial=opts.partial)
+            site = sphinx.SphinxRun(config, opts.builder, partial=opts.partial, strict=strict)
             if site.likely_to_run():
                 # Sphinx sets itself up while the book is read, the library written and
                 # stale code run; it reads the sources once they are written.
                 site.start()
-        book = read_book(config, extra_files=not opts.partial)
+        book = read_book(config, extra_files=not opts.partial, whole_library=opts.partial)
         warnings: list[BookError] = []
         problems = check_book(book, partial=opts.partial, warnings=warnings, executes=execute)
+        if strict:
+            problems, warnings = problems + warnings, []
         for warning in warnings:
             log(f"warning: {warning.location_message()}")
         if problems:
@@ -134,12 +139,15 @@ def _build(config: Config, opts: Options, log: Callable[[str], Any]) -> BuildRes
             log(f"[lib] wrote {path}")
         t_exec = time.monotonic()
         store = FreezeStore(opts.freeze_dir or config.freeze_dir, config.root)
-        the_plan = plan.plan(config, book.sections, book_library(book), store, opts.selection,
+        the_plan = plan.plan(config, book.rendered, book_library(book), store, opts.selection,
                              host_gpus=len(detect()))
         result.units = the_plan.statuses
-        for status in the_plan.statuses:
-            if status.status == "outdated":
-                log(f"warning: {status.error}")
+        # GPU outputs this machine could not re-run (execute/plan.py lesser_host): a warning, which
+        # fails a strict build once every page is written, like any other warning.
+        outdated = the_plan.outdated
+        if not strict:
+            for err in outdated:
+                log(f"warning: {err.location_message()}")
         failures: list[BookError] = []
         if site is not None and not site.started and execute and the_plan.todo:
             site.start()  # code will run, so pages will change: Sphinx sets itself up meanwhile
@@ -157,13 +165,14 @@ def _build(config: Config, opts: Options, log: Callable[[str], Any]) -> BuildRes
         if opts.render:
             # Every page renders even when units failed (they show their code without
             # outputs); the build then fails listing every failure.
-            changed = sources.write_sources(config, book.sections, notebooks,
+            changed = sources.write_sources(config, book.rendered, notebooks,
                                             sources.extra_pages(config, book_library(book), book.sections),
-                                            origins=the_plan.origins, page_hashes=book.page_hashes)
+                                            origins=the_plan.origins, page_hashes=book.page_hashes,
+                                            orphans=set(book.orphans))
             if opts.builder == "html":
                 from tabbook.render import slides
 
-                made = slides.write_decks(config, book.sections, notebooks, config.build_dir / "html")
+                made = slides.write_decks(config, book.rendered, notebooks, config.build_dir / "html")
                 if made.written:
                     log(f"[slides] wrote {made.written} of {made.decks} decks")
             if site is not None:
@@ -177,6 +186,7 @@ def _build(config: Config, opts: Options, log: Callable[[str], Any]) -> BuildRes
                 if not available_pdfs(load_site_options(config)):
                     log("[html] the site has no PDFs (none in build/pdf): its pages say \"PDF: not in "
                         "this build\"; `make site` builds the site with its PDFs")
+        failures = [*failures, *(outdated if strict else [])]
         if failures:
             raise failures[0] if len(failures) == 1 else BookErrors(failures)
     finally:

@@ -61,16 +61,19 @@ def check_book(book: Book | Config, *, partial: bool = False,
                warnings: list[BookError] | None = None, executes: bool = True) -> list[BookError]:
     """All problems found in the book's sources (empty list: clean).
 
-    ``partial``: the book is part of a larger one (a few chapters built on their own),
-    so a reference to a label none of its pages defines is a warning, appended to
+    ``partial``: the book is part of a larger one (a few chapters built on their own;
+    its library is the whole book's, :func:`tabbook.book.read_book`), so a reference to a label none of its pages defines is a warning, appended to
     ``warnings``, not an error: it renders as text, as d2lbook does.
+    A page no toc lists is a warning too: the build renders it as an orphan, as d2lbook does.
     ``executes=False`` (a build that runs nothing): saved code that uses, inside a
     function, a name no section saves is a warning too; the call is never made.
     """
     if isinstance(book, Config):
-        book = read_book(book, extra_files=not partial)
+        book = read_book(book, extra_files=not partial, whole_library=partial)
     config = book.config
     problems: list[BookError] = list(book.problems)
+    if warnings is not None:
+        warnings.extend(book.outside_problems)
     members = _toc_members(book)
     for section in book.pages.values():
         if warnings is not None:
@@ -84,8 +87,10 @@ def check_book(book: Book | Config, *, partial: bool = False,
                         warnings.append(problem)
                 else:
                     problems.append(problem)
-        if section.path not in members and section.path not in book.unread_entries:
-            problems.append(BookError("section is not listed in any ```toc block", section.path, 1))
+        if section.path not in members and section.path not in book.unread_entries and warnings is not None:
+            # d2lbook builds such a page as an orphan (reachable by links only): so do we.
+            warnings.append(BookError("section is not listed in any ```toc block: built as an orphan page "
+                                      "(no toc lists it)", section.path, 1))
         if section.path not in book.toc:  # the toc walk checked the entries of the pages it reached
             for block, entry, target in page_entries(section):
                 found = page_exists(config.root / target)

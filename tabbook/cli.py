@@ -65,6 +65,8 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--dry-run", action="store_true",
                    help="say which units would run and why (which input changed); run and write nothing")
     b.add_argument("--json", action="store_true", help="with --dry-run: the plan as a JSON list, one object per unit")
+    b.add_argument("--strict", action="store_true", default=None,
+                   help="warnings fail the build too (d2lbook's [build] warning_is_error, Sphinx's -W)")
     ch = sub.add_parser("check", help="lint the sources without starting a kernel")
     ch.add_argument("--partial", action="store_true", help="undefined references are warnings")
     lib = sub.add_parser("lib", help="generate the d2l package from the book's #@save code")
@@ -135,7 +137,7 @@ def _build(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
         return _dry_run(config, args, selection)
     opts = Options(selection, render=not args.no_render, freeze_dir=args.freeze_dir, jobs=args.jobs,
                    builder=args.builder, execute=args.execute, partial=args.partial,
-                   scheduler=args.scheduler)
+                   scheduler=args.scheduler, strict=args.strict)
     result = build(config, opts)
     counts: dict[str, int] = {}
     for u in result.units:
@@ -159,7 +161,7 @@ def _dry_run(config, args: argparse.Namespace, selection) -> int:  # noqa: ANN00
     from tabbook.execute.store import FreezeStore
     from tabbook.library.cache import book_library
 
-    book = read_book(config, extra_files=not args.partial)
+    book = read_book(config, extra_files=not args.partial, whole_library=args.partial)
     execute = config.execute if args.execute is None else args.execute
     problems = check_book(book, partial=args.partial, warnings=[], executes=execute)
     if problems:
@@ -169,7 +171,7 @@ def _dry_run(config, args: argparse.Namespace, selection) -> int:  # noqa: ANN00
     store = FreezeStore(args.freeze_dir or config.freeze_dir, config.root)
     # With --frozen, list the stale units rather than stop at them (the exit status says so).
     gpus = detect()
-    the_plan = plan(config, book.sections, book_library(book), store, replace(selection, frozen_only=False),
+    the_plan = plan(config, book.rendered, book_library(book), store, replace(selection, frozen_only=False),
                     host_gpus=len(gpus))
     units = the_plan.units
     if not execute:

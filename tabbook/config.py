@@ -39,11 +39,11 @@ from tabbook.settings import (
     choice,
     env_names,
     existing_file,
-    existing_path,
     gpu_needs,
     gpu_probe,
     import_stack,
     in_book,
+    interpreter,
     key_line,
     library_module,
     lines,
@@ -89,8 +89,9 @@ class LibraryKeys:
     aliases appended to the generated module: ``simple_alias`` (``a = lib_name.b``),
     ``fluent_alias`` (``a = lambda x, *args, **kwargs: x.b(*args, **kwargs)``),
     ``args_alias`` (``def a(...): return b``) and ``alias`` (statements, kept as given).
-    ``reverse_alias`` (regex -> replacement, for the notebooks d2lbook exports) is parsed
-    but the library does not use it.
+    Each tab's code is rewritten with them as d2lbook rewrites it
+    (:func:`tabbook.source.split.rewrite_aliases`): ``reverse_alias`` (text -> replacement,
+    one a line), ``d2l.a`` -> ``lib_name.b``, ``d2l.a(x, …)`` -> ``x.b(…)`` and ``args_alias``.
     """
 
     lib_file: str = ""  # "d2l/torch.py", relative to the book root
@@ -101,6 +102,10 @@ class LibraryKeys:
     args_alias: tuple[tuple[str, str], ...] = ()
     alias: tuple[str, ...] = ()  # statements, one a line
     reverse_alias: tuple[tuple[str, str], ...] = ()
+    # simple_alias and fluent_alias as written, a stray "(" kept: the code of a tab is rewritten
+    # with these (tabbook.source.split.rewrite_aliases), where ``exp(`` spares ``d2l.expand_dims``.
+    simple_as_written: tuple[tuple[str, str], ...] = ()
+    fluent_as_written: tuple[tuple[str, str], ...] = ()
 
     @property
     def module(self) -> str:
@@ -156,6 +161,8 @@ def library_keys(parser: configparser.ConfigParser, tab: str) -> LibraryKeys:
         args_alias=_mapping(get(section, "args_alias"), split_commas=False),
         alias=tuple(line.strip() for line in get(section, "alias").splitlines() if line.strip()),
         reverse_alias=_mapping(get(section, "reverse_alias"), split_commas=False),
+        simple_as_written=_mapping(get(section, "simple_alias")),
+        fluent_as_written=_mapping(get(section, "fluent_alias")),
     )
     if keys.lib_file and not keys.lib_file.endswith(".py"):
         raise BookError(f"[{section}] lib_file {keys.lib_file!r} is not a .py file", "config.ini")
@@ -167,6 +174,18 @@ def library_keys(parser: configparser.ConfigParser, tab: str) -> LibraryKeys:
         raise BookError(f"[{section}] the aliases are not valid Python ({exc.msg}: "
                         f"{(exc.text or '').strip()})", "config.ini") from exc
     return keys
+
+
+def root_page(value: str, at: At) -> Path:
+    """``[build] index``: a page of the book, named with or without ``.md`` (d2lbook writes
+    ``index``); Sphinx's root document is its path."""
+    name = value.strip()
+    page = at.root / (name if name.endswith(".md") else f"{name}.md")
+    try:
+        page.resolve().relative_to(at.root.resolve())
+    except ValueError:
+        raise ValueError(f"{name!r} is outside the book's folder") from None
+    return page
 
 
 # ---- the keys, declared once ----------------------------------------------------------------
@@ -233,9 +252,9 @@ class Framework:
     # d2lbook's [library-<tab>] keys (a d2lbook book's aliases and lib_file); empty for ours.
     library: LibraryKeys = LibraryKeys()
     # An existing interpreter to run this tab's code with (a conda env, a CUDA image's Python):
-    # nothing is installed into it (``--python X=PATH`` or ``$TABBOOK_PYTHON`` win); None: the
-    # locked venv.
-    interpreter: Path | None = setting("framework:*", "interpreter", "", existing_path,
+    # nothing is installed into it; ``--python X=PATH`` or ``$TABBOOK_PYTHON`` win over the key,
+    # which is then not checked. None: the locked venv.
+    interpreter: Path | None = setting("framework:*", "interpreter", "", interpreter,
                                        "an existing Python to run this tab's code with (nothing is "
                                        "installed into it)", field_default=None)
 
@@ -266,8 +285,8 @@ class Config:
                                     overlay=False)
     default_tab: str = setting("build", "default_tab", lambda v: v["tabs"][0], one_of_the_tabs,
                                "the tab of a cell without a %%tab line (default: the first tab)", overlay=False)
-    index: Path = setting("build", "index", "index.md", in_book, "the table of contents' root page",
-                          overlay=False)
+    index: Path = setting("build", "index", "index.md", root_page, "the table of contents' root page "
+                          "(d2lbook's spelling, without .md, too); any page of the book", overlay=False)
     notebooks: tuple[str, ...] = setting(
         "build", "notebooks", "", words, "root-relative globs of the book's pages (a star stays in "
         "one folder); empty: every Markdown file", overlay=False)
@@ -283,6 +302,8 @@ class Config:
         "builder's environment besides the allow-list (PATH, HOME, locale, CUDA/XLA/TF…, TABBOOK_*)")
     execute: bool = setting("build", "eval_notebook", "true", boolean, "False: every tab's code is shown "
                             "without outputs where the store has none")
+    warning_is_error: bool = setting("build", "warning_is_error", "false", boolean, "True: warnings (a bib "
+                                     "entry's data, a page no toc lists, …) fail the build, as build --strict")
     freeze_dir: Path = setting("build", "freeze_dir", "_freeze", in_book, "the freeze store")
     library_dir: Path = setting("build", "library_dir", "d2l", in_book, "the generated library")
     stderr_filters: tuple[str, ...] = setting(
@@ -460,12 +481,9 @@ class _Files:
     def check_known_keys(self, section: str, cls: type) -> None:
         """A key of tabbook's own section that nothing reads is a typo: an error at its line."""
         known = {decl.key for _, decl in settings_of(cls)}
-        for parser in (self.parser,):
-            if parser.has_section(section):
-                for key in parser.options(section):
-                    if key not in known:
-                        raise self.error(section, key, f"is not a key of [{section}] "
-                                         f"(its keys: {', '.join(sorted(known))})")
+        for key in self.parser.options(section) if self.parser.has_section(section) else ():
+            if key not in known:
+                raise self.error(section, key, f"is not a key of [{section}] (its keys: {', '.join(sorted(known))})")
 
 
 def load_config(root: Path, overlay: Path | None = None) -> Config:
@@ -486,9 +504,8 @@ def load_config(root: Path, overlay: Path | None = None) -> Config:
         lib_file = files.parser.get(f"library-{tab}", "lib_file", fallback="").strip()  # d2lbook's d2l/<module>.py
         if lib_file and Path(lib_file).suffix == ".py":
             module = Path(lib_file).stem
-        values = files.read(Framework, f"framework:{tab}", {"known": (label, module, import_name)})
-        if tab in chosen:
-            values["interpreter"] = chosen[tab]
+        context = {"known": (label, module, import_name), "chosen": chosen.get(tab)}
+        values = files.read(Framework, f"framework:{tab}", context)
         frameworks[tab] = Framework(name=tab, library=library_keys(files.parser, tab), **values)
     return Config(root=root, site=site, frameworks=frameworks, overlay=files.overlay, **book)
 

@@ -164,8 +164,12 @@ def existing_file(value: str, at: At) -> Path | None:
     return target
 
 
-def existing_path(value: str, at: At) -> Path | None:
-    """An interpreter: absolute, ``~``, or relative to the file that names it; "" is none."""
+def interpreter(value: str, at: At) -> Path | None:
+    """An interpreter: absolute, ``~``, or relative to the file that names it; "" is none. One
+    chosen on the command line (``--python``, in ``at.values["chosen"]``) wins unchecked: the
+    key may name a path of another machine."""
+    if at.values.get("chosen") is not None:
+        return at.values["chosen"]
     if not value.strip():
         return None
     target = Path(os.path.expanduser(value.strip()))

@@ -125,3 +125,16 @@ def test_the_overlay_is_passed_explicitly_not_through_the_environment(
     request = cluster.Request("b1", str(book), str(overlay), unit, "env", "lib")
     assert cluster._worker_config(request).cell_timeout == 7
     assert dict(os.environ) == before
+
+
+def test_an_interpreter_chosen_on_the_command_line_wins_over_the_key(
+        book: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from tabbook.config import PYTHON_ENV
+
+    overlay = book / "tabbook.ini"
+    overlay.write_text("[framework:alpha]\ninterpreter = /no/such/python\n")
+    assert _error(book) == f"{overlay.resolve()}:2: [framework:alpha] interpreter names /no/such/python, which does not exist"
+    monkeypatch.setenv(PYTHON_ENV, f"alpha={sys.executable}")
+    assert load_config(book).framework("alpha").interpreter == Path(sys.executable).absolute()

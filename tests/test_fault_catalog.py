@@ -94,8 +94,9 @@ FAULTS = [
           "chapter_a/parts.md does not exist (parts is a directory: list its page, e.g. parts/index)"),
     Fault("toc-entry-names-a-directory-ending-in-md", CHAPTER, replace("second\n", "second\nnotes.md\n"),
           "notes.md", "chapter_a/notes.md is a directory, not a Markdown file"),
+    # A warning (the page builds as an orphan, as in d2lbook): an error in a strict build.
     Fault("page-not-in-any-toc", "chapter_a/orphan.md", lambda _: "# Orphan\n\nNobody lists me.\n", "# Orphan",
-          "section is not listed in any ```toc block"),
+          "section is not listed in any ```toc block", args=("build", "--strict")),
     # --- bytes -------------------------------------------------------------------------------------
     Fault("not-utf8", FIRST, append("\nCaf\udce9 au lait.\n"), "Caf", "not UTF-8 text: byte 0xe9", column=4),
     Fault("empty-page", SECOND, lambda _: "\n\n", "", "the file is empty"),

@@ -227,7 +227,7 @@ def test_a_gpu_entry_is_kept_and_marked_on_a_lesser_machine(tmp_path: Path) -> N
 
     second = build(book, 1, tmp_path)
     assert second.returncode == 0, second.stdout + second.stderr
-    assert "warning: multi.md: [alpha] outputs kept from an earlier version of the code" in second.stdout
+    assert "warning: multi.md:4: [alpha] outputs kept from an earlier version of the code" in second.stdout
     assert entry.read_text() == json.dumps(stored, indent=1, sort_keys=True, ensure_ascii=False) + "\n" \
         or json.loads(entry.read_text()) == stored  # the entry is untouched
     html = (book / "build" / "html" / "multi.html").read_text()
@@ -238,7 +238,10 @@ def test_a_gpu_entry_is_kept_and_marked_on_a_lesser_machine(tmp_path: Path) -> N
     assert [u["status"] for u in report["units"] if u["section"] == "multi.md"] == ["outdated"]
 
     frozen = build(book, 1, tmp_path, "--frozen", "--no-render")
-    assert frozen.returncode == 1 and "multi.md:" in frozen.stderr and "stale" in frozen.stderr
+    assert frozen.returncode == 1 and "multi.md:4:" in frozen.stderr and "stale" in frozen.stderr
+    strict = build(book, 1, tmp_path, "--strict")
+    assert strict.returncode == 1 and "multi.md:4: [alpha] outputs kept from an earlier version" in strict.stderr
+    assert "an earlier version of it ran" in (book / "build" / "html" / "multi.html").read_text()  # still written
 
     here = build(book, 1, tmp_path, "--execute-here", "--no-render")
     assert here.returncode == 0, here.stdout + here.stderr

@@ -81,10 +81,10 @@ def current_keys(config: Config) -> dict[tuple[str, str], KeyParts]:
     from tabbook.execute.plan import unit_key
     from tabbook.library.cache import book_library
 
-    book = read_book(config, extra_files=False)
+    book = read_book(config)  # every page: a build executes the orphans (pages no toc lists) too
     book.raise_problems()
     keys: dict[tuple[str, str], KeyParts] = {}
-    for section in book.sections:
+    for section in book.rendered:
         for fw in config.tabs:
             parts, cells = unit_key(config, section, fw, book_library(book))
             if cells:

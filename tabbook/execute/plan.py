@@ -139,7 +139,10 @@ class Plan:
     origins: dict[tuple[str, str], str] = field(default_factory=dict)
     todo: list[tuple[Unit, KeyParts]] = field(default_factory=list)
     statuses: list[UnitStatus] = field(default_factory=list)
-    units: list[UnitPlan] = field(default_factory=list)  # every unit's decision and why (--dry-run)
+    units: list[UnitPlan] = field(default_factory=list)
+    # Stale units whose entries are kept because this machine cannot stand in for the one that
+    # computed them (:func:`lesser_host`): warnings, errors in a strict build.
+    outdated: list[BookError] = field(default_factory=list)  # every unit's decision and why (--dry-run)
     # Current entries stored under their version-1 key: re-stamped with the new key by a build
     # that may write the store (:func:`upgrade_keys`), never by --frozen or --dry-run.
     upgrades: list[tuple[str, str, KeyParts]] = field(default_factory=list)
@@ -171,7 +174,7 @@ def unit_key(config: Config, section: Section, fw: str, library: dict[str, str],
     from tabbook.library.reach import RULES, unit_reach
 
     framework = config.framework(fw)
-    cells = split_section(section, fw)
+    cells = split_section(section, fw, framework.library)  # aliases rewritten, as d2lbook runs the tab
     package = config.library_dir.name
     lib_text = library.get(f"{package}/{framework.module}.py")
     cells_part, file_part = cells_hash(cells), text_hash(lib_text)
@@ -269,8 +272,10 @@ def plan(config: Config, sections: list[Section], library: dict[str, str], store
                 out.notebooks[(section.path, fw)] = mark_outdated(entry, f"{', '.join(record.why[:-1])} changed; "
                                                                   f"{held_back}")  # type: ignore[arg-type]
                 out.origins[(section.path, fw)] = "outdated: " + store.signature(section.path, fw)
-                out.statuses.append(UnitStatus(section.path, fw, "outdated", error=(
-                    f"{section.path}: [{fw}] outputs kept from an earlier version of the code: {held_back}")))
+                kept = BookError(f"[{fw}] outputs kept from an earlier version of the code: {held_back}",
+                                 section.path, cells[0].cell.line)
+                out.outdated.append(kept)
+                out.statuses.append(UnitStatus(section.path, fw, "outdated", error=kept.location_message()))
                 if not selection.frozen_only:
                     continue
             if selection.frozen_only:

@@ -37,11 +37,11 @@ def book_library(book: Book) -> dict[str, str]:
 
 
 def _generate_or_reuse(book: Book) -> dict[str, str]:
-    sections = book.sections
+    sections = book.library_sections  # the toc's pages; a partial build's: the whole book's
     tops = generate.hand_written_tops(book.config)
     key = library_key(book, tops)
     cache = book.config.build_dir / LIBRARY_CACHE
-    pages = [book.page_hashes.get(rel) for rel in book.toc]
+    pages = [book.page_hashes.get(s.path) for s in sections]
     try:
         cached = json.loads(cache.read_text(encoding="utf-8"))
         # Problems name Markdown lines, which prose edits move: kept only for the same pages.
@@ -62,15 +62,15 @@ def _generate_or_reuse(book: Book) -> dict[str, str]:
 
 
 def library_key(book: Book, tops: dict[str, str]) -> str:
-    """What the generated library depends on: each toc page's title and code cells (their
-    text, tabs and marks; not the prose, which saves nothing), in toc order, the
+    """What the generated library depends on: each library page's title and code cells (their
+    text, tabs and marks; not the prose, which saves nothing), in their order, the
     configuration, the hand-written tops and the builder's code. Equal keys: the same files,
     so a no-op rebuild, and a prose edit, skip the generation (a second on this book's
     chapter; more on a book of hundreds of sections)."""
     config = book.config
-    code = [(rel, book.pages[rel].title,
+    code = [(page.path, page.title,
              [(c.source, c.tabs, sorted(c.flags), c.raises, c.every_tab)
-              for c in book.pages[rel].cells if c.kind == "code"]) for rel in book.toc]
+              for c in page.cells if c.kind == "code"]) for page in book.library_sections]
     parts = [_builder_code_hash(), [config.rel(f) for f in (config.root / "config.ini", config.overlay) if f],
              [(f.read_bytes() if f and f.is_file() else b"").hex()
               for f in (config.root / "config.ini", config.overlay)],

@@ -9,6 +9,12 @@ warning of the Sphinx run. Here the two meet: every warning becomes a
 :class:`~tabbook.errors.BookError` at ``chapter/page.md:LINE``, all of them at once, as
 ``-W --keep-going`` would report them but at the source.
 
+Most are errors: the book's own text loses something (an unknown label, citation key,
+directive, role, an unreadable image). A few are about the *data* of a bib entry, which the
+author wrote in the bib file, not on a page (:data:`DATA_WARNINGS`): those are located at
+``refs.bib:LINE`` of the entry and stay warnings, which fail the build only when it is strict
+(``--strict`` or ``[build] warning_is_error``, as d2lbook's key and Sphinx's ``-W``).
+
 Warnings about a page are found only when Sphinx reads the page; on the next incremental run
 it would not read it again and the problem would go unreported. So a run with warnings marks
 the generated pages it names as changed (their modification time), and a warning Sphinx gave
@@ -21,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +38,25 @@ from tabbook.render.sources import line_map_path, source_dir
 _LOCATION = re.compile(r"^(?P<path>.*?)(?::(?P<line>\d+))?$")
 #: The (first) line of myst-nb's numbering for cell ``i`` is ``(i + 1) * CELL_BASE + 1``.
 CELL_BASE = 10000
+#: (type, subtype) of the warnings about a bib entry's data: its text renders (maybe with a
+#: field less, or a label shared with another entry), so the build goes on unless strict.
+DATA_WARNINGS = frozenset({
+    ("bibtex", "missing_field"),  # "missing publisher in KEY": pybtex's style needs the field
+    ("bibtex", "duplicate_label"),  # two entries format to the same label
+    ("bibtex", "bibfile_data_error"),  # pybtex: a repeated entry, a bad name, …
+})
+#: Where a bib warning names its entry's key.
+_BIB_KEY = (re.compile(r"^missing \S+ in (?P<key>\S+)"),
+            re.compile(r'for keys "[^"]*" and "(?P<key>[^"]*)"'),
+            re.compile(r"entry:? (?P<key>\S+)$"))
+
+
+@dataclass
+class Diagnostics:
+    """A Sphinx run's warnings, judged: ``errors`` fail the build, ``warnings`` are shown."""
+
+    errors: list[BookError] = field(default_factory=list)
+    warnings: list[BookError] = field(default_factory=list)
 
 
 def _load(path: Path) -> dict[str, Any] | None:
@@ -70,13 +96,51 @@ def source_line(config: Config, generated: Path, line: int | None) -> tuple[str,
     return page, (found or None)
 
 
+def bib_entry_line(bibfile: Path, key: str) -> int | None:
+    """The line of ``@type{key,`` in ``bibfile``: where the author wrote the entry."""
+    try:
+        text = bibfile.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    m = re.search(r"^[ \t]*@[A-Za-z]+[ \t]*[{(][ \t]*" + re.escape(key) + r"[ \t]*,", text, re.M)
+    return text.count("\n", 0, m.start()) + 1 if m else None
+
+
+def _bib_location(config: Config, record: dict[str, Any]) -> tuple[str, int | None] | None:
+    """``(refs.bib, line of the entry)`` for a bibtex warning that names an entry, else None.
+
+    sphinxcontrib-bibtex places these at the ``{bibliography}`` directive, often on a page the
+    builder generated (``references.md``); the problem is in the bib file's entry."""
+    if record.get("type") != "bibtex" or config.bibfile is None:
+        return None
+    message = str(record.get("message", ""))
+    for pattern in _BIB_KEY:
+        m = pattern.search(message)
+        if m:
+            line = bib_entry_line(config.bibfile, m.group("key"))
+            if line is not None:
+                return config.rel(config.bibfile), line
+    if record.get("subtype") == "bibfile_data_error":
+        return config.rel(config.bibfile), None
+    return None
+
+
+def is_data_warning(record: dict[str, Any]) -> bool:
+    """Whether a recorded warning is about a bib entry's data (a warning, not an error)."""
+    return (record.get("type"), record.get("subtype")) in DATA_WARNINGS
+
+
 def to_error(config: Config, record: dict[str, Any]) -> BookError:
-    """One recorded warning as an error at the Markdown source (or where Sphinx put it)."""
+    """One recorded warning as an error at the Markdown source (or the bib entry, or where
+    Sphinx put it)."""
     first, *rest = str(record.get("message", "")).split("\n")
     message = (first.strip() or "(no message)") + "".join(f"\n    {x}" for x in rest if x.strip())
     kind = f" [{record['type']}.{record['subtype']}]" if record.get("type") and record.get("subtype") else ""
     level = str(record.get("level", "WARNING")).lower()
     text = f"{message}{kind}" if level == "warning" else f"{level}: {message}{kind}"
+    bib = _bib_location(config, record)
+    if bib is not None:
+        return BookError(text, *bib)
     location = record.get("location")
     if not location:
         return BookError(f"Sphinx: {text}")
@@ -93,10 +157,12 @@ def to_error(config: Config, record: dict[str, Any]) -> BookError:
     return BookError(text, shown, line)
 
 
-def collect(config: Config, records_file: Path) -> list[BookError]:
-    """The run's warnings as errors (sorted, duplicates dropped); marks their pages for re-reading."""
+def collect(config: Config, records_file: Path, strict: bool = False, mark: bool = True) -> Diagnostics:
+    """The run's warnings judged (sorted, duplicates dropped): bib data problems are warnings
+    (errors too when ``strict``), every other one an error. With ``mark``, the pages they name
+    are marked for re-reading (a no-op build shows the last run's record again, unmarked)."""
     records = _load(records_file) or []
-    errors: list[BookError] = []
+    found = Diagnostics()
     seen: set[str] = set()
     touched: set[Path] = set()
     everything = False
@@ -104,7 +170,9 @@ def collect(config: Config, records_file: Path) -> list[BookError]:
         error = to_error(config, record)
         if error.location_message() not in seen:
             seen.add(error.location_message())
-            errors.append(error)
+            (found.warnings if is_data_warning(record) and not strict else found.errors).append(error)
+        if not mark:
+            continue
         location = record.get("location")
         m = _LOCATION.match(str(location)) if location else None
         generated = Path(m.group("path")) if m else None
@@ -117,5 +185,6 @@ def collect(config: Config, records_file: Path) -> list[BookError]:
     if everything:
         for pickle in (config.build_dir / "doctrees").glob("*/environment.pickle"):
             pickle.unlink()
-    errors.sort(key=lambda e: (e.path or "", e.line or 0))
-    return errors
+    for listed in (found.errors, found.warnings):
+        listed.sort(key=lambda e: (e.path or "", e.line or 0))
+    return found

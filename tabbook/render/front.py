@@ -71,7 +71,6 @@ class FrontFacts:
 # ---- one line per section ---------------------------------------------------------------------
 
 _SKIP = re.compile(r"^\s*(#|```|~~~|!\[|\$\$|\||<|>|-{3,}|\.\. )")
-_SENTENCE = re.compile(r"^(.+?[.!?])(?=\s+[A-Z(]|\s*$)", re.S)
 
 
 def one_line(section: Section) -> str:
@@ -102,16 +101,37 @@ def one_line(section: Section) -> str:
     return ""
 
 
+#: What a line is never cut inside: a role with its target, a code span, inline math, a link or
+#: an image, bold or italic text.
+_ATOM = re.compile(
+    r":[\w-]+:`[^`]*`|(`+).+?\1|\$[^$]+\$|!?\[[^\]]*\]\([^)]*\)|\*\*.+?\*\*|\*[^*\s][^*]*\*")
+_SENTENCE_END = re.compile(r"[.!?](?=\s+[A-Z(]|\s*$)")
+
+
+def _atoms(text: str) -> list[tuple[int, int]]:
+    return [m.span() for m in _ATOM.finditer(text)]
+
+
+def _inside(pos: int, atoms: list[tuple[int, int]]) -> tuple[int, int] | None:
+    """The atom that ``pos`` falls strictly inside, if any."""
+    return next(((a, b) for a, b in atoms if a < pos < b), None)
+
+
 def _sentence(text: str) -> str:
+    """The first sentence of ``text``, at most :data:`LINE_MAX` characters, cut at a word and
+    never inside a role, code, math, a link or emphasis (issue 30: a cut role left ``:cite:``
+    raw on the front page), then the roles converted to MyST."""
     text = re.sub(r"\s+", " ", text).strip()
-    m = _SENTENCE.match(text)
-    if m:
-        text = m.group(1)
+    atoms = _atoms(text)
+    end = next((m.end() for m in _SENTENCE_END.finditer(text) if _inside(m.end() - 1, atoms) is None), None)
+    if end is not None:
+        text, atoms = text[:end], [(a, b) for a, b in atoms if b <= end]
     if len(text) > LINE_MAX:
-        cut = text[:LINE_MAX].rsplit(" ", 1)[0]
-        if cut.count("$") % 2 or cut.count("`") % 2:  # never cut inside math or code
-            cut = cut[:min(i for i in (cut.rfind("$"), cut.rfind("`")) if i >= 0)].rstrip()
-        text = cut.rstrip(",;:") + "…"
+        cut = len(text[:LINE_MAX].rsplit(" ", 1)[0])
+        atom = _inside(cut, atoms)
+        if atom is not None:
+            cut = atom[0]  # before the atom the cut fell into
+        text = text[:cut].rstrip().rstrip(",;:") + "…"
     return convert_roles(text)
 
 

@@ -75,7 +75,7 @@ def latex_settings(root: Path) -> dict[str, Any]:
     return {
         "latex_engine": "xelatex",
         "latex_documents": [
-            ("index", TEX_NAME, _escape(book.title), _escape(book.author).replace(", ", r" \and "),
+            (book.rel(book.index).removesuffix(".md"), TEX_NAME, _escape(book.title), _escape(book.author).replace(", ", r" \and "),
              "manual"),
         ],
         "latex_toplevel_sectioning": "chapter",

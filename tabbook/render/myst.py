@@ -31,6 +31,7 @@ from tabbook.source.dialect import (
     ROLE_MAP,
     TABLE_CAPTION,
     strip_slide_marks,
+    sub_roles,
 )
 from tabbook.source.read import Block, Cell, parse_blocks
 
@@ -42,12 +43,33 @@ def convert_roles(line: str) -> str:
             target = ",".join(t.strip() for t in target.split(","))
         return f"{{{ROLE_MAP[role]}}}`{target}`"
 
-    return ROLE.sub(sub, line)
+    return sub_roles(line, sub, ROLE)  # a role in a code span or a comment is text
 
 
 def _fence_len(text: str) -> int:
     runs = [len(m.group(0)) for m in re.finditer(r"`{3,}", text)]
     return max([3, *runs]) + 1
+
+
+_FENCE_OPENER = re.compile(r"^(\s*)(`{3,}|~{3,})(.*)$")
+
+
+def _longer_fence(lines: list[str], block: Block) -> dict[int, str]:
+    """New opening and closing rows for a fence that holds a bare fence line at least as long
+    as its own: the dialect nests fences by length (d2lbook's reading), CommonMark would end
+    the block there, so the MyST gets a fence longer than any inside. Empty when not needed."""
+    m = _FENCE_OPENER.match(lines[block.start]) if block.start < len(lines) else None
+    if m is None or block.end - block.start < 2:
+        return {}
+    char, own = m.group(2)[0], len(m.group(2))
+    bare = re.compile(rf"^\s*({re.escape(char)}{{3,}})\s*$")
+    inner = [len(b.group(1)) for row in lines[block.start + 1:block.end - 1] if (b := bare.match(row))]
+    if not any(k >= own for k in inner):
+        return {}
+    run = char * (max(inner) + 1)
+    closer = lines[block.end - 1]
+    return {block.start: f"{m.group(1)}{run}{m.group(3)}",
+            block.end - 1: f"{closer[:len(closer) - len(closer.lstrip())]}{run}"}
 
 
 def toc_to_toctree(block: str) -> str:
@@ -90,6 +112,7 @@ def emit_myst_rows(lines: list[str], blocks: Sequence[Block]) -> tuple[str, list
     them, so a label lands above its block even after earlier rewrites of it.
     """
     copied: set[int] = set()
+    refence: dict[int, str] = {}  # fence rows rewritten longer (:func:`_longer_fence`)
     math: set[int] = set()
     tocs: dict[int, int] = {}
     attrs: dict[int, Block] = {}
@@ -99,8 +122,10 @@ def emit_myst_rows(lines: list[str], blocks: Sequence[Block]) -> tuple[str, list
     math_break: dict[int, str] = {}  # first row of display math that continues a paragraph -> blank row
     after: dict[int, Block] = {}  # row of an attribute line -> the block after it
     for k, b in enumerate(blocks):
-        if b.kind in ("literal", "code", "rst"):
+        if b.kind in ("literal", "code", "rst", "indented", "html"):
             copied.update(range(b.start, b.end))
+            if b.kind in ("literal", "rst"):
+                refence.update(_longer_fence(lines, b))
             if b.kind == "rst":
                 rst.add(b.start)
         elif b.kind == "bibliography":
@@ -140,6 +165,7 @@ def emit_myst_rows(lines: list[str], blocks: Sequence[Block]) -> tuple[str, list
             owner.append(i)
             i = end
             continue
+        raw = refence.get(i, raw)
         if i in rst:
             m = re.match(r"^(\s*)(`{3,}|~{3,})", raw)
             out.append(f"{m.group(1)}{m.group(2)}{{eval-rst}}" if m else raw)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +48,9 @@ def extra_pages(config: Config, library: dict[str, str], sections: Sequence[Sect
         extra["api.md"] = _cached_api_reference(config, library, api_reference_markdown)
     placed = any(BIBLIOGRAPHY_ROLE in text for text in prose)
     if config.bibfile is not None and not placed:
-        extra["references.md"] = "# References\n\n```{bibliography}\n:all:\n```\n"
+        # The entries the book cites (as a d2lbook book's own ``:bibliography:`` page lists
+        # them), not every entry of the file: an entry cited nowhere is not the book's.
+        extra["references.md"] = "# References\n\n```{bibliography}\n:cited:\n```\n"
     return extra
 
 
@@ -85,7 +87,7 @@ SOURCES_MEMO = "sources-memo.json"
 
 
 def _page_key(config: Config, section: Section, labels: dict[str, str],
-              origins: dict[tuple[str, str], str], page_hashes: dict[str, str]) -> str | None:
+              origins: dict[tuple[str, str], str], page_hashes: dict[str, str], orphan: bool = False) -> str | None:
     """What a generated page is made from, as one hash; None when that cannot be said cheaply
     (a notebook made in this build, a page whose text was not hashed)."""
     import hashlib
@@ -104,13 +106,13 @@ def _page_key(config: Config, section: Section, labels: dict[str, str],
         elif section.code_cells and any(fw in c.tabs for c in section.code_cells):
             return None  # executed now (or unknown): merge it
     return hashlib.sha256(json.dumps([_builder_code_hash(), page, section.path, list(config.tabs), labels,
-                                      units]).encode()).hexdigest()
+                                      units, orphan]).encode()).hexdigest()
 
 
 def write_sources(
     config: Config, sections: list[Section], notebooks: dict[tuple[str, str], dict[str, Any]],
     extra: dict[str, str] | None = None, origins: dict[tuple[str, str], str] | None = None,
-    page_hashes: dict[str, str] | None = None,
+    page_hashes: dict[str, str] | None = None, orphans: Collection[str] = (),
 ) -> int:
     """Write Sphinx's source tree: one merged notebook (or MyST page) per section.
 
@@ -121,6 +123,9 @@ def write_sources(
     the pages' ``page_hashes``, a page made from the same text, the same store entries and
     the same builder as at the last build, whose files are still there, is not merged again:
     merging every page of a book of hundreds of sections is most of a no-op rebuild (issue 14).
+
+    ``orphans``: pages no toc lists, marked so for Sphinx (``orphan`` front matter), which
+    then builds them without its "not included in any toctree" warning, as d2lbook's does.
     """
     from tabbook.render.merge import merge_section
 
@@ -137,7 +142,8 @@ def write_sources(
     memo: dict[str, str] = {}
     for section in sections:
         stem = section.path[:-3]
-        key = _page_key(config, section, labels, origins, page_hashes or {}) \
+        orphan = section.path in orphans
+        key = _page_key(config, section, labels, origins, page_hashes or {}, orphan) \
             if origins is not None else None
         out = src / f"{stem}.ipynb" if section.code_cells else src / f"{stem}.md"
         if key is not None and memo_before.get(stem) == key and out.is_file() \
@@ -151,6 +157,8 @@ def write_sources(
         maps: list[list[int]] = []
         if section.code_cells:
             doc = merge_section(section, executed, config.tabs, labels, line_maps=maps)
+            if orphan:
+                doc["metadata"]["orphan"] = True  # myst-nb passes it on as front matter
             # Compact JSON: Python's C encoder only serves dumps without indent, and every build
             # serializes every page to compare it with the file (a tenth of a second per hundred
             # pages with indent). Sphinx and the line maps count cells, never file lines.
@@ -172,6 +180,8 @@ def write_sources(
                     lines.append(lines[-1])  # the blank line between two cells
                 n = cell["source"].count("\n") + 1
                 lines += (rows + [rows[-1] if rows else 0] * n)[:n]  # 0: a line the builder wrote
+            if orphan:
+                text, lines = "---\norphan: true\n---\n" + text, [0, 0, 0, *lines]
             if front:
                 text += "\n\n" + front
             elif section.toc and not is_root:

@@ -259,9 +259,12 @@ class SphinxRun:
     """
 
     def __init__(self, config: Config, builder: str = "html", out: Path | None = None,
-                 overrides: dict[str, str] | None = None, jobs: int = 1, partial: bool = False) -> None:
+                 overrides: dict[str, str] | None = None, jobs: int = 1, partial: bool = False,
+                 strict: bool | None = None) -> None:
         self.config = config
         self.builder = builder
+        # Warnings (a bib entry's data) fail the run too: --strict, or [build] warning_is_error.
+        self.strict = config.warning_is_error if strict is None else strict
         overrides = {**(overrides or {}), **({"tabbook_partial": "1"} if partial else {})}
         self.cmd = sphinx_command(config, builder, out, overrides, jobs)
         self.stamp_file = (out or config.build_dir / builder) / STAMP
@@ -304,7 +307,7 @@ class SphinxRun:
         from tabbook.render.ext import gate
 
         source_dir(self.config).mkdir(parents=True, exist_ok=True)  # Sphinx checks it exists
-        self.records.unlink(missing_ok=True)
+        # The last run's record stays until this one reads: called off, it is still the record.
         if IN_PROCESS:
             self.proc = self._fork({**self._env(), gate.ENV_VAR: "1"})
             return
@@ -330,14 +333,21 @@ class SphinxRun:
 
         ``sources_changed``: how many files the sources step wrote (None: unknown, always run).
         """
-        stamp = site_stamp(self.config, self.cmd)
-        if sources_changed == 0 and self.stamp_file.is_file() and self.stamp_file.read_text() == stamp:
-            self.call_off()
-            return False
-        self.stamp_file.unlink(missing_ok=True)
         from tabbook.errors import BookErrors
         from tabbook.render.diagnostics import collect
         from tabbook.render.ext import gate
+
+        stamp = site_stamp(self.config, self.cmd)
+        if sources_changed == 0 and self.stamp_file.is_file() and self.stamp_file.read_text() == stamp:
+            self.call_off()
+            # The output is the last run's, and so are its warnings: said again, judged again.
+            last = collect(self.config, self.records, strict=self.strict, mark=False)
+            for warning in last.warnings:
+                print(f"warning: {warning.location_message()}")
+            if last.errors:
+                raise last.errors[0] if len(last.errors) == 1 else BookErrors(last.errors)
+            return False
+        self.stamp_file.unlink(missing_ok=True)
 
         if self.proc is None and IN_PROCESS:
             self.records.unlink(missing_ok=True)
@@ -349,11 +359,16 @@ class SphinxRun:
             returncode, stderr = done.returncode, done.stderr
         else:
             proc, self.proc = self.proc, None
+            self.records.unlink(missing_ok=True)  # written at the end of the run it lets go
             _, stderr = proc.communicate(gate.GO + "\n")
             returncode = proc.returncode
-        # Every warning is an error at the Markdown line it is about (tabbook.render.diagnostics);
-        # Sphinx's own rendering of them names generated files, so it is not shown.
-        errors = collect(self.config, self.records)
+        # Every warning is an error at the Markdown line it is about, but a bib entry's data
+        # (tabbook.render.diagnostics); Sphinx's own rendering of them names generated files,
+        # so it is not shown.
+        found = collect(self.config, self.records, strict=self.strict)
+        for warning in found.warnings:
+            print(f"warning: {warning.location_message()}")
+        errors = found.errors
         if returncode != 0:
             sys.stderr.write(stderr)
             errors.append(BookError(f"Sphinx failed (exit {returncode}); see the messages above"))
@@ -368,9 +383,9 @@ class SphinxRun:
 
 def render(config: Config, builder: str = "html", out: Path | None = None,
            overrides: dict[str, str] | None = None, jobs: int = 1, partial: bool = False,
-           sources_changed: int | None = None) -> bool:
+           sources_changed: int | None = None, strict: bool | None = None) -> bool:
     """Run Sphinx now; returns False when it was skipped because its output is current.
 
     ``sources_changed``: how many files the sources step wrote (None: unknown, always run).
     """
-    return SphinxRun(config, builder, out, overrides, jobs, partial).finish(sources_changed)
+    return SphinxRun(config, builder, out, overrides, jobs, partial, strict).finish(sources_changed)

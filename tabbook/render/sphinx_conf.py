@@ -106,6 +106,8 @@ def sphinx_settings(root: Path) -> dict[str, Any]:
         "version": book.version,
         "release": book.version,
         "copyright": f"2026, {book.author}",
+        # [build] index: the root page under any name (d2lbook's is "index"), in any folder.
+        "root_doc": book.rel(book.index).removesuffix(".md"),
         "extensions": extensions,
         # Outputs come from the freeze store; Sphinx never executes anything.
         "nb_execution_mode": "off",

@@ -28,14 +28,22 @@ Prose
     ``(**…**)``/``[**…**]`` text and drop ``(~~…~~)``/``[~~…~~]`` text
     (:func:`strip_slide_marks`). A fence opened by exactly ```` ```toc ````
     is a table of contents (:func:`is_toc_opener`).
+
+Where d2lbook reads as CommonMark does, so does the dialect: a role inside an inline code
+span, an HTML comment, a fence or an indented code block is text (:func:`find_roles`);
+and fences nest by length, as in d2lbook: a fence ends only at a bare run of exactly its
+own length, so a ```` ````toc ```` example sits inside a ```` ``` ```` block and a
+```` ```toc ```` example inside a ```` ```` ```` one.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from markdown_it import MarkdownIt
 from markdown_it.rules_block import StateBlock
+from markdown_it.rules_block.fence import make_fence_rule
 from markdown_it.rules_core import StateCore
 
 # --- code cells -------------------------------------------------------------------------------
@@ -104,6 +112,43 @@ EVAL_RST_INFO = "eval_rst"
 REF_ROLE = re.compile(r":(?P<role>numref|ref|eqref):`(?P<tick>`?)(?P<target>[^`]+)(?P=tick)`")
 #: Every inline role of the dialect (references and citations); groups ``role`` and ``target``.
 ROLE = re.compile(r":(?P<role>numref|ref|eqref|cite|citet|citep):`(?P<tick>`?)(?P<target>[^`]+)(?P=tick)`")
+_INLINE_SKIP = re.compile(r"(?P<ticks>`+)|<!--")
+
+
+def find_roles(line: str, pattern: re.Pattern[str] = ROLE) -> Iterator[re.Match[str]]:
+    """The roles of one line of prose, read left to right as an inline parser does: a role's
+    own backticks are its target; any other backtick run opens a code span that ends at the
+    next run of the same length (no such run: the backticks are text), and ``<!--`` a comment
+    that ends at ``-->``. Roles inside those are text (``change `:num:` to `:numref:` ``)."""
+    pos = 0
+    while pos < len(line):
+        role = pattern.search(line, pos)
+        skip = _INLINE_SKIP.search(line, pos)
+        if role is None:
+            return
+        if skip is None or role.start() <= skip.start():
+            yield role
+            pos = role.end()
+            continue
+        if skip.group("ticks"):
+            run = skip.group("ticks")
+            close = re.compile(rf"(?<!`){run}(?!`)").search(line, skip.end())
+            pos = close.end() if close else skip.end()
+        else:
+            end = line.find("-->", skip.end())
+            pos = len(line) if end < 0 else end + 3
+
+
+def sub_roles(line: str, replace, pattern: re.Pattern[str] = ROLE) -> str:  # noqa: ANN001 - a callable
+    """``pattern.sub(replace, line)`` for the roles :func:`find_roles` finds (code spans and
+    comments kept as written)."""
+    out, pos = [], 0
+    for m in find_roles(line, pattern):
+        out += [line[pos:m.start()], replace(m)]
+        pos = m.end()
+    return "".join(out) + line[pos:]
+
+
 #: Dialect role → the MyST/Sphinx role it becomes.
 ROLE_MAP = {
     "numref": "numref",
@@ -304,6 +349,10 @@ def dialect_plugin(md: MarkdownIt) -> None:
     md.block.ruler.before("paragraph", "dialect_bibliography",
                           _single_line_rule(BIBLIOGRAPHY, _bibliography_token), {"alt": _TERMINATES})
     md.block.ruler.before("paragraph", "dialect_math", _math_rule, {"alt": _TERMINATES})
+    # d2lbook's fences: closed by a bare run of exactly the opener's length (CommonMark: at
+    # least), so an example of the dialect's own fences can be shown inside a shorter one.
+    md.block.ruler.at("fence", make_fence_rule(exact_match=True),
+                      {"alt": ["paragraph", "reference", "blockquote", "list"]})
     md.core.ruler.push("dialect_fences", _classify_fences)
 
 

@@ -33,6 +33,7 @@ from tabbook.source.dialect import (
     TAB_MAGIC,
     TAB_NAME_SEP,
     dialect_parser,
+    find_roles,
     is_code_info,
     strip_slide_marks,
 )
@@ -52,7 +53,8 @@ class Block:
     ``attr`` the ``:eqlabel:`` on its closing line, if any), ``attr``
     (``:label:``/``:eqlabel:``/``:width:``, named in ``attr``),
     ``literal``/``code``/``toc``/``rst`` (fences; ``rst`` is ```` ```eval_rst ````),
-    ``marker`` (a prose-tab line), ``bibliography`` (a ``:bibliography:`` line).
+    ``marker`` (a prose-tab line), ``bibliography`` (a ``:bibliography:`` line),
+    ``indented`` (an indented code block), ``html`` (an HTML block or comment).
     Rows ``start`` … ``end - 1`` are 0-based; ``level`` is markdown-it's
     nesting level (blocks of one container share it). Containers (lists,
     quotes) come before the blocks inside them.
@@ -205,6 +207,10 @@ def _blocks(tokens: list[Token], text: str) -> tuple[Block, ...]:
         kind, attr = "text", ""
         if tok.type == "fence":
             kind = tok.meta.get("dialect", "literal")
+        elif tok.type == "code_block":
+            kind = "indented"
+        elif tok.type == "html_block":
+            kind = "html"
         elif tok.type == "dialect_math":
             kind, attr = "math", tok.meta.get("eqlabel", "")
         elif tok.type == "dialect_bibliography":
@@ -452,9 +458,12 @@ def _scan_refs(
             errors.append(BookError(f"duplicate label {name!r} (first defined at line {labels[name]})", path, lineno))
         else:
             labels[name] = lineno
+    for tok in tokens:  # indented code and HTML blocks are text too, like fences
+        if tok.type in ("code_block", "html_block") and tok.map:
+            quoted.update(range(*tok.map))
     for row, raw in enumerate(lines):
         if row not in quoted and ":" in raw:
-            for r in REF_ROLE.finditer(raw):
+            for r in find_roles(raw, REF_ROLE):
                 refs.append((r.group("role"), r.group("target").strip(), row + 1))
     return labels, refs, errors
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from tabbook.config import LibraryKeys
 from tabbook.errors import BookError
 from tabbook.source.dialect import MAGIC_LINE
 from tabbook.source.read import Cell, Section
@@ -342,12 +343,127 @@ def resolve_tabs(
     return "\n".join(lines).strip("\n")
 
 
-def split_section(section: Section, framework: str) -> list[FrameworkCell]:
-    """The code cells of ``section`` that ``framework`` runs, branches resolved."""
+def split_section(section: Section, framework: str, aliases: LibraryKeys | None = None) -> list[FrameworkCell]:
+    """The code cells of ``section`` that ``framework`` runs, branches resolved.
+
+    ``aliases``: the tab's ``[library-<tab>]`` keys, with which its code is rewritten as
+    d2lbook rewrites it (:func:`rewrite_aliases`): what the tab shows and runs, and what its
+    freeze key hashes. The library stage splits without them: d2lbook saves the code as
+    written, and the module defines the aliases instead.
+    """
     out: list[FrameworkCell] = []
     for index, cell in enumerate(section.cells):
         if cell.kind != "code" or framework not in cell.tabs:
             continue
         source = resolve_tabs(cell.source, framework, (cell.path, cell.line), cell.source_lines)
+        if aliases is not None:
+            source = rewrite_aliases(source, aliases)
         out.append(FrameworkCell(index, cell, source))
     return out
+
+
+# --- d2lbook's alias rewriting ----------------------------------------------------------------
+#
+# A d2lbook book writes framework-neutral calls (``d2l.matmul(X, w)``, ``d2l.reshape(y, s)``)
+# and its config maps them per tab; d2lbook rewrites each tab's code with the map before it
+# runs and shows it, so the PyTorch tab reads ``torch.matmul(X, w)`` and ``y.reshape(s)``. In
+# its order: plain text replacements (``reverse_alias`` lines, then ``d2l.a`` -> ``lib.b`` for
+# each ``simple_alias``, an entry's stray "(" kept, so ``exp(`` does not touch
+# ``d2l.expand_dims``); then calls, found with ``ast``: ``d2l.a(x, *rest)`` -> ``x.b(*rest)``
+# (``fluent_alias``) and ``d2l.f(…)`` -> the ``args_alias`` template. A rewritten call is
+# printed anew (``ast.unparse``) and every copy of its text in the cell is replaced, one call
+# at a time. Where d2lbook would stop with an error (a cell that does not parse, a fluent call
+# without arguments, a keyword the template does not name) the code is left as written.
+
+#: How many calls of one cell are rewritten at most (d2lbook's bound too).
+_MAX_REWRITES = 100
+
+
+def rewrite_aliases(source: str, keys: LibraryKeys) -> str:
+    """``source`` as d2lbook shows and runs it in the tab whose library keys are ``keys``."""
+    for old, new in keys.reverse_alias:
+        source = source.replace(old, new)
+    if not keys.lib_name:
+        return source
+    for old, new in keys.simple_as_written:
+        source = source.replace(f"d2l.{old}", f"{keys.lib_name}.{new}")
+    if keys.fluent_as_written:
+        fluent = dict(keys.fluent_as_written)
+        source = _rewrite_calls(source, set(fluent), lambda call: _fluent_call(call, fluent[call.func.attr]))
+    templates = _args_templates(keys.args_alias)
+    if templates:
+        source = _rewrite_calls(source, set(templates),
+                                lambda call: _templated_call(call, *templates[call.func.attr]))
+    return source
+
+
+def _rewrite_calls(source: str, names: set[str], rewrite) -> str:  # noqa: ANN001 - Call -> str | None
+    """Rewrite ``d2l.<name>(…)`` calls one at a time, outermost first, until none changes."""
+    if not any(f"d2l.{name}" in source for name in names):
+        return source
+    head = ""
+    if source.startswith("%"):  # a magic on the first line is set aside, as d2lbook does
+        first, _, rest = source.partition("\n")
+        head, source = first + "\n", rest
+    for _ in range(_MAX_REWRITES):
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError):
+            break
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and isinstance(node.func.value, ast.Name) and node.func.value.id == "d2l"
+                    and node.func.attr in names):
+                new = rewrite(node)
+                old = ast.get_source_segment(source, node)
+                if new is not None and old:
+                    source = source.replace(old, new)
+                    break
+        else:
+            break
+    return head + source
+
+
+def _fluent_call(call: ast.Call, method: str) -> str | None:
+    """``d2l.a(x, *rest, **kw)`` -> ``x.<method>(*rest, **kw)``."""
+    if not call.args:
+        return None
+    return ast.unparse(ast.Call(ast.Attribute(call.args[0], method, ast.Load()), call.args[1:], call.keywords))
+
+
+def _args_templates(pairs: tuple[tuple[str, str], ...]) -> dict[str, tuple[list[str], set[str], str]]:
+    """``args_alias`` lines ``f(a_x, axis=None) -> g(a_x, dim=axis)``: per name, the
+    parameters standing for positional arguments (``a_`` names), the keywords a call may
+    give, and the template."""
+    out: dict[str, tuple[list[str], set[str], str]] = {}
+    for signature, template in pairs:
+        try:
+            call = ast.parse(signature, mode="eval").body
+        except SyntaxError:
+            continue
+        if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name):
+            continue
+        params = [a.id for a in call.args if isinstance(a, ast.Name)] + [k.arg for k in call.keywords if k.arg]
+        out[call.func.id] = ([p for p in params if p.startswith("a_")],
+                             {p for p in params if not p.startswith("a_")}, template)
+    return out
+
+
+def _templated_call(call: ast.Call, positional: list[str], keywords: set[str], template: str) -> str | None:
+    """A call filled into its ``args_alias`` template: each ``a_`` parameter replaced by the
+    argument's text, each keyword the call gives kept (``=name`` -> ``=value``), the others
+    dropped from the template's call."""
+    if len(call.args) != len(positional) or any(k.arg not in keywords for k in call.keywords):
+        return None
+    values = {name: ast.unparse(arg) for name, arg in zip(positional, call.args, strict=True)}
+    values.update({f"={k.arg}": f"={ast.unparse(k.value)}" for k in call.keywords})
+    try:
+        shape = ast.parse(template, mode="eval").body
+    except SyntaxError:
+        return None
+    if isinstance(shape, ast.Call):
+        shape.keywords = [k for k in shape.keywords if isinstance(k.value, ast.Name) and f"={k.value.id}" in values]
+        template = ast.unparse(shape)
+    for name, value in values.items():
+        template = template.replace(name, value)
+    return template
