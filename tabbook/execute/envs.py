@@ -135,28 +135,29 @@ def ensure_env(config: Config, fw: Framework, create: bool = True, log=print) ->
                 f"the {fw.name} environment is not installed; run `make envs` or `make html`",
                 config.rel(fw.requirements) if fw.requirements else "config.ini",
             )
+        for number, local in local_requirements(fw.requirements):  # before anything is made
+            if not local.exists():
+                raise BookError(f"the {fw.name} lock names {local}, which does not exist",
+                                config.rel(fw.requirements), number)
+        base = find_python(fw.python)
         # Venvs are shared by every book and process of this user: one creates it while the
         # others wait, and find it complete (else a second would remove the first's half venv).
         target.parent.mkdir(parents=True, exist_ok=True)
         with exclusive(target.parent / f".{target.name}.lock", f"another process creating the {fw.name} "
                        f"environment {target}", log=log):
             if not (target / MARKER).is_file():
-                _create_env(config, fw, target, log)
+                _create_env(config, fw, target, base, log)
     return Env(fw.name, python, lock_hash(fw))
 
 
-def _create_env(config: Config, fw: Framework, target: Path, log: Callable[[str], Any]) -> None:
-    """Create ``target`` and install ``fw``'s lock into it (the caller holds its lock)."""
+def _create_env(config: Config, fw: Framework, target: Path, base: Path, log: Callable[[str], Any]) -> None:
+    """Create ``target`` with the interpreter ``base`` and install ``fw``'s lock into it (the
+    caller holds its lock)."""
     assert fw.requirements is not None
     python = target / "bin" / "python"
     if target.exists():
         log(f"[env] {fw.name}: removing incomplete environment {target}")
         shutil.rmtree(target)
-    for number, local in local_requirements(fw.requirements):
-        if not local.exists():
-            raise BookError(f"the {fw.name} lock names {local}, which does not exist",
-                            config.rel(fw.requirements), number)
-    base = find_python(fw.python)
     log(f"[env] {fw.name}: creating {target} (Python {_python_version(base)})")
     target.parent.mkdir(parents=True, exist_ok=True)
     subprocess.run([str(base), "-m", "venv", str(target)], check=True)
