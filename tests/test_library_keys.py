@@ -123,7 +123,8 @@ def test_dry_run_text_and_selection(book: Path, capsys) -> None:
     capsys.readouterr()
     assert cli.main(["-C", str(book), "build", "--dry-run", "--frameworks", "jax"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert "skip   chapter_gpus/precision.md [pytorch]: not selected in this build; library names: benchmark" in out
+    assert ("skip     chapter_gpus/precision.md [pytorch] (1 GPU, alone): not selected in this build; "
+            "library names: benchmark") in out
     assert out[-1] == "[dry-run] 26 reuse, 2 skip; nothing was run or written"
     assert cli.main(["-C", str(book), "build", "--json"]) == 1
     assert "--json goes with --dry-run" in capsys.readouterr().err
