@@ -29,7 +29,7 @@ from tabbook.execute.plan import Plan, Selection, UnitStatus
 from tabbook.execute.runner import Runner
 from tabbook.execute.store import FreezeStore
 from tabbook.execute.store import provenance as store_provenance
-from tabbook.files import book_lock, write_atomic
+from tabbook.files import BuildDir, book_lock, write_atomic
 
 
 @dataclass(frozen=True)
@@ -172,7 +172,7 @@ def _build(config: Config, opts: Options, log: Callable[[str], Any]) -> BuildRes
             if opts.builder == "html":
                 from tabbook.render import slides
 
-                made = slides.write_decks(config, book.rendered, notebooks, config.build_dir / "html")
+                made = slides.write_decks(config, book.rendered, notebooks, BuildDir(config.build_dir).html)
                 if made.written:
                     log(f"[slides] wrote {made.written} of {made.decks} decks")
             if site is not None:
@@ -193,7 +193,7 @@ def _build(config: Config, opts: Options, log: Callable[[str], Any]) -> BuildRes
         if site is not None:
             site.call_off()  # a failed build: the early Sphinx reads and writes nothing
         result.seconds = time.monotonic() - t0
-        write_atomic(config.build_dir / "report.json", json.dumps(result.as_report(), indent=1) + "\n")
+        write_atomic(BuildDir(config.build_dir).report, json.dumps(result.as_report(), indent=1) + "\n")
     return result
 
 

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from tabbook.errors import BookError, BookErrors
+from tabbook.files import BuildDir
 
 
 def _shard(text: str) -> tuple[int, int]:
@@ -150,7 +151,7 @@ def _d2lbook_build(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - C
     if renders or "rst" in targets:
         builder = args.builder if renders else ""
         code |= _build(config, argparse.Namespace(**{**vars(args), "targets": [], "tab": None, "builder": builder}))
-        where = config.rel(config.build_dir / ("html" if renders else "src"))
+        where = config.rel(BuildDir(config.build_dir).out("html" if renders else "src"))
         if not renders:
             print(f"[rst] Sphinx's sources: {where}")
         if "pkg" in targets:
@@ -160,7 +161,7 @@ def _d2lbook_build(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - C
         if "linkcheck" in targets:
             from tabbook.render.linkcheck import report_broken_links
 
-            code |= report_broken_links(config.build_dir / "html")
+            code |= report_broken_links(BuildDir(config.build_dir).html)
     elif "eval" in targets:
         code |= _build(config, argparse.Namespace(**{**vars(args), "targets": [], "tab": None, "no_render": True}))
     return code
@@ -340,7 +341,7 @@ def _site(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
         done = build_pdfs(config, None, frozen=args.frozen, force=args.force, jobs=args.jobs)
         print("[pdf] done: " + ", ".join(config.rel(p) for p in done.values()))
         result = build(config, Options(Selection(frozen_only=args.frozen), jobs=args.jobs))
-    print(f"[site] {config.rel(config.build_dir / 'html' / 'index.html')} with {len(done)} PDFs "
+    print(f"[site] {config.rel(BuildDir(config.build_dir).html / 'index.html')} with {len(done)} PDFs "
           f"in {result.seconds:.1f}s")
     return 0
 
@@ -395,7 +396,7 @@ def _dispatch(args: argparse.Namespace, rest: list[str]) -> int:
         if args.command == "linkcheck":  # works on any built site, with or without a book
             from tabbook.render.linkcheck import report_broken_links
 
-            return report_broken_links(args.site or args.root / "build" / "html")
+            return report_broken_links(args.site or BuildDir(args.root / "build").html)
         if args.command == "warm":
             from tabbook import warm
 
@@ -458,7 +459,7 @@ def _dispatch(args: argparse.Namespace, rest: list[str]) -> int:
         if args.command == "wheelhouse":
             from tabbook.execute.wheelhouse import REQUIREMENTS, gather
 
-            dest = args.dest or config.build_dir / "wheelhouse"
+            dest = args.dest or BuildDir(config.build_dir).wheelhouse
             count, size, own = gather(dest, args.python_version, config.offline_requirements)
             sources = ", ".join([REQUIREMENTS.name, *(str(p.relative_to(config.root)) if p.is_relative_to(config.root)
                                                       else str(p) for p in config.offline_requirements)])

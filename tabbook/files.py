@@ -14,21 +14,29 @@ It also owns the user-wide cache folder (framework environments, KaTeX), which e
 of every book shares, and the lock that lets one build of a book run at a time
 (:func:`book_lock`): unique names keep two writers from publishing each other's half files, but
 two builds would still interleave whole stages (one deletes what the other is about to read).
-It imports nothing of tabbook: every stage may use it.
+And it owns ``build/`` (:class:`BuildDir`: its folders, records and memos) and the one way
+something is kept there between commands (:class:`Memo`, keyed by named parts and the
+:func:`builder_fingerprint`). It imports nothing of tabbook: every stage may use it.
 """
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
+import json
 import os
 import re
 import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 #: Environment variable that moves the user-wide cache (tests give each book its own).
 CACHE_ENV = "TABBOOK_CACHE"
@@ -267,3 +275,221 @@ def sweep_stale_temps(stamp_dir: Path, folders: Iterable[Path], older_than: floa
     except OSError:
         pass
     return removed
+
+
+# --- the builder's fingerprint, and what is kept in build/ ---------------------------------------
+
+#: Distributions whose version decides what the builder makes of the same inputs (the parser,
+#: Sphinx and its extensions): a new one invalidates every memo, as new builder code does.
+FINGERPRINT_DISTS = ("markdown-it-py", "nbformat", "sphinx", "myst-nb", "myst-parser", "sphinx-design", "furo",
+                     "sphinxcontrib-bibtex")
+
+
+@cache
+def builder_fingerprint() -> str:
+    """The builder itself, as one hash: every file of the ``tabbook`` package (code, templates,
+    static files; not ``node_modules``, not bytecode) and the versions of
+    :data:`FINGERPRINT_DISTS`. Computed once per process.
+
+    Why one: what a memo in ``build/`` holds (parsed pages, the generated library, merged
+    pages, decks, the reader's notebooks, Sphinx's settings) was made by this code; there used
+    to be three hashes of it (all ``.py``, ``render/`` only, two files), each a different
+    answer to "is this the builder that made it". A change to any file costs one cold build,
+    never a wrong one. Freeze keys (``_freeze/``) do not include it: the store holds what the
+    kernel computed, which the builder's code does not change."""
+    from importlib import metadata
+
+    h = hashlib.sha256()
+    package = Path(__file__).resolve().parent
+    for folder, dirs, names in os.walk(package):
+        dirs[:] = sorted(d for d in dirs if d not in ("__pycache__", "node_modules"))
+        for name in sorted(names):
+            if not name.endswith(".pyc"):
+                path = Path(folder, name)
+                h.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    for dist in FINGERPRINT_DISTS:
+        try:
+            h.update(f"{dist}={metadata.version(dist)}\0".encode())
+        except metadata.PackageNotFoundError:
+            h.update(f"{dist}=-\0".encode())
+    return h.hexdigest()
+
+
+def memo_key(parts: Mapping[str, Any]) -> str:
+    """One hash of named parts (JSON-able; ``Path`` and other values by their ``str``) and the
+    builder's fingerprint."""
+    data = json.dumps([builder_fingerprint(), parts], sort_keys=True, default=str)
+    return hashlib.sha256(data.encode()).hexdigest()
+
+
+class Memo:
+    """One value kept in a file between commands, valid while its key (named parts and the
+    builder's fingerprint, :func:`memo_key`) is the one it was saved under.
+
+    Why one helper: every cache of ``build/`` did its own load, validate and save, each with
+    its own idea of which errors mean "make it again". Here a file that is missing, damaged,
+    from another key or of another format reads as nothing (:meth:`load` returns ``None``); a
+    file that cannot be written is not written; either only costs time. A ``.pickle`` file
+    holds any picklable value, any other a JSON one. Saving is atomic and skipped when the
+    value is what was loaded. Made by :meth:`BuildDir.memo`, which names the file.
+    """
+
+    def __init__(self, path: Path, parts: Mapping[str, Any]) -> None:
+        self.path = path
+        self.key = memo_key(parts)
+        self._loaded: Any = None
+
+    def load(self) -> Any | None:
+        """The value saved under this key, or None."""
+        try:
+            if self.path.suffix == ".pickle":
+                import pickle
+
+                key, value = pickle.loads(self.path.read_bytes())
+            else:
+                stored = json.loads(self.path.read_text(encoding="utf-8"))
+                key, value = stored["key"], stored["value"]
+        except Exception:  # missing, damaged, another format or another builder's classes
+            return None
+        if key != self.key:
+            return None
+        self._loaded = value
+        return value
+
+    def save(self, value: Any) -> None:
+        """Keep ``value`` under this key (atomically), unless it is what :meth:`load` read."""
+        if value is None or value == self._loaded:
+            return
+        try:
+            if self.path.suffix == ".pickle":
+                import pickle
+
+                data: str | bytes = pickle.dumps((self.key, value), protocol=pickle.HIGHEST_PROTOCOL)
+            else:
+                data = json.dumps({"key": self.key, "value": value}, sort_keys=True)
+            write_atomic(self.path, data)
+        except (OSError, TypeError, ValueError, AttributeError, RecursionError):
+            return  # a memo that cannot be written only costs time
+        except Exception as exc:  # pickle.PicklingError and kin, without importing pickle here
+            if type(exc).__module__ not in ("pickle", "_pickle"):
+                raise
+            return
+        self._loaded = value
+
+    def get(self, make: Callable[[], T]) -> T:
+        """The saved value, or ``make()``'s, saved for next time."""
+        value = self.load()
+        if value is None:
+            value = make()
+            self.save(value)
+        return value
+
+
+class BuildDir:
+    """``build/``: every folder and file a build keeps there, named here and nowhere else.
+
+    Why an object: the layout used to be spelled out in nine modules (``build_dir / "src"``,
+    ``"linemaps"``, ``"sources-memo.json"``, …), so moving or clearing one part meant finding
+    them all. As :class:`tabbook.execute.store.FreezeStore` owns ``_freeze/``, this owns
+    ``build/``: the stages ask it for a folder, a file, or a :class:`Memo`.
+    """
+
+    #: The memos kept in ``build/``, by name: each is one file (``.pickle`` holds Python objects).
+    MEMOS = {
+        "pages": "pages-cache.pickle",  # parsed pages by their bytes (tabbook.book.PageCache)
+        "library": "library-cache.json",  # the generated library (tabbook.library.cache)
+        "apiref": "apiref-cache.json",  # the API page (tabbook.render.sources)
+        "sources": "sources-memo.json",  # what each page of build/src was made from
+        "slides": "slides-cache.json",  # what each deck was made from (tabbook.render.slides)
+    }
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def memo(self, name: str, **parts: Any) -> Memo:
+        """The memo ``name`` (one of :data:`MEMOS`) under the key of ``parts``."""
+        return Memo(self.path / self.MEMOS[name], parts)
+
+    # What Sphinx reads and writes.
+    @property
+    def src(self) -> Path:
+        """Sphinx's sources: merged notebooks and MyST pages (:mod:`tabbook.render.sources`)."""
+        return self.path / "src"
+
+    def out(self, builder: str) -> Path:
+        """A Sphinx builder's output: ``build/html``, ``build/latex``…"""
+        return self.path / builder
+
+    @property
+    def html(self) -> Path:
+        return self.out("html")
+
+    def doctrees(self, builder: str = "") -> Path:
+        """Sphinx's pickled environments, one folder per builder (all of them without one)."""
+        return self.path / "doctrees" / builder
+
+    @property
+    def sphinx_conf(self) -> Path:
+        """The generated ``conf.py`` folder."""
+        return self.path / "sphinx-conf"
+
+    @property
+    def warnings(self) -> Path:
+        """Per run, the warnings Sphinx recorded (:mod:`tabbook.render.diagnostics`)."""
+        return self.path / "warnings"
+
+    def line_map(self, stem: str) -> Path:
+        """The line map of the generated page ``<stem>.ipynb``/``<stem>.md`` (beside the
+        sources, not among them: Sphinx reads ``src/``, the warnings step this)."""
+        return self.path / "linemaps" / f"{stem}.json"
+
+    # What the PDFs are made in.
+    @property
+    def pdf(self) -> Path:
+        return self.path / "pdf"
+
+    def latex(self, framework: str) -> Path:
+        return self.path / "latex" / framework
+
+    # What execution needs.
+    @property
+    def jupyter(self) -> Path:
+        """Project-local kernelspecs (:mod:`tabbook.execute.envs`)."""
+        return self.path / "jupyter"
+
+    @property
+    def pylib(self) -> Path:
+        """A folder holding only a link to the generated package, put on kernels' PYTHONPATH."""
+        return self.path / "pylib"
+
+    def checked(self, name: str) -> Path:
+        """The record that an existing interpreter imports its framework."""
+        return self.path / "checked" / name
+
+    @property
+    def dist(self) -> Path:
+        """The library's wheel (``make libtest``)."""
+        return self.path / "dist"
+
+    @property
+    def wheelhouse(self) -> Path:
+        return self.path / "wheelhouse"
+
+    # Records of the last run.
+    @property
+    def report(self) -> Path:
+        """``report.json``: every unit's outcome and the stages' times."""
+        return self.path / "report.json"
+
+    @property
+    def warm_modules(self) -> Path:
+        """The modules the last HTML run imported, which a warm process imports first."""
+        return self.path / "warm-modules.json"
+
+    @property
+    def warm_log(self) -> Path:
+        return self.path / "warm.log"
+
+    @property
+    def lock(self) -> Path:
+        return self.path / LOCK_NAME

@@ -74,3 +74,36 @@ def test_the_cache_folder_follows_the_environment(tmp_path: Path, monkeypatch: p
     monkeypatch.delenv(files.CACHE_ENV)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert files.cache_dir() == tmp_path / "xdg" / "tabbook"
+
+
+def test_a_memo_is_read_back_only_under_its_own_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One helper for every cache of build/: the same named parts and builder read the value
+    back; other parts, another builder, or a damaged file read as nothing, and a value that
+    did not change is not written again."""
+    from tabbook import files
+
+    build = files.BuildDir(tmp_path / "build")
+    made: list[int] = []
+
+    def make() -> dict[str, int]:
+        made.append(1)
+        return {"a": 1}
+
+    assert build.memo("apiref", library="x").get(make) == {"a": 1}
+    assert build.memo("apiref", library="x").get(make) == {"a": 1}
+    assert len(made) == 1
+    assert build.memo("apiref", library="y").load() is None
+    memo = build.memo("apiref", library="x")
+    assert memo.load() == {"a": 1}
+    before = memo.path.stat().st_mtime_ns
+    memo.save({"a": 1})
+    assert memo.path.stat().st_mtime_ns == before  # unchanged: not written
+    monkeypatch.setattr(files, "builder_fingerprint", lambda: "another builder")
+    assert build.memo("apiref", library="x").load() is None
+    monkeypatch.undo()
+    memo.path.write_text("{not json")
+    assert build.memo("apiref", library="x").load() is None
+    pages = build.memo("pages", tabs=["a"])  # a .pickle memo holds Python objects
+    pages.save({"p.md": ("digest", Path("x"))})
+    assert build.memo("pages", tabs=["a"]).load() == {"p.md": ("digest", Path("x"))}
+    assert not list(build.path.glob(".*.tmp"))

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from tabbook.config import Config
 from tabbook.errors import BookError, BookErrors
-from tabbook.files import copy_atomic
+from tabbook.files import BuildDir, copy_atomic
 from tabbook.render.latex_conf import TEX_NAME
 from tabbook.render.sphinx import sphinx_command, sphinx_env
 
@@ -44,16 +44,16 @@ UNDEFINED_REF = re.compile(r"LaTeX Warning: (?:Hyper r|R)eference `([^']*)' on p
 
 def pdf_paths(config: Config) -> dict[str, Path]:
     """Framework name → where ``make pdf`` writes its PDF (``build/pdf/<book>-<fw>.pdf``)."""
-    return {fw: config.build_dir / "pdf" / f"{config.name}-{fw}.pdf" for fw in config.tabs}
+    return {fw: BuildDir(config.build_dir).pdf / f"{config.name}-{fw}.pdf" for fw in config.tabs}
 
 
 def tex_dir(config: Config, framework: str) -> Path:
-    return config.build_dir / "latex" / framework
+    return BuildDir(config.build_dir).latex(framework)
 
 
 def doctree_dir(config: Config) -> Path:
     """The LaTeX doctree cache: the same one ``build(..., Options(builder="latex"))`` fills."""
-    return config.build_dir / "doctrees" / "latex"
+    return BuildDir(config.build_dir).doctrees("latex")
 
 
 def missing_tools() -> list[str]:

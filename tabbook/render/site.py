@@ -27,7 +27,7 @@ from typing import Any
 
 from tabbook.config import Config
 from tabbook.execute.store import FreezeStore, public_copy, read_entry
-from tabbook.files import write_atomic, write_if_changed
+from tabbook.files import BuildDir, builder_fingerprint, write_atomic, write_if_changed
 
 COLAB_GITHUB = "https://colab.research.google.com/github/{repo}/blob/{branch}/{path}"
 DOWNLOADS = "_downloads"  # under the HTML output directory
@@ -83,12 +83,12 @@ def load_site_options(book: Config) -> SiteOptions:
         default_tab=book.default_tab,
         root=str(book.root),
         freeze_dir=str(book.freeze_dir),
-        pdf_dir=str(book.build_dir / "pdf"),
+        pdf_dir=str(BuildDir(book.build_dir).pdf),
         pdf_url=book.site.pdf_url,
         repo=repo or book.repository,
         branch=book.site.branch,
         colab_url=colab if book.repository else "",
-        slides_dir=str(book.build_dir / "html" / SLIDES),
+        slides_dir=str(BuildDir(book.build_dir).html / SLIDES),
         front_page=book.site.front_page,
     )
 
@@ -228,15 +228,6 @@ def _copy_if_changed(src: Path, dst: Path) -> None:
 PUBLISHED = ".{}-downloads.json"
 
 
-def _reader_code() -> str:
-    """The code that turns an entry into its reader's copy: a new builder republishes all."""
-    import hashlib
-
-    from tabbook.execute import store
-
-    return hashlib.sha256(Path(__file__).read_bytes() + Path(store.__file__).read_bytes()).hexdigest()
-
-
 def publish_downloads(opts: SiteOptions, docnames: list[str], outdir: Path) -> int:
     """Copy each page's executed notebooks (reader form) and the built PDFs into ``outdir``.
     Returns the number of files now published.
@@ -253,7 +244,7 @@ def publish_downloads(opts: SiteOptions, docnames: list[str], outdir: Path) -> i
         record = json.loads(record_path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         record = {}
-    code = _reader_code()
+    code = builder_fingerprint()  # a new builder republishes all
     before = record.get("entries", {}) if record.get("code") == code else {}
     published: dict[str, list[int]] = {}
     count = 0

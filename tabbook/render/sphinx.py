@@ -30,12 +30,11 @@ import json
 import os
 import subprocess
 import sys
-from functools import cache
-from importlib import metadata
 from pathlib import Path
 
 from tabbook.config import Config
 from tabbook.errors import BookError
+from tabbook.files import BuildDir, builder_fingerprint
 from tabbook.render.sources import source_dir
 
 
@@ -46,7 +45,7 @@ def conf_dir(config: Config) -> Path:
     from tabbook.config import OVERLAY_ENV
     from tabbook.files import write_if_changed
 
-    folder = config.build_dir / "sphinx-conf"
+    folder = BuildDir(config.build_dir).sphinx_conf
     folder.mkdir(parents=True, exist_ok=True)
     overlay = f"os.environ.setdefault({OVERLAY_ENV!r}, {str(config.overlay)!r})\n" if config.overlay else ""
     write_if_changed(folder / "conf.py", (
@@ -61,10 +60,11 @@ def conf_dir(config: Config) -> Path:
 def sphinx_command(config: Config, builder: str = "html", out: Path | None = None,
                    overrides: dict[str, str] | None = None, jobs: int = 1) -> list[str]:
     """The ``sphinx-build`` command line tabbook runs (also what ``serve`` hands to sphinx-autobuild)."""
-    out = out or config.build_dir / builder
+    build = BuildDir(config.build_dir)
+    out = out or build.out(builder)
     cmd = [
         sys.executable, "-m", "sphinx", "-b", builder, "-c", str(conf_dir(config)),
-        str(source_dir(config)), str(out), "-d", str(config.build_dir / "doctrees" / builder),
+        str(build.src), str(out), "-d", str(build.doctrees(builder)),
         "-q", "--keep-going",
     ]
     if jobs != 1:
@@ -91,32 +91,12 @@ BOOK_ROOT_ENV = "TABBOOK_BOOK_ROOT"
 
 
 def learned_modules(config: Config) -> Path:
-    return config.build_dir / WARM_MODULES
+    return BuildDir(config.build_dir).warm_modules
 
 
 def learn_env(config: Config) -> dict[str, str]:
     """The environment that asks an HTML run to record what it imported."""
     return {LEARN_ENV: str(learned_modules(config)), BOOK_ROOT_ENV: str(config.root.resolve())}
-
-
-#: Distributions whose version decides what Sphinx makes of the same sources.
-SPHINX_DISTS = ("sphinx", "myst-nb", "myst-parser", "sphinx-design", "furo", "sphinxcontrib-bibtex")
-
-
-@cache
-def _render_code_hash() -> str:
-    """The builder's own rendering code (extensions, static files, settings): one hash per process."""
-    h = hashlib.sha256()
-    here = Path(__file__).resolve().parent
-    for path in sorted(here.rglob("*")):
-        if path.is_file() and "node_modules" not in path.parts and path.suffix != ".pyc":
-            h.update(str(path.relative_to(here)).encode() + b"\0" + path.read_bytes() + b"\0")
-    for dist in SPHINX_DISTS:
-        try:
-            h.update(f"{dist}={metadata.version(dist)}".encode())
-        except metadata.PackageNotFoundError:
-            h.update(f"{dist}=-".encode())
-    return h.hexdigest()
 
 
 def _tree_stat(path: Path) -> list[tuple[str, int, int]]:
@@ -134,7 +114,7 @@ def _tree_stat(path: Path) -> list[tuple[str, int, int]]:
 def site_stamp(config: Config, cmd: list[str]) -> str:
     """Everything besides ``build/src`` that decides Sphinx's output, as one hash."""
     h = hashlib.sha256(json.dumps(cmd).encode())
-    h.update(_render_code_hash().encode())
+    h.update(builder_fingerprint().encode())
     files = [conf_dir(config) / "conf.py", config.root / "config.ini"]
     if config.overlay:
         files.append(config.overlay)
@@ -147,9 +127,9 @@ def site_stamp(config: Config, cmd: list[str]) -> str:
     if config.library_dir.is_dir():
         h.update(json.dumps(_tree_stat(config.library_dir)).encode())
     # Pages link the PDFs (copied into the site when they change) and the slide decks that exist.
-    pdfs = config.build_dir / "pdf"
+    pdfs = BuildDir(config.build_dir).pdf
     h.update(json.dumps([s for s in _tree_stat(pdfs) if s[0].endswith(".pdf")] if pdfs.is_dir() else []).encode())
-    decks = config.build_dir / "html" / "_slides"
+    decks = BuildDir(config.build_dir).html / "_slides"
     h.update(json.dumps(sorted(p.relative_to(decks).as_posix() for p in decks.rglob("*.html"))
                         if decks.is_dir() else []).encode())
     return h.hexdigest()
@@ -267,8 +247,9 @@ class SphinxRun:
         self.strict = config.warning_is_error if strict is None else strict
         overrides = {**(overrides or {}), **({"tabbook_partial": "1"} if partial else {})}
         self.cmd = sphinx_command(config, builder, out, overrides, jobs)
-        self.stamp_file = (out or config.build_dir / builder) / STAMP
-        self.records = (config.build_dir / "warnings" /
+        build = BuildDir(config.build_dir)
+        self.stamp_file = (out or build.out(builder)) / STAMP
+        self.records = (build.warnings /
                         f"{builder}-{hashlib.sha256(str(out).encode()).hexdigest()[:8]}.json")
         self.proc: subprocess.Popen[str] | ForkedSphinx | None = None
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tabbook.config import load_config
+from tabbook.files import builder_fingerprint
 from tabbook.render.latex_conf import latex_settings
 from tabbook.render.site import load_site_options
 
@@ -85,8 +86,6 @@ def leave_out_myst_nb_execution() -> list[str]:
 
 def sphinx_settings(root: Path) -> dict[str, Any]:
     """The Sphinx settings of the book at ``root``; evaluated by its ``conf.py``, in the Sphinx process."""
-    from tabbook.render.sphinx import _render_code_hash
-
     book = load_config(root)
     leave_out_myst_nb_execution()
     bib = book.bibfile
@@ -148,7 +147,7 @@ def sphinx_settings(root: Path) -> dict[str, Any]:
         "tabbook_framework": book.default_tab,
         # The builder's rendering code and Sphinx's packages: pages Sphinx keeps are written by
         # the extensions, so a new tabbook (or Sphinx) must re-read and re-write every page.
-        "tabbook_code": _render_code_hash(),
+        "tabbook_code": builder_fingerprint(),
         "suppress_warnings": ["mystnb.unknown_mime_type"],
         # autoclass/autofunction of the book's own package are read from its source
         # (tabbook.render.ext.apidoc); the mocks serve autodoc of anything else it imports.

@@ -319,7 +319,7 @@ def _cached_highlighting(app: Sphinx) -> None:
     highlighter = getattr(app.builder, "highlighter", None)
     if app.builder.format != "html" or highlighter is None or highlighter.dest != "html":
         return
-    from tabbook.render.sphinx import _render_code_hash
+    from tabbook.files import builder_fingerprint
 
     path = Path(app.doctreedir) / HIGHLIGHT_CACHE
     try:
@@ -330,7 +330,7 @@ def _cached_highlighting(app: Sphinx) -> None:
     store["build"] += 1
     entries: dict[str, tuple[str, int]] = store["entries"]
     style = highlighter.formatter_args.get("style")
-    salt = repr((_render_code_hash(), highlighter.formatter.__qualname__, getattr(style, "__name__", style),
+    salt = repr((builder_fingerprint(), highlighter.formatter.__qualname__, getattr(style, "__name__", style),
                  sorted((k, repr(v)) for k, v in highlighter.formatter_args.items() if k != "style")))
     original = highlighter.highlight_block
 
