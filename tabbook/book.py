@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from tabbook.config import Config
-from tabbook.errors import BookError, BookErrors
+from tabbook.errors import BookError, BookErrors, raise_all
 from tabbook.files import BuildDir
 from tabbook.source.read import Section, read_section
 from tabbook.source.toc import entry_path, is_external, page_entries, walk_toc
@@ -209,7 +209,7 @@ class Book:
 
     def raise_problems(self) -> None:
         if self.problems:
-            raise self.problems[0] if len(self.problems) == 1 else BookErrors(list(self.problems))
+            raise_all(self.problems)
 
 
 _SALVAGE_LABEL = re.compile(r":(?:label|eqlabel):`([^`]+)`")

@@ -23,12 +23,11 @@ from typing import Any
 
 from tabbook.book import read_book
 from tabbook.config import Config
-from tabbook.errors import BookError, BookErrors
+from tabbook.errors import BookError, raise_all
 from tabbook.execute.gpus import Devices, detect
-from tabbook.execute.plan import Plan, Selection, UnitStatus
+from tabbook.execute.plan import Plan, Selection, UnitOutcome
 from tabbook.execute.runner import Runner
 from tabbook.execute.store import FreezeStore
-from tabbook.execute.store import provenance as store_provenance
 from tabbook.files import BuildDir, book_lock, write_atomic
 
 
@@ -50,18 +49,20 @@ class Options:
 
 @dataclass
 class BuildResult:
-    units: list[UnitStatus] = field(default_factory=list)
+    outcomes: list[UnitOutcome] = field(default_factory=list)  # every unit's record (execute/plan.py)
     seconds: float = 0.0
     sphinx_seconds: float = 0.0
     execute_seconds: float = 0.0  # wall time of the execution stage (units run in parallel)
     library_changed: list[str] = field(default_factory=list)
-    # (section, framework) -> where its outputs were computed ("1× NVIDIA H100…", "CPU only",
-    # "" when it shows no outputs), read from the entries the pages show.
-    devices: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    @property
+    def units(self) -> list[UnitOutcome]:
+        """The units this build dealt with (not those another shard runs)."""
+        return [u for u in self.outcomes if u.status is not None]
 
     def gpu_summary(self) -> str:
         """"GPU outputs in 3 of 20 units (pytorch 3/5, jax 0/5, …)": what the build's last line says."""
-        shown = {k: v for k, v in self.devices.items() if v}
+        shown = {u.id: u.device for u in self.outcomes if u.device}
         if not shown:
             return ""
         per: dict[str, list[int]] = {}
@@ -74,11 +75,7 @@ class BuildResult:
         return f"GPU outputs in {gpu} of {len(shown)} units ({parts})"
 
     def as_report(self) -> dict[str, Any]:
-        units = [{"section": u.section, "framework": u.framework, "status": u.status,
-                  "seconds": round(u.seconds, 3), **({"error": u.error} if u.error else {}),
-                  **({"device": self.devices[(u.section, u.framework)]}
-                     if self.devices.get((u.section, u.framework)) else {})} for u in self.units]
-        return {"units": units, "seconds": round(self.seconds, 3), "sphinx_seconds": round(self.sphinx_seconds, 3),
+        return {"units": [u.as_report() for u in self.units], "seconds": round(self.seconds, 3), "sphinx_seconds": round(self.sphinx_seconds, 3),
                 "execute_seconds": round(self.execute_seconds, 3), "library_changed": self.library_changed,
                 "warm": _in_a_warm_builder()}
 
@@ -130,7 +127,7 @@ def _build(config: Config, opts: Options, log: Callable[[str], Any]) -> BuildRes
         for warning in warnings:
             log(f"warning: {warning.location_message()}")
         if problems:
-            raise problems[0] if len(problems) == 1 else BookErrors(problems)
+            raise_all(problems)
         missing = [p for p in opts.selection.only or () if p not in book.toc]
         if missing:
             raise BookError(f"not in the table of contents: {', '.join(missing)}")
@@ -141,7 +138,7 @@ def _build(config: Config, opts: Options, log: Callable[[str], Any]) -> BuildRes
         store = FreezeStore(opts.freeze_dir or config.freeze_dir, config.root)
         the_plan = plan.plan(config, book.rendered, book_library(book), store, opts.selection,
                              host_gpus=len(detect()))
-        result.units = the_plan.statuses
+        result.outcomes = the_plan.units
         # GPU outputs this machine could not re-run (execute/plan.py lesser_host): a warning, which
         # fails a strict build once every page is written, like any other warning.
         outdated = the_plan.outdated
@@ -159,9 +156,6 @@ def _build(config: Config, opts: Options, log: Callable[[str], Any]) -> BuildRes
                 notebooks = plan.skip_execution(the_plan)
         finally:
             result.execute_seconds = time.monotonic() - t_exec
-        for unit_id, nb in notebooks.items():
-            prov = store_provenance(nb)
-            result.devices[unit_id] = "" if not prov or prov.get("not_executed") else str(prov.get("device", ""))
         if opts.render:
             # Every page renders even when units failed (they show their code without
             # outputs); the build then fails listing every failure.
@@ -188,7 +182,7 @@ def _build(config: Config, opts: Options, log: Callable[[str], Any]) -> BuildRes
                         "this build\"; `tabbook site` (make site) builds the site with its PDFs")
         failures = [*failures, *(outdated if strict else [])]
         if failures:
-            raise failures[0] if len(failures) == 1 else BookErrors(failures)
+            raise_all(failures)
     finally:
         if site is not None:
             site.call_off()  # a failed build: the early Sphinx reads and writes nothing

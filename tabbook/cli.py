@@ -15,7 +15,7 @@ import signal
 import sys
 from pathlib import Path
 
-from tabbook.errors import BookError, BookErrors
+from tabbook.errors import BookError, BookErrors, raise_all
 from tabbook.files import BuildDir
 
 
@@ -227,7 +227,7 @@ def _dry_run(config, args: argparse.Namespace, selection) -> int:  # noqa: ANN00
     execute = config.execute if args.execute is None else args.execute
     problems = check_book(book, partial=args.partial, warnings=[], executes=execute)
     if problems:
-        raise problems[0] if len(problems) == 1 else BookErrors(problems)
+        raise_all(problems)
     from dataclasses import replace
 
     store = FreezeStore(args.freeze_dir or config.freeze_dir, config.root)

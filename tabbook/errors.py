@@ -44,3 +44,13 @@ class BookErrors(BookError):
 
     def location_message(self) -> str:  # noqa: D102 - same contract as parent
         return "\n".join(e.location_message() for e in getattr(self, "errors", []))
+
+
+def raise_all(errors: list[BookError]) -> None:
+    """Raise every problem of ``errors`` at once: the one error itself, or :class:`BookErrors`
+    of them all; nothing when there is none.
+
+    Why one helper: reading, checking, planning and rendering each report all they found
+    together, and each used to spell out "one error, or several" by hand."""
+    if errors:
+        raise errors[0] if len(errors) == 1 else BookErrors(list(errors))

@@ -34,7 +34,7 @@ import re
 from pathlib import Path
 
 from tabbook.config import Config
-from tabbook.errors import BookError, BookErrors
+from tabbook.errors import BookError, BookErrors, raise_all
 from tabbook.files import write_beside
 from tabbook.library import pysource as ps
 from tabbook.library.extract import (
@@ -183,7 +183,7 @@ def _import_time_names(tree: ast.Module) -> set[str]:
 def _raise(errors: list[BookError]) -> None:
     if errors:
         unique = _unique(errors)
-        raise unique[0] if len(unique) == 1 else BookErrors(unique)
+        raise_all(unique)
 
 
 def _unique(errors: list[BookError]) -> list[BookError]:

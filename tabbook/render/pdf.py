@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tabbook.config import Config
-from tabbook.errors import BookError, BookErrors
+from tabbook.errors import BookError, raise_all
 from tabbook.files import BuildDir, copy_atomic
 from tabbook.render.latex_conf import TEX_NAME
 from tabbook.render.sphinx import sphinx_command, sphinx_env
@@ -222,5 +222,5 @@ def write_pdfs(config: Config, wanted: tuple[str, ...], jobs: int = 0, log=print
             except BookError as err:
                 failures.append(err)
     if failures:
-        raise failures[0] if len(failures) == 1 else BookErrors(failures)
+        raise_all(failures)
     return done

@@ -33,7 +33,7 @@ import sys
 from pathlib import Path
 
 from tabbook.config import Config
-from tabbook.errors import BookError
+from tabbook.errors import BookError, raise_all
 from tabbook.files import BuildDir, builder_fingerprint
 from tabbook.render.sources import source_dir
 
@@ -314,7 +314,6 @@ class SphinxRun:
 
         ``sources_changed``: how many files the sources step wrote (None: unknown, always run).
         """
-        from tabbook.errors import BookErrors
         from tabbook.render.diagnostics import collect
         from tabbook.render.ext import gate
 
@@ -326,7 +325,7 @@ class SphinxRun:
             for warning in last.warnings:
                 print(f"warning: {warning.location_message()}")
             if last.errors:
-                raise last.errors[0] if len(last.errors) == 1 else BookErrors(last.errors)
+                raise_all(last.errors)
             return False
         self.stamp_file.unlink(missing_ok=True)
 
@@ -357,7 +356,7 @@ class SphinxRun:
             sys.stderr.write(stderr)
             errors.append(BookError("Sphinx ran without tabbook's extensions: its warnings cannot be checked"))
         if errors:
-            raise errors[0] if len(errors) == 1 else BookErrors(errors)
+            raise_all(errors)
         self.stamp_file.write_text(stamp)
         return True
 

@@ -18,7 +18,7 @@ from typing import Literal
 
 from markdown_it.token import Token
 
-from tabbook.errors import BookError, BookErrors
+from tabbook.errors import BookError, raise_all
 from tabbook.source.dialect import (
     BEGIN_TAB,
     END_TAB,
@@ -531,7 +531,7 @@ def read_section(text: str, path: str, tabs: tuple[str, ...], default_tab: str) 
     labels, refs, errors = _scan_refs(tokens, lines, quoted, path)
     errors = sorted([*state["errors"], *errors], key=lambda e: e.line or 0)
     if errors:  # every independent problem of the file, in one message
-        raise errors[0] if len(errors) == 1 else BookErrors(errors)
+        raise_all(errors)
     title = _title(tokens)
     return Section(path, strip_slide_marks(title), tuple(cells), tuple(tocs), labels, tuple(refs),
                    tuple(state["warnings"]))
