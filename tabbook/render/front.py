@@ -81,7 +81,7 @@ def one_line(section: Section) -> str:
             continue
         in_fence = False
         paragraph: list[str] = []
-        for raw in strip_slide_marks(cell.source).splitlines() + [""]:
+        for raw in (cell.prose or strip_slide_marks(cell.source)).splitlines() + [""]:
             stripped = raw.strip()
             if stripped.startswith(("```", "~~~")):
                 in_fence = not in_fence

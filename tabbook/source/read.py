@@ -23,6 +23,7 @@ from tabbook.source.dialect import (
     BEGIN_TAB,
     END_TAB,
     FLAG_LINE,
+    IMAGE_LINE,
     IMAGE_PARAGRAPH,
     LABEL_LINE,
     LEGACY_TAB,
@@ -85,8 +86,10 @@ class Cell:
     raises: str | None = None  # expected exception class name ("" = any)
     # File line (1-based) of each line of ``source``; empty when not recorded.
     source_lines: tuple[int, ...] = ()
-    # Prose: the blocks markdown-it found in ``source`` (rows 0-based in ``source``), which
-    # render emits MyST from without parsing again; empty when not recorded.
+    # Prose: the text the book shows (``source`` with its slide marks stripped: only decks keep
+    # them) and the blocks markdown-it found in it (rows 0-based in ``prose``), which render
+    # emits MyST from without parsing again; empty when not recorded.
+    prose: str = field(default="", compare=False, repr=False)
     blocks: tuple[Block, ...] = field(default=(), compare=False, repr=False)
     # The cell's tab line said ``all``: it belongs to every tab the section exists for
     # (see :func:`section_tabs`), not necessarily to every tab of the book.
@@ -385,9 +388,9 @@ def _prose_cells(
         text = "\n".join(buf).strip("\n")
         if text.strip():
             first = buf_start + lead
-            cells.append(Cell("markdown", text, path, first + 1, state["tab"] or (),
-                              blocks=cell_blocks(blocks, first, first + text.count("\n") + 1),
-                              every_tab=state.get("tab_all", False)))
+            cells.append(prose_cell(text, path, first + 1, state["tab"] or (),
+                                    cell_blocks(blocks, first, first + text.count("\n") + 1),
+                                    every_tab=state.get("tab_all", False)))
 
     for i, raw in enumerate(lines):
         row = start + i
@@ -414,6 +417,28 @@ def _prose_cells(
             buf.append(raw)
     flush()
     return cells
+
+
+def prose_cell(text: str, path: str, line: int, tabs: tuple[str, ...], blocks: tuple[Block, ...],
+               every_tab: bool = False) -> Cell:
+    """A prose cell, with the text the book shows (slide marks stripped, here and only here)
+    and its blocks: the page parse's, unless stripping could change the structure (a line's
+    start, end, table pipes, math or emptiness changed, or rows went away), when the stripped
+    text is parsed on its own. So render emits MyST from what reading found, never parsing."""
+    prose = strip_slide_marks(text)
+    if prose != text:
+        before, after = text.split("\n"), prose.split("\n")
+        if len(before) != len(after) or any(a != b and _shape(a) != _shape(b)
+                                            for a, b in zip(before, after, strict=True)):
+            blocks = parse_blocks(prose)[1]
+    return Cell("markdown", text, path, line, tabs, prose=prose, blocks=blocks, every_tab=every_tab)
+
+
+def _shape(line: str) -> tuple[object, ...]:
+    """What of a line decides the blocks around it."""
+    s = line.strip()
+    return (line[:len(line) - len(line.lstrip())], s[:1], s[-1:], s.count("|"), s.count("$$"), s.count("`"),
+            bool(IMAGE_LINE.match(line)))
 
 
 def _toc(content: str, line: int, path: str, errors: list[BookError]) -> TocBlock:
@@ -514,8 +539,8 @@ def read_section(text: str, path: str, tabs: tuple[str, ...], default_tab: str) 
         cells.extend(_prose_cells(lines[pos:start], pos, path, tabs, state, markers, blocks))
         if fence.kind == "toc":
             tocs.append(_toc(fence.content, start + 1, path, state["errors"]))
-            cells.append(Cell("markdown", "\n".join(lines[start:end]), path, start + 1,
-                              blocks=cell_blocks(blocks, start, end)))
+            cells.append(prose_cell("\n".join(lines[start:end]), path, start + 1, (),
+                                    cell_blocks(blocks, start, end)))
         else:
             if state["tab"] is not None:
                 state["errors"].append(BookError(
