@@ -31,6 +31,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from tabbook.config import Config
@@ -319,16 +320,59 @@ def _sys_binding() -> Binding:
     return Binding("sys", "sys", None, None, "", 0, False)
 
 
+@dataclass
+class _Module:
+    """What one framework's module is made of, before it is written out: the saved pieces,
+    the hand-written top and the ``[library-<tab>]`` aliases, the names they need and the
+    imports chosen for them (``lazy``: plotting imports deferred into function bodies)."""
+
+    tab: str
+    top: str
+    top_path: str
+    lib: LibraryPieces  # the saved pieces, their sources, the names rewritten
+    nodes: list[ast.stmt]  # each piece as ast sees it
+    top_tree: ast.Module
+    alias_tree: ast.Module
+    aliases: list[str]
+    defined: set[str]
+    chosen: dict[str, Binding]
+    lazy: dict[str, Binding]
+    self_binding: bool
+    unsure: set[str]
+
+
 def framework_module(config: Config, tab: str, sections: list[Section], top: str = "",
                      deferred: list[BookError] | None = None) -> str:
     """The text of ``d2l/<module>.py`` for one framework. Raises BookError(s).
 
-    ``top``: the module's hand-written code, kept verbatim above the generated code."""
-    fw = config.frameworks[tab]
-    pkg = package_dir(config)
-    top_path = fw.library.lib_file or f"{pkg}/{fw.module}.py"
-    lib, candidates, book_refs, errors, unsure = _collect(config, tab, sections)
+    ``top``: the module's hand-written code, kept verbatim above the generated code.
+    Assembly (:func:`_assemble`) is kept apart from validation (:func:`_check_lazy_imports`
+    before, :func:`_check_names` after): every problem is collected, then all are raised,
+    except names used only at call time, which go to ``deferred`` when given."""
+    errors: list[BookError] = []
+    module = _module_parts(config, tab, sections, top, errors)
+    _check_lazy_imports(module, errors)
+    text, row_loc = _assemble(config, module)
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as exc:  # only the hand-written top can do this; reported above
+        _raise(errors or [BookError(f"generated code is not valid Python: {exc.msg}", module.top_path, exc.lineno)])
+        raise
+    _check_names(config, module, text, tree, row_loc, errors)
+    if deferred is not None and errors and all(isinstance(e, CallTimeName) for e in errors):
+        deferred.extend(_unique(errors))
+        return text
+    _raise(errors)
+    return text
 
+
+def _module_parts(config: Config, tab: str, sections: list[Section], top: str,
+                  errors: list[BookError]) -> _Module:
+    """Collect the saved code of ``tab`` and choose the imports the module needs."""
+    fw = config.frameworks[tab]
+    top_path = fw.library.lib_file or f"{package_dir(config)}/{fw.module}.py"
+    lib, candidates, book_refs, found, unsure = _collect(config, tab, sections)
+    errors += found
     top_tree = ast.Module(body=[], type_ignores=[])
     if top:
         try:
@@ -338,7 +382,6 @@ def framework_module(config: Config, tab: str, sections: list[Section], top: str
                                     f"line is not valid Python: {exc.msg}", top_path, exc.lineno))
     aliases = fw.library.alias_lines()
     alias_tree = ast.parse("\n".join(aliases))  # config.py checked it parses
-
     nodes = [_assembled(p) for p in lib.pieces]
     defined = set().union(set(), *(top_names(p) for p in lib.pieces)) | _bound(top_tree) | _bound(alias_tree)
     needed = (set(names_loaded([*nodes, alias_tree])) | book_refs) - defined
@@ -349,23 +392,36 @@ def framework_module(config: Config, tab: str, sections: list[Section], top: str
         candidates = [*candidates, _sys_binding()]
     chosen = choose(candidates, needed)
     lazy = {n: b for n, b in chosen.items() if b.lazy}
-    for piece, node in zip(lib.pieces, nodes, strict=True):
+    return _Module(tab, top, top_path, lib, nodes, top_tree, alias_tree, aliases, defined, chosen, lazy,
+                   self_binding, unsure)
+
+
+def _check_lazy_imports(module: _Module, errors: list[BookError]) -> None:
+    """A deferred plotting import must not be used while the code is defined (at import time)."""
+    for piece, node in zip(module.lib.pieces, module.nodes, strict=True):
         locs = piece.row_locs()
         used = names_loaded(deftime_nodes(node))
-        for name in sorted(set(used) & set(lazy)):
+        for name in sorted(set(used) & set(module.lazy)):
             path, line = locs[min(used[name], len(locs)) - 1]
             errors.append(BookError(
                 f"{name} (a plotting import, deferred so that importing the library "
                 f"stays light) is used when the code is defined, not inside a function body",
                 path, line,
             ))
-    early = sorted(set(names_loaded([alias_tree])) & set(lazy))
+    early = sorted(set(names_loaded([module.alias_tree])) & set(module.lazy))
     if early:
-        errors.append(BookError(f"the aliases of [library-{tab}] use {', '.join(early)} (a plotting "
+        errors.append(BookError(f"the aliases of [library-{module.tab}] use {', '.join(early)} (a plotting "
                                 f"import, deferred so that importing the library stays light)",
                                 "config.ini"))
 
-    label, name = fw.label, config.library_dir.name
+
+def _assemble(config: Config, module: _Module) -> tuple[str, dict[int, Loc]]:
+    """The module's text (the hand-written top, the generated banner and docstring, imports,
+    ``__all__``, the pieces, the aliases, ``__getattr__``) and, for each generated row, the
+    Markdown line it came from."""
+    fw = config.frameworks[module.tab]
+    top, lib = module.top, module.lib
+    label, name, pkg = fw.label, config.library_dir.name, package_dir(config)
     out: list[str] = top.split("\n")[:-1] if top else []
     generated_from = len(out)
     if top:
@@ -385,41 +441,45 @@ def framework_module(config: Config, tab: str, sections: list[Section], top: str
             f"Use it the way the book does: ``from {name} import {fw.module} as {name}``.",
             '"""',
         ]
-    header = header_lines(chosen)
+    header = header_lines(module.chosen)
     if header:
         out += [""] + header
-    if self_binding:
+    if module.self_binding:
         out += ["", f"{SELF_BINDING}  # the module itself, for the d2l.X a local name X would hide"]
     public = [n for p in lib.pieces for n in sorted(top_names(p)) if not n.startswith("_")]
-    public = list(dict.fromkeys(public + _public(top_tree) + _public(alias_tree)))
+    public = list(dict.fromkeys(public + _public(module.top_tree) + _public(module.alias_tree)))
     if public:
         out += ["", "__all__ = ["] + [x + "," for x in _wrap("    ", [f'"{n}"' for n in public])] + ["]"]
-    row_loc: dict[int, Loc] = {row: (top_path, row) for row in range(1, generated_from + 1)}
+    row_loc: dict[int, Loc] = {row: (module.top_path, row) for row in range(1, generated_from + 1)}
     for piece in lib.pieces:
         out += ["", ""]
         start = len(out) + 1
-        rendered = _render_piece(piece, lazy).split("\n")
+        rendered = _render_piece(piece, module.lazy).split("\n")
         for k, loc in enumerate(remap(_assembled_text(piece).split("\n"), piece.row_locs(), rendered)):
             row_loc[start + k] = loc
         out += rendered
-    if aliases:
+    if module.aliases:
         out += ["", "", "# Alias defined in config.ini"]
-        out += aliases
-    tail = getattr_lines(chosen)
+        out += module.aliases
+    tail = getattr_lines(module.chosen)
     if tail:
         out += ["", ""] + tail
     text = "\n".join(out[:generated_from])
     text = (text + "\n" if text else "") + ps.strip_trailing_whitespace("\n".join(out[generated_from:])) + "\n"
+    return text, row_loc
+
+
+def _check_names(config: Config, module: _Module, text: str, tree: ast.Module, row_loc: dict[int, Loc],
+                 errors: list[BookError]) -> None:
+    """Every name the assembled module reads is defined, and each ``d2l.X`` written ``X`` still
+    reaches the module's ``X``; a name only read when a function runs is a :class:`CallTimeName`."""
+    label = config.frameworks[module.tab].label
+    lib, lazy, unsure = module.lib, module.lazy, module.unsure
 
     def where(loc: Loc | None) -> tuple[str | None, int | None]:
         return (loc[0], loc[1] or None) if loc else (None, None)
 
-    try:
-        tree = ast.parse(text)
-    except SyntaxError as exc:  # only the hand-written top can do this; reported above
-        _raise(errors or [BookError(f"generated code is not valid Python: {exc.msg}", top_path, exc.lineno)])
-        raise
-    known = defined | set(chosen)
+    known = module.defined | set(module.chosen)
     at_import = _import_time_names(tree)
 
     def missing_name(name: str, message: str, loc: Loc | None) -> BookError:
@@ -447,11 +507,6 @@ def framework_module(config: Config, tab: str, sections: list[Section], top: str
         else:
             message = f"saved code uses {missing}, but no section saves it and no {label} cell imports it"
         errors.append(missing_name(missing, message, row_loc.get(row)))
-    if deferred is not None and errors and all(isinstance(e, CallTimeName) for e in errors):
-        deferred.extend(_unique(errors))
-        return text
-    _raise(errors)
-    return text
 
 
 def generate_library(config: Config, sections: list[Section],
