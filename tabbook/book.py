@@ -26,7 +26,8 @@ from typing import Any
 from tabbook.config import Config
 from tabbook.errors import BookError, BookErrors, raise_all
 from tabbook.files import BuildDir
-from tabbook.source.read import Section, read_section
+from tabbook.source.model import Section
+from tabbook.source.read import read_section
 from tabbook.source.toc import entry_path, is_external, page_entries, walk_toc
 
 #: The repository's own documents at the book root are not book pages.

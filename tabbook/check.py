@@ -19,8 +19,8 @@ from tabbook.config import Config
 from tabbook.errors import BookError, BookErrors
 from tabbook.library.cache import book_library
 from tabbook.source.dialect import IMAGE, SAVE_MARK, unclosed_slide_marks
+from tabbook.source.model import Section
 from tabbook.source.pycode import mask_magics
-from tabbook.source.read import Section
 from tabbook.source.split import resolve_tabs
 from tabbook.source.toc import page_entries
 

@@ -13,6 +13,7 @@ import argparse
 import os
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from tabbook.errors import BookError, BookErrors, raise_all
@@ -47,6 +48,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--python", dest="interpreters", action="append", default=[], metavar="TAB=PATH",
                    help="run a tab's code with this existing interpreter (installs nothing into it)")
     sub = p.add_subparsers(dest="command", required=True)
+    _build_parser(sub)
+    _other_parsers(sub)
+    return p
+
+
+def _build_parser(sub: argparse._SubParsersAction) -> None:
     b = sub.add_parser("build", help="execute what is stale and render the site")
     b.add_argument("targets", nargs="*", metavar="TARGET", type=_target,
                    help="d2lbook's build targets: " + ", ".join(D2LBOOK_TARGETS) + " (default: html)")
@@ -78,6 +85,9 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--json", action="store_true", help="with --dry-run: the plan as a JSON list, one object per unit")
     b.add_argument("--strict", action="store_true", default=None,
                    help="warnings fail the build too (d2lbook's [build] warning_is_error, Sphinx's -W)")
+
+
+def _other_parsers(sub: argparse._SubParsersAction) -> None:
     ch = sub.add_parser("check", help="lint the sources without starting a kernel")
     ch.add_argument("--partial", action="store_true", help="undefined references are warnings")
     lib = sub.add_parser("lib", help="generate the d2l package from the book's #@save code")
@@ -124,7 +134,6 @@ def parser() -> argparse.ArgumentParser:
                     help="wait up to SECONDS until it accepts builds (exit status 1 if it does not)")
     # How a build starts the warm builder in the background (tabbook.warm.start).
     wm.add_argument("--serve", type=Path, metavar="SOCKET", help=argparse.SUPPRESS)
-    return p
 
 
 #: ``tabbook build TARGET``: d2lbook's targets (``d2lbook build --help``), in the order ``all`` runs them.
@@ -382,6 +391,8 @@ def _warm_up(config) -> None:  # noqa: ANN001 - Config
 
 
 def _dispatch(args: argparse.Namespace, rest: list[str]) -> int:
+    """Run the command its entry of :data:`WITHOUT_BOOK` or :data:`WITH_BOOK` names; the one
+    error edge: a :class:`BookError` becomes ``file.md:LINE: message`` and exit status 1."""
     from tabbook.config import OVERLAY_ENV, load_config
 
     if args.overlay:  # the environment carries it to Sphinx and the workers
@@ -393,88 +404,9 @@ def _dispatch(args: argparse.Namespace, rest: list[str]) -> int:
         os.environ[PYTHON_ENV] = ",".join(chosen + args.interpreters)
 
     try:
-        if args.command == "linkcheck":  # works on any built site, with or without a book
-            from tabbook.render.linkcheck import report_broken_links
-
-            return report_broken_links(args.site or BuildDir(args.root / "build").html)
-        if args.command == "warm":
-            from tabbook import warm
-
-            if args.serve is not None:
-                return warm.serve_forever(args.serve, args.root.resolve(), command=main, warm_up=_warm_up)
-            if args.stop:
-                print("[warm] stopped" if warm.stop(args.root) else "[warm] none was running")
-            elif args.wait is not None:
-                ready = warm.wait_ready(args.root, timeout=args.wait)
-                print(f"[warm] {'running' if ready else f'not running after {args.wait:g}s'}")
-                return 0 if ready else 1
-            else:
-                running = warm.running(args.root)
-                print(f"[warm] {'running' if running else 'not running'} for {args.root.resolve()} "
-                      f"({'on' if warm.enabled() else 'off'} for builds from here; ${warm.ENV}=0/1 sets it)")
-            return 0
-        if args.command == "katex":
-            from tabbook.render.katex import MathUnavailable, ensure_katex
-
-            try:
-                print(ensure_katex())
-            except MathUnavailable as exc:
-                raise BookError(f"math: {exc}") from exc
-            return 0
-        if args.command == "serve":
-            from tabbook.serve import main as serve_main
-
-            return serve_main(["-C", str(args.root), *rest])
-        if args.command == "new":
-            from tabbook.new import new_book
-
-            for rel in new_book(args.dir):
-                print(f"[new] wrote {args.dir / rel}")
-            print(f"[new] build it: cd {args.dir} && tabbook build html")
-            return 0
-        config = load_config(args.root)
-        if args.command == "build":
-            return _build(config, args)
-        if args.command == "check":
-            return _check(config, args)
-        if args.command == "lib":  # it writes d2l/ and build/'s caches: one at a time, like a build
-            from tabbook.build import locked
-
-            with locked(config):
-                return _lib(config, args)
-        if args.command == "libtest":
-            from tabbook.build import locked
-            from tabbook.execute.wheeltest import libtest
-
-            with locked(config):  # it may write d2l/ and builds the wheel under build/
-                return libtest(config, args.frameworks, generate=not args.no_generate,
-                               overrides=dict(item.split("=", 1) for item in args.python),
-                               any_env=args.any_env, venv_check=not args.no_venv_check)
-        if args.command == "pdf":
-            return _pdf(config, args)
-        if args.command == "merge-stores":
-            return _merge_stores(config, args)
-        if args.command == "site":
-            return _site(config, args)
-        if args.command == "wheelhouse":
-            from tabbook.execute.wheelhouse import REQUIREMENTS, gather
-
-            dest = args.dest or BuildDir(config.build_dir).wheelhouse
-            count, size, own = gather(dest, args.python_version, config.offline_requirements)
-            sources = ", ".join([REQUIREMENTS.name, *(str(p.relative_to(config.root)) if p.is_relative_to(config.root)
-                                                      else str(p) for p in config.offline_requirements)])
-            print(f"[wheelhouse] {count} wheels, {size / 1e6:.1f} MB in {dest} (the kernel and builder: "
-                  f"{own / 1e6:.1f} MB; CPython {args.python_version}, manylinux x86-64; from {sources}); "
-                  f"install there with -r {dest / 'requirements.txt'}")
-            return 0
-        if args.command == "envs":
-            from tabbook.execute.envs import create_envs
-
-            create_envs(config, args.frameworks or list(config.tabs))
-        elif args.command in ("clean", "clear"):
-            from tabbook.build import clean
-
-            clean(config)
+        if args.command in WITHOUT_BOOK:
+            return WITHOUT_BOOK[args.command](args, rest)
+        return WITH_BOOK[args.command](load_config(args.root), args)
     except BookError as err:
         print(err.location_message(), file=sys.stderr)
         return 1
@@ -485,4 +417,113 @@ def _dispatch(args: argparse.Namespace, rest: list[str]) -> int:
     except KeyboardInterrupt:
         print("[tabbook] interrupted; nothing half-written was kept", file=sys.stderr)
         return 130
+
+
+# --- commands that need no book ------------------------------------------------------------------
+
+def _linkcheck(args: argparse.Namespace, rest: list[str]) -> int:
+    """Works on any built site, with or without a book."""
+    from tabbook.render.linkcheck import report_broken_links
+
+    return report_broken_links(args.site or BuildDir(args.root / "build").html)
+
+
+def _warm(args: argparse.Namespace, rest: list[str]) -> int:
+    from tabbook import warm
+
+    if args.serve is not None:
+        return warm.serve_forever(args.serve, args.root.resolve(), command=main, warm_up=_warm_up)
+    if args.stop:
+        print("[warm] stopped" if warm.stop(args.root) else "[warm] none was running")
+    elif args.wait is not None:
+        ready = warm.wait_ready(args.root, timeout=args.wait)
+        print(f"[warm] {'running' if ready else f'not running after {args.wait:g}s'}")
+        return 0 if ready else 1
+    else:
+        running = warm.running(args.root)
+        print(f"[warm] {'running' if running else 'not running'} for {args.root.resolve()} "
+              f"({'on' if warm.enabled() else 'off'} for builds from here; ${warm.ENV}=0/1 sets it)")
     return 0
+
+
+def _katex(args: argparse.Namespace, rest: list[str]) -> int:
+    from tabbook.render.katex import MathUnavailable, ensure_katex
+
+    try:
+        print(ensure_katex())
+    except MathUnavailable as exc:
+        raise BookError(f"math: {exc}") from exc
+    return 0
+
+
+def _serve(args: argparse.Namespace, rest: list[str]) -> int:
+    from tabbook.serve import main as serve_main
+
+    return serve_main(["-C", str(args.root), *rest])
+
+
+def _new(args: argparse.Namespace, rest: list[str]) -> int:
+    from tabbook.new import new_book
+
+    for rel in new_book(args.dir):
+        print(f"[new] wrote {args.dir / rel}")
+    print(f"[new] build it: cd {args.dir} && tabbook build html")
+    return 0
+
+
+# --- commands of the book at --root (its config.ini read first) ----------------------------------
+
+def _lib_locked(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
+    """``lib`` writes d2l/ and build/'s caches: one at a time, like a build."""
+    from tabbook.build import locked
+
+    with locked(config):
+        return _lib(config, args)
+
+
+def _libtest(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
+    from tabbook.build import locked
+    from tabbook.execute.wheeltest import libtest
+
+    with locked(config):  # it may write d2l/ and builds the wheel under build/
+        return libtest(config, args.frameworks, generate=not args.no_generate,
+                       overrides=dict(item.split("=", 1) for item in args.python),
+                       any_env=args.any_env, venv_check=not args.no_venv_check)
+
+
+def _wheelhouse(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
+    from tabbook.execute.wheelhouse import REQUIREMENTS, gather
+
+    dest = args.dest or BuildDir(config.build_dir).wheelhouse
+    count, size, own = gather(dest, args.python_version, config.offline_requirements)
+    sources = ", ".join([REQUIREMENTS.name, *(str(p.relative_to(config.root)) if p.is_relative_to(config.root)
+                                              else str(p) for p in config.offline_requirements)])
+    print(f"[wheelhouse] {count} wheels, {size / 1e6:.1f} MB in {dest} (the kernel and builder: "
+          f"{own / 1e6:.1f} MB; CPython {args.python_version}, manylinux x86-64; from {sources}); "
+          f"install there with -r {dest / 'requirements.txt'}")
+    return 0
+
+
+def _envs(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
+    from tabbook.execute.envs import create_envs
+
+    create_envs(config, args.frameworks or list(config.tabs))
+    return 0
+
+
+def _clean(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
+    from tabbook.build import clean
+
+    clean(config)
+    return 0
+
+
+#: Each subcommand's function; those of :data:`WITH_BOOK` get the book's configuration.
+WITHOUT_BOOK: dict[str, Callable[[argparse.Namespace, list[str]], int]] = {
+    "linkcheck": _linkcheck, "warm": _warm, "katex": _katex, "serve": _serve, "new": _new,
+}
+WITH_BOOK: dict[str, Callable[..., int]] = {
+    "build": _build, "check": _check, "lib": _lib_locked, "libtest": _libtest, "pdf": _pdf,
+    "merge-stores": _merge_stores, "site": _site, "wheelhouse": _wheelhouse, "envs": _envs,
+    "clean": _clean, "clear": _clean,
+}

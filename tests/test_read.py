@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from tabbook.errors import BookError, BookErrors
-from tabbook.source.read import Cell, Section, parse_tab_names, read_section, strip_slide_marks
+from tabbook.source.model import Cell, Section
+from tabbook.source.read import parse_tab_names, read_section, strip_slide_marks
 
 TABS = ("pytorch", "jax", "tensorflow", "mxnet")
 FIXTURES = Path(__file__).parent / "fixtures" / "dialect"

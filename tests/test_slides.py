@@ -10,7 +10,8 @@ from tabbook.check import check_book
 from tabbook.config import load_config
 from tabbook.render.slides import Code, Renderer, build_deck, deck_html, lecture_code, marks, write_decks
 from tabbook.source.dialect import unclosed_slide_marks
-from tabbook.source.read import Section, read_section
+from tabbook.source.model import Section
+from tabbook.source.read import read_section
 
 TABS = ("pytorch", "jax")
 

@@ -27,7 +27,7 @@ from tabbook.execute.runner import Runner, Unit, build_notebook
 from tabbook.execute.store import META, FreezeStore, KeyParts, cells_hash, entry_problem, match, text_hash
 from tabbook.execute.store import provenance as store_provenance
 from tabbook.library.reach import HEADER, changed_names
-from tabbook.source.read import Section
+from tabbook.source.model import Section
 from tabbook.source.split import FrameworkCell, split_section
 
 Notebooks = dict[tuple[str, str], dict[str, Any]]

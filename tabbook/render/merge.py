@@ -15,7 +15,7 @@ from typing import Any
 from tabbook.execute.store import provenance as store_provenance
 from tabbook.render.myst import cell_to_myst_lines, toc_to_toctree, wrap_div, wrap_div_lines
 from tabbook.render.names import FW_PREFIX, PROVENANCE_CLASS, RUN_PREFIX
-from tabbook.source.read import Section
+from tabbook.source.model import Section
 
 
 def _md(source: str) -> dict[str, Any]:

@@ -32,7 +32,8 @@ from tabbook.source.dialect import (
     strip_slide_marks,
     sub_roles,
 )
-from tabbook.source.read import Block, Cell, parse_blocks
+from tabbook.source.model import Block, Cell
+from tabbook.source.read import parse_blocks
 
 
 def convert_roles(line: str) -> str:

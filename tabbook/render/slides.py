@@ -38,7 +38,7 @@ from tabbook.execute.store import entry_key
 from tabbook.files import BuildDir, write_atomic, write_if_changed
 from tabbook.render.site import SLIDES, deck_target
 from tabbook.source.dialect import ROLE
-from tabbook.source.read import Section
+from tabbook.source.model import Section
 
 #: ``[**…**]``/``[~~…~~]`` (not a link's text: no ``(`` right after) or ``(**…**)``/``(~~…~~)``.
 MARK = re.compile(r"\[(\*\*|~~)(?P<new>.+?)\1\](?!\()|\((\*\*|~~)(?P<more>.+?)\3\)", re.S)

@@ -22,7 +22,7 @@ from tabbook.errors import BookError
 from tabbook.files import BuildDir, write_if_changed
 from tabbook.render.front import hide_root_toctree
 from tabbook.render.names import APPENDIX_CAPTION
-from tabbook.source.read import Section
+from tabbook.source.model import Section
 
 #: d2lbook's role that places the bibliography on a page of the book's own.
 BIBLIOGRAPHY_ROLE = ":bibliography:`"

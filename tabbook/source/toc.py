@@ -18,7 +18,7 @@ import posixpath
 from collections.abc import Callable, Iterator
 
 from tabbook.errors import BookError
-from tabbook.source.read import Section, TocBlock
+from tabbook.source.model import Section, TocBlock
 
 
 def is_external(entry: str) -> bool:
