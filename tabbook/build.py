@@ -19,16 +19,19 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tabbook.book import read_book
+from tabbook.book import Book, read_book
 from tabbook.config import Config
 from tabbook.errors import BookError, raise_all
 from tabbook.execute.gpus import Devices, detect
-from tabbook.execute.plan import Plan, Selection, UnitOutcome
+from tabbook.execute.plan import Notebooks, Plan, Selection, UnitOutcome
 from tabbook.execute.runner import Runner
 from tabbook.execute.store import FreezeStore
 from tabbook.files import BuildDir, book_lock, write_atomic
+
+if TYPE_CHECKING:
+    from tabbook.render.sphinx import SphinxRun
 
 
 @dataclass(frozen=True)
@@ -101,11 +104,7 @@ def build(config: Config, opts: Options, log: Callable[[str], Any] = print) -> B
 
 
 def _build(config: Config, opts: Options, log: Callable[[str], Any]) -> BuildResult:
-    from tabbook.check import check_book
-    from tabbook.execute import plan
-    from tabbook.library.cache import book_library
-    from tabbook.library.generate import write_library
-    from tabbook.render import sources, sphinx
+    from tabbook.render import sphinx
 
     t0 = time.monotonic()
     result = BuildResult()
@@ -119,76 +118,108 @@ def _build(config: Config, opts: Options, log: Callable[[str], Any]) -> BuildRes
                 # Sphinx sets itself up while the book is read, the library written and
                 # stale code run; it reads the sources once they are written.
                 site.start()
-        book = read_book(config, extra_files=not opts.partial, whole_library=opts.partial)
-        warnings: list[BookError] = []
-        problems = check_book(book, partial=opts.partial, warnings=warnings, executes=execute)
-        if strict:
-            problems, warnings = problems + warnings, []
-        for warning in warnings:
-            log(f"warning: {warning.location_message()}")
-        if problems:
-            raise_all(problems)
-        missing = [p for p in opts.selection.only or () if p not in book.toc]
-        if missing:
-            raise BookError(f"not in the table of contents: {', '.join(missing)}")
-        result.library_changed = write_library(config, book_library(book))
-        for path in result.library_changed:
-            log(f"[lib] wrote {path}")
-        t_exec = time.monotonic()
-        store = FreezeStore(opts.freeze_dir or config.freeze_dir, config.root)
-        the_plan = plan.plan(config, book.rendered, book_library(book), store, opts.selection,
-                             host_gpus=len(detect()))
-        result.outcomes = the_plan.units
-        # GPU outputs this machine could not re-run (execute/plan.py lesser_host): a warning, which
-        # fails a strict build once every page is written, like any other warning.
-        outdated = the_plan.outdated
-        if not strict:
-            for err in outdated:
-                log(f"warning: {err.location_message()}")
-        failures: list[BookError] = []
-        if site is not None and not site.started and execute and the_plan.todo:
-            site.start()  # code will run, so pages will change: Sphinx sets itself up meanwhile
-        try:
-            if execute:
-                notebooks, failures = plan.run(config, the_plan, store,
-                                                lambda: _runner(config, the_plan, opts, log))
-            else:
-                notebooks = plan.skip_execution(the_plan)
-        finally:
-            result.execute_seconds = time.monotonic() - t_exec
+        book = _read_and_check(config, opts, execute, strict, log)
+        result.library_changed = _write_library(config, book, log)
+        the_plan, notebooks, failures = _execute(config, book, opts, execute, strict, site, result, log)
         if opts.render:
             # Every page renders even when units failed (they show their code without
             # outputs); the build then fails listing every failure.
-            changed = sources.write_sources(config, book.rendered, notebooks,
-                                            sources.extra_pages(config, book_library(book), book.sections),
-                                            origins=the_plan.origins, page_hashes=book.page_hashes,
-                                            orphans=set(book.orphans))
-            if opts.builder == "html":
-                from tabbook.render import slides
-
-                made = slides.write_decks(config, book.rendered, notebooks, BuildDir(config.build_dir).html)
-                if made.written:
-                    log(f"[slides] wrote {made.written} of {made.decks} decks")
-            if site is not None:
-                t1 = time.monotonic()
-                if not site.finish(sources_changed=changed):
-                    log(f"[{opts.builder}] nothing changed: build/{opts.builder} is current")
-                result.sphinx_seconds = time.monotonic() - t1
-            if opts.builder == "html":
-                from tabbook.render.site import available_pdfs, load_site_options
-
-                if not available_pdfs(load_site_options(config)):
-                    log("[html] the site has no PDFs (none in build/pdf): its pages say \"PDF: not in "
-                        "this build\"; `tabbook site` (make site) builds the site with its PDFs")
-        failures = [*failures, *(outdated if strict else [])]
-        if failures:
-            raise_all(failures)
+            _render(config, book, opts, notebooks, the_plan.origins, site, result, log)
+        raise_all([*failures, *(the_plan.outdated if strict else [])])
     finally:
         if site is not None:
             site.call_off()  # a failed build: the early Sphinx reads and writes nothing
         result.seconds = time.monotonic() - t0
         write_atomic(BuildDir(config.build_dir).report, json.dumps(result.as_report(), indent=1) + "\n")
     return result
+
+
+def _read_and_check(config: Config, opts: Options, execute: bool, strict: bool, log: Callable[[str], Any]) -> Book:
+    """The book read once and checked; its problems raised together, its warnings logged
+    (problems too under ``strict``)."""
+    from tabbook.check import check_book
+
+    book = read_book(config, extra_files=not opts.partial, whole_library=opts.partial)
+    warnings: list[BookError] = []
+    problems = check_book(book, partial=opts.partial, warnings=warnings, executes=execute)
+    if strict:
+        problems, warnings = problems + warnings, []
+    for warning in warnings:
+        log(f"warning: {warning.location_message()}")
+    raise_all(problems)
+    missing = [p for p in opts.selection.only or () if p not in book.toc]
+    if missing:
+        raise BookError(f"not in the table of contents: {', '.join(missing)}")
+    return book
+
+
+def _write_library(config: Config, book: Book, log: Callable[[str], Any]) -> list[str]:
+    from tabbook.library.cache import book_library
+    from tabbook.library.generate import write_library
+
+    changed = write_library(config, book_library(book))
+    for path in changed:
+        log(f"[lib] wrote {path}")
+    return changed
+
+
+def _execute(config: Config, book: Book, opts: Options, execute: bool, strict: bool, site: SphinxRun | None,
+             result: BuildResult, log: Callable[[str], Any]) -> tuple[Plan, Notebooks, list[BookError]]:
+    """Plan every unit, run the stale ones (or show them as code when execution is off);
+    returns the plan (every unit's record), the pages' notebooks and the failures."""
+    from tabbook.execute import plan
+    from tabbook.library.cache import book_library
+
+    t_exec = time.monotonic()
+    store = FreezeStore(opts.freeze_dir or config.freeze_dir, config.root)
+    the_plan = plan.plan(config, book.rendered, book_library(book), store, opts.selection,
+                         host_gpus=len(detect()))
+    result.outcomes = the_plan.units
+    # GPU outputs this machine could not re-run (execute/plan.py lesser_host): a warning, which
+    # fails a strict build once every page is written, like any other warning.
+    if not strict:
+        for err in the_plan.outdated:
+            log(f"warning: {err.location_message()}")
+    failures: list[BookError] = []
+    if site is not None and not site.started and execute and the_plan.todo:
+        site.start()  # code will run, so pages will change: Sphinx sets itself up meanwhile
+    try:
+        if execute:
+            notebooks, failures = plan.run(config, the_plan, store, lambda: _runner(config, the_plan, opts, log))
+        else:
+            notebooks = plan.skip_execution(the_plan)
+    finally:
+        result.execute_seconds = time.monotonic() - t_exec
+    return the_plan, notebooks, failures
+
+
+def _render(config: Config, book: Book, opts: Options, notebooks: Notebooks, origins: dict[tuple[str, str], str],
+            site: SphinxRun | None, result: BuildResult, log: Callable[[str], Any]) -> None:
+    """``build/src``, the decks, then Sphinx (when a source changed)."""
+    from tabbook.library.cache import book_library
+    from tabbook.render import sources
+
+    changed = sources.write_sources(config, book.rendered, notebooks,
+                                    sources.extra_pages(config, book_library(book), book.sections),
+                                    origins=origins, page_hashes=book.page_hashes,
+                                    orphans=set(book.orphans))
+    if opts.builder == "html":
+        from tabbook.render import slides
+
+        made = slides.write_decks(config, book.rendered, notebooks, BuildDir(config.build_dir).html)
+        if made.written:
+            log(f"[slides] wrote {made.written} of {made.decks} decks")
+    if site is not None:
+        t1 = time.monotonic()
+        if not site.finish(sources_changed=changed):
+            log(f"[{opts.builder}] nothing changed: build/{opts.builder} is current")
+        result.sphinx_seconds = time.monotonic() - t1
+    if opts.builder == "html":
+        from tabbook.render.site import available_pdfs, load_site_options
+
+        if not available_pdfs(load_site_options(config)):
+            log("[html] the site has no PDFs (none in build/pdf): its pages say \"PDF: not in "
+                "this build\"; `tabbook site` (make site) builds the site with its PDFs")
 
 
 def build_pdfs(config: Config, frameworks: tuple[str, ...] | None = None, *, frozen: bool = False,
