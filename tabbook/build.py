@@ -1,11 +1,12 @@
 """The pipeline, stage by stage: read → library → execute → render. Nothing else happens here.
 
-1. **source**: the book is read once (:func:`tabbook.book.read_book`) and checked;
-2. **library**: ``#@save`` code → ``d2l/<framework>.py`` (written only when changed);
-3. **execute**: each (section, framework) unit is looked up in the freeze store and
-   only the stale ones run (:mod:`tabbook.execute.plan`);
-4. **render**: merged sources → Sphinx (:mod:`tabbook.render`).
-``build/report.json`` is written even when a stage fails.
+- **read** (:func:`_read_and_check`): the book is read once (:func:`tabbook.book.read_book`) and checked;
+- **library** (:func:`_write_library`): ``#@save`` code → ``d2l/<framework>.py`` (written only when changed);
+- **execute** (:func:`_execute`): each (section, framework) unit is looked up in the freeze store and
+  only the stale ones run (:mod:`tabbook.execute.plan`), one record per unit;
+- **render** (:func:`_render`): merged sources → Sphinx (:mod:`tabbook.render`).
+
+``build/report.json`` (:attr:`tabbook.files.BuildDir.report`) is written even when a stage fails.
 """
 
 from __future__ import annotations

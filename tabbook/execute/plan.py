@@ -1,9 +1,10 @@
-"""Stage 3, execute: decide which (section, framework) units run, run them, store what they made.
+"""Execute: decide which (section, framework) units run, run them, store what they made.
 
 :func:`plan` looks every unit up in the freeze store by its key (what the kernel
 would run, the environment's lock files, the library definitions it can reach,
 Python, kernel) and sorts it into reused, to run, or skipped (not selected),
-recording for each why (:class:`UnitPlan`, what ``build --dry-run`` prints); a
+recording for each why in its one record (:class:`UnitOutcome`, what ``build --dry-run``
+prints and, once run, what ``build/report.json`` says of it); a
 ``--frozen`` build turns every unit to run into a located error instead. :func:`run` starts
 only the kernels the plan needs, runs the units in parallel (:mod:`.runner`)
 and writes each successful result into the store (:class:`.store.FreezeStore`).
