@@ -13,13 +13,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tabbook.book import read_book
 from tabbook.config import Config
@@ -30,6 +29,9 @@ from tabbook.execute.runner import Runner
 from tabbook.execute.store import FreezeStore
 from tabbook.execute.store import provenance as store_provenance
 from tabbook.files import book_lock, write_atomic
+
+if TYPE_CHECKING:
+    from tabbook.render.sphinx import Launcher
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,9 @@ class Options:
     scheduler: str | None = None  # a Dask scheduler's address: execute on its cluster (tabbook.execute.cluster)
     # Warnings fail the build too (d2lbook's [build] warning_is_error, Sphinx's -W); None: the book's setting.
     strict: bool | None = None
+    # How Sphinx starts (render.sphinx.Launcher); None: a new interpreter. The warm builder passes
+    # its fork launcher (tabbook.warm.launch.fork_sphinx), and the report then says "warm".
+    sphinx: Launcher | None = None
 
 
 @dataclass
@@ -58,6 +63,7 @@ class BuildResult:
     # (section, framework) -> where its outputs were computed ("1× NVIDIA H100…", "CPU only",
     # "" when it shows no outputs), read from the entries the pages show.
     devices: dict[tuple[str, str], str] = field(default_factory=dict)
+    warm: bool = False  # it ran in the warm builder (tabbook.warm)
 
     def gpu_summary(self) -> str:
         """"GPU outputs in 3 of 20 units (pytorch 3/5, jax 0/5, …)": what the build's last line says."""
@@ -80,13 +86,7 @@ class BuildResult:
                      if self.devices.get((u.section, u.framework)) else {})} for u in self.units]
         return {"units": units, "seconds": round(self.seconds, 3), "sphinx_seconds": round(self.sphinx_seconds, 3),
                 "execute_seconds": round(self.execute_seconds, 3), "library_changed": self.library_changed,
-                "warm": _in_a_warm_builder()}
-
-
-def _in_a_warm_builder() -> bool:
-    """Whether this build runs in a warm builder (:mod:`tabbook.warm`), for the report."""
-    warm = sys.modules.get("tabbook.warm")
-    return bool(warm is not None and getattr(warm, "_INSIDE", False))
+                "warm": self.warm}
 
 
 def locked(config: Config, freeze_dir: Path | None = None) -> AbstractContextManager[None]:
@@ -111,13 +111,14 @@ def _build(config: Config, opts: Options, log: Callable[[str], Any]) -> BuildRes
     from tabbook.render import sources, sphinx
 
     t0 = time.monotonic()
-    result = BuildResult()
+    result = BuildResult(warm=opts.sphinx is not None)
     execute = config.execute if opts.execute is None else opts.execute
     strict = config.warning_is_error if opts.strict is None else opts.strict
     site: sphinx.SphinxRun | None = None
     try:
         if opts.render and opts.builder:
-            site = sphinx.SphinxRun(config, opts.builder, partial=opts.partial, strict=strict)
+            site = sphinx.SphinxRun(config, opts.builder, partial=opts.partial, strict=strict,
+                                    launch=opts.sphinx or sphinx.new_interpreter)
             if site.likely_to_run():
                 # Sphinx sets itself up while the book is read, the library written and
                 # stale code run; it reads the sources once they are written.

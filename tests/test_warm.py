@@ -1,4 +1,4 @@
-"""The warm builder (tabbook.warm): a build handed over to it is the same build, only faster.
+"""The warm builder (tabbook.warm.server, reached by tabbook.warm.client): a build handed over to it is the same build, only faster.
 
 Each test starts a real warm builder for its own copy of a book (the socket is keyed by the
 book's folder) and stops it at the end.
@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 from procs import processes
 
-from tabbook import warm
+from tabbook.warm import address
+from tabbook.warm import client as warm
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "fixtures" / "book"
@@ -87,7 +88,7 @@ def test_a_run_records_what_it_imported_except_the_books_own_modules(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import types
 
-    from tabbook.render.ext import learn_modules
+    from tabbook.render.ext.learn import learn_modules
     from tabbook.render.sphinx import BOOK_ROOT_ENV, LEARN_ENV
 
     book = tmp_path / "book"
@@ -156,11 +157,10 @@ def _kernels(book: Path) -> list[str]:
 
 
 def test_a_changed_builder_or_book_gets_another_warm_builder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    first = warm.socket_path(tmp_path)
-    assert first is not None and first == warm.socket_path(tmp_path)
-    assert warm.socket_path(tmp_path / "other") != first
-    monkeypatch.setattr(warm, "_code_hash", lambda: "another builder")
-    assert warm.socket_path(tmp_path) != first
+    first = address.socket_path(tmp_path)
+    assert first is not None and first == address.socket_path(tmp_path)
+    assert address.socket_path(tmp_path / "other") != first
+    assert address.socket_path(tmp_path, code="another builder") != first
 
 
 def test_on_by_default_only_for_a_person_at_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -188,7 +188,7 @@ def test_on_by_default_only_for_a_person_at_a_terminal(monkeypatch: pytest.Monke
 
 
 def test_stop_ends_it_and_removes_its_socket(warm_book: Path) -> None:
-    path = warm.socket_path(warm_book)
+    path = address.socket_path(warm_book)
     assert path is not None and path.exists()
     assert warm.stop(warm_book)
     deadline = time.monotonic() + 10
