@@ -13,7 +13,8 @@ what a build and its Sphinx run import (:mod:`.preload`), then listens on the bo
   (``cli.main``, handed in by the command line so that nothing here imports it) with
   :func:`tabbook.warm.launch.fork_sphinx` as its way to run Sphinx;
 - tells the command line the fork's pid at once, and its exit status when it ends, as a shell
-  would report it (``128 + N`` when a signal N ended it).
+  would report it (``128 + N`` when a signal N ended it); what is left of its process group
+  then (a Sphinx fork, when a signal killed the build) is killed.
 
 Between builds it imports what the last HTML run recorded. It ends after :data:`IDLE_SECONDS`
 without a build, or when asked (``tabbook warm --stop``).
@@ -179,6 +180,10 @@ class Server:
             conn = self.builds.pop(pid, None)
             if conn is None:
                 continue
+            try:  # whatever the build left in its group (its Sphinx fork, if a signal ended it) ends too
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
             with conn:
                 try:
                     conn.sendall(f"rc {exit_status(status)}\n".encode())
