@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -32,7 +31,7 @@ from tabbook.execute.store import FreezeStore
 from tabbook.files import BuildDir, book_lock, write_atomic
 
 if TYPE_CHECKING:
-    from tabbook.render.sphinx import SphinxRun
+    from tabbook.render.sphinx import Launcher, SphinxRun
 
 
 @dataclass(frozen=True)
@@ -49,6 +48,9 @@ class Options:
     scheduler: str | None = None  # a Dask scheduler's address: execute on its cluster (tabbook.execute.cluster)
     # Warnings fail the build too (d2lbook's [build] warning_is_error, Sphinx's -W); None: the book's setting.
     strict: bool | None = None
+    # How Sphinx starts (render.sphinx.Launcher); None: a new interpreter. The warm builder passes
+    # its fork launcher (tabbook.warm.launch.fork_sphinx), and the report then says "warm".
+    sphinx: Launcher | None = None
 
 
 @dataclass
@@ -58,6 +60,7 @@ class BuildResult:
     sphinx_seconds: float = 0.0
     execute_seconds: float = 0.0  # wall time of the execution stage (units run in parallel)
     library_changed: list[str] = field(default_factory=list)
+    warm: bool = False  # it ran in the warm builder (tabbook.warm)
 
     @property
     def units(self) -> list[UnitOutcome]:
@@ -81,13 +84,7 @@ class BuildResult:
     def as_report(self) -> dict[str, Any]:
         return {"units": [u.as_report() for u in self.units], "seconds": round(self.seconds, 3), "sphinx_seconds": round(self.sphinx_seconds, 3),
                 "execute_seconds": round(self.execute_seconds, 3), "library_changed": self.library_changed,
-                "warm": _in_a_warm_builder()}
-
-
-def _in_a_warm_builder() -> bool:
-    """Whether this build runs in a warm builder (:mod:`tabbook.warm`), for the report."""
-    warm = sys.modules.get("tabbook.warm")
-    return bool(warm is not None and getattr(warm, "_INSIDE", False))
+                "warm": self.warm}
 
 
 def locked(config: Config, freeze_dir: Path | None = None) -> AbstractContextManager[None]:
@@ -108,13 +105,14 @@ def _build(config: Config, opts: Options, log: Callable[[str], Any]) -> BuildRes
     from tabbook.render import sphinx
 
     t0 = time.monotonic()
-    result = BuildResult()
+    result = BuildResult(warm=opts.sphinx is not None)
     execute = config.execute if opts.execute is None else opts.execute
     strict = config.warning_is_error if opts.strict is None else opts.strict
     site: sphinx.SphinxRun | None = None
     try:
         if opts.render and opts.builder:
-            site = sphinx.SphinxRun(config, opts.builder, partial=opts.partial, strict=strict)
+            site = sphinx.SphinxRun(config, opts.builder, partial=opts.partial, strict=strict,
+                                    launch=opts.sphinx or sphinx.new_interpreter)
             if site.likely_to_run():
                 # Sphinx sets itself up while the book is read, the library written and
                 # stale code run; it reads the sources once they are written.

@@ -15,9 +15,13 @@ import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from tabbook.errors import BookError, BookErrors, raise_all
+from tabbook.errors import BookError, BookErrors, interrupted_status, raise_all, raise_interrupted
 from tabbook.files import BuildDir
+
+if TYPE_CHECKING:
+    from tabbook.render.sphinx import Launcher
 
 
 def _shard(text: str) -> tuple[int, int]:
@@ -132,7 +136,7 @@ def _other_parsers(sub: argparse._SubParsersAction) -> None:
     wm.add_argument("--stop", action="store_true", help="end it")
     wm.add_argument("--wait", type=float, metavar="SECONDS",
                     help="wait up to SECONDS until it accepts builds (exit status 1 if it does not)")
-    # How a build starts the warm builder in the background (tabbook.warm.start).
+    # How a build starts the warm builder in the background (tabbook.warm.client.start).
     wm.add_argument("--serve", type=Path, metavar="SOCKET", help=argparse.SUPPRESS)
 
 
@@ -208,14 +212,14 @@ def _build(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
         return _dry_run(config, args, selection)
     opts = Options(selection, render=not args.no_render, freeze_dir=args.freeze_dir, jobs=args.jobs,
                    builder=args.builder, execute=args.execute, partial=args.partial,
-                   scheduler=args.scheduler, strict=args.strict)
+                   scheduler=args.scheduler, strict=args.strict, sphinx=getattr(args, "sphinx", None))
     result = build(config, opts)
     counts: dict[str, int] = {}
     for u in result.units:
         counts[u.status] = counts.get(u.status, 0) + 1
     summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "no code units"
     gpu = result.gpu_summary()
-    warm = " (warm builder)" if result.as_report()["warm"] else ""
+    warm = " (warm builder)" if result.warm else ""
     print(f"[done] {summary} in {result.seconds:.1f}s{warm}{'; ' + gpu if gpu else ''}; report: build/report.json")
     return 0
 
@@ -355,15 +359,20 @@ def _site(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, sphinx: Launcher | None = None) -> int:
+    """The command line. ``sphinx``: how builds start Sphinx, given only by the warm builder
+    (:mod:`tabbook.warm.server`), whose forks run this: such a build neither hands itself over
+    nor starts another warm builder."""
     p = parser()
     args, rest = p.parse_known_args(argv)
     if rest and args.command != "serve":  # serve's own options are parsed by tabbook.serve
         p.error(f"unrecognized arguments: {' '.join(rest)}")
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    for sig in (signal.SIGTERM, signal.SIGHUP):  # unwind as Ctrl-C does; exit 128 + N
+        signal.signal(sig, raise_interrupted)
+    args.sphinx = sphinx
     warm = None
-    if args.command == "build" and not args.scheduler and not args.dry_run:
-        from tabbook import warm
+    if args.command == "build" and not args.scheduler and not args.dry_run and sphinx is None:
+        from tabbook.warm import client as warm
 
         if warm.enabled():
             handed = warm.hand_over(sys.argv[1:] if argv is None else list(argv), args.root)
@@ -381,32 +390,15 @@ def main(argv: list[str] | None = None) -> int:
                 pass
 
 
-def _warm_up(config) -> None:  # noqa: ANN001 - Config
-    """What the warm builder imports before it forks builds: the build and what the live
-    preview imports for a Sphinx run (:func:`tabbook.serve.warm_up`)."""
-    from tabbook import build  # noqa: F401 - imported to be inherited by every fork
-    from tabbook.serve import warm_up
-
-    warm_up(config)
-
-
 def _dispatch(args: argparse.Namespace, rest: list[str]) -> int:
     """Run the command its entry of :data:`WITHOUT_BOOK` or :data:`WITH_BOOK` names; the one
     error edge: a :class:`BookError` becomes ``file.md:LINE: message`` and exit status 1."""
-    from tabbook.config import OVERLAY_ENV, load_config
-
-    if args.overlay:  # the environment carries it to Sphinx and the workers
-        os.environ[OVERLAY_ENV] = str(args.overlay.resolve())
-    if args.interpreters:  # likewise: --python pytorch=/path → $TABBOOK_PYTHON
-        from tabbook.config import PYTHON_ENV
-
-        chosen = [os.environ[PYTHON_ENV]] if os.environ.get(PYTHON_ENV) else []
-        os.environ[PYTHON_ENV] = ",".join(chosen + args.interpreters)
+    from tabbook.config import load_config
 
     try:
         if args.command in WITHOUT_BOOK:
             return WITHOUT_BOOK[args.command](args, rest)
-        return WITH_BOOK[args.command](load_config(args.root), args)
+        return WITH_BOOK[args.command](load_config(args.root, args.overlay, args.interpreters), args)
     except BookError as err:
         print(err.location_message(), file=sys.stderr)
         return 1
@@ -414,9 +406,12 @@ def _dispatch(args: argparse.Namespace, rest: list[str]) -> int:
         where = exc.filename or "tabbook"
         print(f"{where}: cannot write or read: {exc.strerror or exc}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("[tabbook] interrupted; nothing half-written was kept", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM / SIGHUP (errors.Interrupted)
+        try:
+            print("[tabbook] interrupted; nothing half-written was kept", file=sys.stderr)
+        except OSError:  # the terminal is gone (SIGHUP)
+            pass
+        return interrupted_status(exc)
 
 
 # --- commands that need no book ------------------------------------------------------------------
@@ -429,10 +424,12 @@ def _linkcheck(args: argparse.Namespace, rest: list[str]) -> int:
 
 
 def _warm(args: argparse.Namespace, rest: list[str]) -> int:
-    from tabbook import warm
+    from tabbook.warm import client as warm
 
     if args.serve is not None:
-        return warm.serve_forever(args.serve, args.root.resolve(), command=main, warm_up=_warm_up)
+        from tabbook.warm.server import serve_forever
+
+        return serve_forever(args.serve, args.root.resolve(), command=main)
     if args.stop:
         print("[warm] stopped" if warm.stop(args.root) else "[warm] none was running")
     elif args.wait is not None:
@@ -459,7 +456,7 @@ def _katex(args: argparse.Namespace, rest: list[str]) -> int:
 def _serve(args: argparse.Namespace, rest: list[str]) -> int:
     from tabbook.serve import main as serve_main
 
-    return serve_main(["-C", str(args.root), *rest])
+    return serve_main(["-C", str(args.root), *rest], overlay=args.overlay, interpreters=args.interpreters)
 
 
 def _new(args: argparse.Namespace, rest: list[str]) -> int:

@@ -25,6 +25,7 @@ import ast
 import configparser
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,7 +63,8 @@ from tabbook.settings import (
 
 #: The overlay file read after config.ini, when present at the book root.
 OVERLAY_NAME = "tabbook.ini"
-#: Environment variable naming another overlay (what ``--overlay`` sets, so Sphinx sees it too).
+#: Environment variable naming another overlay (how a Sphinx run is told ``--overlay``'s:
+#: :meth:`Config.handoff_env`).
 OVERLAY_ENV = "TABBOOK_OVERLAY"
 
 #: The one tab of a book without ``[build] tabs``.
@@ -342,10 +344,21 @@ class Config:
     site: Site = field(default_factory=Site)
     frameworks: dict[str, Framework] = field(default_factory=dict)
     overlay: Path | None = None  # the overlay file that was read, if any
+    # Interpreters chosen on the command line or in $TABBOOK_PYTHON: (tab, path), in that order.
+    chosen_interpreters: tuple[tuple[str, Path], ...] = ()
 
     @property
     def build_dir(self) -> Path:
         return self.root / "build"
+
+    def handoff_env(self) -> dict[str, str]:
+        """What a tabbook process that this one starts (a Sphinx run's ``conf.py``) needs in its
+        own environment to read the same configuration: the overlay and the chosen interpreters.
+        The caller puts it in the environment it builds for that child; nothing sets it here."""
+        env = {OVERLAY_ENV: str(self.overlay)} if self.overlay is not None else {}
+        if self.chosen_interpreters:
+            env[PYTHON_ENV] = ",".join(f"{tab}={path}" for tab, path in self.chosen_interpreters)
+        return env
 
     def framework(self, name: str) -> Framework:
         return self.frameworks[name]
@@ -405,10 +418,11 @@ def overlay_path(root: Path) -> Path | None:
 PYTHON_ENV = "TABBOOK_PYTHON"
 
 
-def chosen_interpreters(tabs: tuple[str, ...]) -> dict[str, Path]:
-    """``$TABBOOK_PYTHON`` (``--python`` sets it): ``pytorch=/opt/conda/bin/python,jax=...``."""
+def chosen_interpreters(tabs: tuple[str, ...], given: Sequence[str] = ()) -> dict[str, Path]:
+    """``$TABBOOK_PYTHON`` then ``given`` (``--python`` items): ``pytorch=/opt/conda/bin/python,jax=...``;
+    a later item for a tab wins."""
     chosen: dict[str, Path] = {}
-    for item in os.environ.get(PYTHON_ENV, "").replace(";", ",").split(","):
+    for item in [*os.environ.get(PYTHON_ENV, "").replace(";", ",").split(","), *given]:
         if not item.strip():
             continue
         tab, sep, path = item.partition("=")
@@ -496,10 +510,11 @@ class _Files:
                 raise self.error(section, key, f"is not a key of [{section}] (its keys: {', '.join(sorted(known))})")
 
 
-def load_config(root: Path, overlay: Path | None = None) -> Config:
+def load_config(root: Path, overlay: Path | None = None, interpreters: Sequence[str] = ()) -> Config:
     """Read ``root/config.ini`` and the overlay; every problem is a :class:`BookError` naming the file
-    (and the line, for a bad value). ``overlay``: the overlay to read, given explicitly (a Dask
-    worker gets the client's); None: :func:`overlay_path`'s choice."""
+    (and the line, for a bad value). ``overlay``: the overlay to read, given explicitly (``--overlay``;
+    a Dask worker gets the client's); None: :func:`overlay_path`'s choice. ``interpreters``:
+    ``--python TAB=PATH`` items, after ``$TABBOOK_PYTHON``'s."""
     root = root.resolve()
     overlay = overlay or overlay_path(root)
     files = _Files(root, overlay.resolve() if overlay is not None else None)
@@ -507,7 +522,7 @@ def load_config(root: Path, overlay: Path | None = None) -> Config:
     files.check_known_keys("site", Site)
     site = Site(**files.read(Site))
     tabs: tuple[str, ...] = book["tabs"]
-    chosen = chosen_interpreters(tabs)
+    chosen = chosen_interpreters(tabs, interpreters)
     frameworks: dict[str, Framework] = {}
     for tab in tabs:
         label, module, import_name = KNOWN_FRAMEWORKS.get(tab, (tab, tab, tab))
@@ -519,7 +534,8 @@ def load_config(root: Path, overlay: Path | None = None) -> Config:
                    "python_default": "current" if one_language else "3.11"}
         values = files.read(Framework, f"framework:{tab}", context)
         frameworks[tab] = Framework(name=tab, library=library_keys(files.parser, tab), **values)
-    return Config(root=root, site=site, frameworks=frameworks, overlay=files.overlay, **book)
+    return Config(root=root, site=site, frameworks=frameworks, overlay=files.overlay,
+                  chosen_interpreters=tuple(chosen.items()), **book)
 
 
 def key_reference() -> str:

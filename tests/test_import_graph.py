@@ -32,7 +32,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("tabbook.execute",),
     ("tabbook.render",),
     ("tabbook.build",),
-    ("tabbook.serve", "tabbook.warm", "tabbook.new"),
+    ("tabbook.warm", "tabbook.serve", "tabbook.new"),
     ("tabbook.cli", "tabbook.__main__"),
 )
 
