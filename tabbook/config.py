@@ -288,8 +288,9 @@ class Colab:
                                "contains it asks Colab for a GPU (metadata accelerator: GPU)",
                                field_default="gpu")
     replace_svg_url: tuple[str, str] | None = setting(
-        "colab", "replace_svg_url", "", prefix_url, "FOLDER, URL: SVG images under FOLDER are "
-        "linked at URL in the downloadable notebooks (the site itself keeps its own copies)",
+        "colab", "replace_svg_url", "", prefix_url, _unused("FOLDER, URL (checked): tabbook's "
+        "downloadable notebooks hold each tab's code and outputs, no prose, so they link no images to "
+        "move"),
         field_default=None)
     github_repo: str = setting("colab", "github_repo", "", text, _unused("no Colab repository is "
                                "pushed; Colab links open the freeze store's notebooks ([site] colab_url)"),

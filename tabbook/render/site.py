@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 import shutil
 import zipfile
@@ -59,7 +58,6 @@ class SiteOptions:
     libs: tuple[tuple[str, str, str], ...] = ()
     libs_header: str = ""
     gpu_pattern: str = ""
-    replace_svg_url: tuple[str, str] | None = None
     version: str = ""
     # [build] non-notebooks: Markdown files (root-relative) copied as they are into each tab's zip.
     non_notebooks: tuple[str, ...] = ()
@@ -69,11 +67,9 @@ class SiteOptions:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SiteOptions:
-        svg = data.get("replace_svg_url")
         return cls(**{**data, "tabs": tuple(data["tabs"]),
                       "header_links": tuple(tuple(x) for x in data.get("header_links", ())),
                       "libs": tuple(tuple(x) for x in data.get("libs", ())),
-                      "replace_svg_url": tuple(svg) if svg else None,
                       "non_notebooks": tuple(data.get("non_notebooks", ()))})
 
 
@@ -111,7 +107,6 @@ def load_site_options(book: Config) -> SiteOptions:
         libs=book.colab.libs,
         libs_header=book.colab.libs_header,
         gpu_pattern=book.colab.gpu_pattern,
-        replace_svg_url=book.colab.replace_svg_url,
         version=book.version,
         non_notebooks=tuple(book.rel(p) for p in book.files(book.non_notebooks)),
     )
@@ -225,7 +220,6 @@ def reader_notebook(nb: dict[str, Any]) -> dict[str, Any]:
 # ---- d2lbook's [colab] keys, on the notebooks a reader downloads ---------------------------------
 
 IMPORTED = re.compile(r"^\s*(?:from\s+([\w]+)[\w.]*\s+import|import\s+([\w]+))", re.M)
-SVG_IMAGE = re.compile(r"(!\[[^\]]*\]\()([^)\s]+\.svg)([)\s])")
 
 
 def install_cell(nb: dict[str, Any], libs: list[tuple[str, str]], version: str) -> str:
@@ -249,32 +243,14 @@ def _text(cell: dict[str, Any]) -> str:
     return "".join(source) if isinstance(source, list) else source
 
 
-def for_colab(nb: dict[str, Any], opts: SiteOptions, docname: str, fw: str) -> dict[str, Any]:
+def for_colab(nb: dict[str, Any], opts: SiteOptions, fw: str) -> dict[str, Any]:
     """A reader's notebook with d2lbook's ``[colab]`` keys applied: a first cell installing the
-    ``libs`` its code imports (under ``libs_header``), ``accelerator: GPU`` when its code contains
-    ``gpu_pattern``, and SVG images under ``replace_svg_url``'s folder linked at its URL (a
-    notebook opened away from the site cannot reach the book's files). Pure."""
+    ``libs`` its code imports (under ``libs_header``), and ``accelerator: GPU`` when its code
+    contains ``gpu_pattern`` (what Colab reads when the notebook is opened there). Pure."""
     cells = nb.get("cells", [])
     code = [_text(c) for c in cells if c.get("cell_type") == "code"]
     if opts.gpu_pattern and any(opts.gpu_pattern in source for source in code):
         nb.setdefault("metadata", {})["accelerator"] = "GPU"
-    if opts.replace_svg_url:
-        folder, url = opts.replace_svg_url
-        here = Path(docname).parent
-        for cell in cells:
-            if cell.get("cell_type") != "markdown":
-                continue
-
-            def linked(m: re.Match[str]) -> str:
-                path = m.group(2)
-                if "://" in path:
-                    return m.group(0)
-                rel = os.path.normpath((here / path).as_posix())
-                if rel != folder and not rel.startswith(folder + "/"):
-                    return m.group(0)
-                return f"{m.group(1)}{url}{rel[len(folder):]}{m.group(3)}"
-
-            cell["source"] = SVG_IMAGE.sub(linked, _text(cell))
     libs = [(lib, pip) for tab, lib, pip in opts.libs if tab in ("", fw)]
     pip = install_cell(nb, libs, opts.version) if libs else ""
     if pip:
@@ -365,8 +341,7 @@ def _reader_code(opts: SiteOptions | None = None) -> str:
 
     h = hashlib.sha256(Path(__file__).read_bytes() + Path(store.__file__).read_bytes())
     if opts is not None:
-        h.update(json.dumps([opts.libs, opts.libs_header, opts.gpu_pattern, opts.replace_svg_url,
-                             opts.version]).encode())
+        h.update(json.dumps([opts.libs, opts.libs_header, opts.gpu_pattern, opts.version]).encode())
         for rel in opts.non_notebooks:
             path = Path(opts.root) / rel
             h.update(rel.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"") + b"\0")
@@ -407,7 +382,7 @@ def publish_downloads(opts: SiteOptions, docnames: list[str], outdir: Path) -> i
             if before.get(target) == seen and dst.is_file():
                 text = dst.read_text(encoding="utf-8")  # for the zip: the copy is what it would be
             else:
-                text = json.dumps(for_colab(reader_notebook(read_entry(src)), opts, docname, fw),
+                text = json.dumps(for_colab(reader_notebook(read_entry(src)), opts, fw),
                                   indent=1, ensure_ascii=False) + "\n"
                 write_if_changed(dst, text)
                 dirty.add(fw)

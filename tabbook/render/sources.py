@@ -202,6 +202,7 @@ def write_sources(
     for rel, text in (extra or {}).items():
         changed += write_if_changed(src / rel, text)
         wanted.add(src / rel)
+    changed += _write_rsts(config, src, wanted)
     for name in config.resources:  # d2lbook's [build] resources: what pages refer to, seen in place
         target, link = config.root / name, src / name
         if target.exists() and not link.exists() and not link.is_symlink():
@@ -220,12 +221,27 @@ def write_sources(
     if config.bibfile is not None:
         changed += write_if_changed(src / config.bibfile.name, config.bibfile.read_text(encoding="utf-8"))
     for path in list(src.rglob("*")):
-        if path.suffix in (".md", ".ipynb") and path.is_file() and path not in wanted \
+        if path.suffix in (".md", ".ipynb", ".rst") and path.is_file() and path not in wanted \
                 and not any(p.is_symlink() for p in path.parents if src in p.parents):
             path.unlink()
             changed += 1
     if origins is not None and memo != memo_before:
         write_atomic(memo_path, json.dumps(memo, sort_keys=True))
+    return changed
+
+
+def _write_rsts(config: Config, src: Path, wanted: set[Path]) -> int:
+    """``[build] rsts``: the book's reStructuredText pages, at their place in the sources (Sphinx
+    reads them beside the Markdown). A toc lists Markdown pages only, so each is an orphan, reached
+    by the links to it, as the API pages of a d2lbook book are. Returns the files written."""
+    changed = 0
+    for path in config.files(config.rsts):
+        text = path.read_text(encoding="utf-8")
+        if not text.lstrip().startswith(":orphan:"):
+            text = ":orphan:\n\n" + text
+        out = src / config.rel(path)
+        changed += write_if_changed(out, text)
+        wanted.add(out)
     return changed
 
 
