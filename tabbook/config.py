@@ -526,6 +526,17 @@ class Config:
             return True
         return any(_glob(pattern).fullmatch(rel) for pattern in (*self.exclusions, *self.non_notebooks))
 
+    def named_files(self) -> list[Path]:
+        """The book's files that keys name besides its pages and resources: the favicon, the logos,
+        ``include_css``/``include_js``, ``post_latex`` and the book's own Sphinx extensions
+        (``[build] sphinx_extensions`` modules at its root). A change to one must render again."""
+        named = [self.html.favicon, self.html.html_logo, self.pdf.latex_logo, self.pdf.post_latex,
+                 *self.files(self.html.include_css), *self.files(self.html.include_js)]
+        for module in self.sphinx_extensions:
+            base = self.root.joinpath(*module.split("."))
+            named += [p for p in (base.with_suffix(".py"), base) if p.exists()]
+        return [p for p in named if p is not None]
+
     def files(self, patterns: tuple[str, ...]) -> list[Path]:
         """The book's files that root-relative globs name, sorted (d2lbook's ``find_files``: ``**``
         crosses folders, a folder means every file under it)."""

@@ -183,7 +183,20 @@ def test_include_css_and_include_js_load_after_tabbooks(html: Path) -> None:
     js = re.findall(r'<script src="_static/([^"?]+)', text)
     assert css.index("keys.css") > css.index("tabbook.css")
     assert js.index("keys.js") > js.index("tabbook.js")
-    assert (html / "_static" / "keys.js").read_text() == (FIXTURE / "static" / "keys.js").read_text()
+    assert (html / "_static" / "keys.js").read_text() == (FIXTURE / "style" / "keys.js").read_text()
+
+
+def test_a_changed_included_file_is_rendered_again(built: tuple[Path, str], html: Path) -> None:
+    """A file a key names (here outside [build] resources) counts in the site's stamp: a build
+    after it changed runs Sphinx again, which a build with nothing changed skips."""
+    book, _ = built
+    assert "nothing changed: build/html is current" in run(book, "build", "html").stdout
+    css = book / "style" / "keys.css"
+    css.write_text(css.read_text() + ".keys-changed { color: teal; }\n")
+    proc = run(book, "build", "html")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "nothing changed" not in proc.stdout
+    assert (html / "_static" / "keys.css").read_text() == css.read_text()
 
 
 # ---- [build] -----------------------------------------------------------------------------------
@@ -352,3 +365,19 @@ def test_a_failing_post_latex_is_an_error_at_its_key(tmp_path: Path, monkeypatch
     assert message.startswith(f"config.ini:{line_of(book, 'pdf', 'post_latex')}: [pdf] post_latex "
                               "static/post_latex.py failed on")
     assert "(exit 1)" in message and "no \\end{document} here" in message
+
+
+def test_sphinx_configs_that_fail_are_an_error_at_the_key(book: Path) -> None:
+    from tabbook.render.sphinx_conf import sphinx_settings
+
+    ini = book / "config.ini"
+    ini.write_text(ini.read_text().replace("[build]\n", "[build]\nsphinx_configs = html_title = undefined_name\n", 1))
+    message = (f"config.ini:{line_of(book, 'build', 'sphinx_configs')}: [build] sphinx_configs failed: "
+               "NameError: name 'undefined_name' is not defined")
+    with pytest.raises(BookError) as err:
+        sphinx_settings(book)
+    assert err.value.location_message() == message
+    # A build says just that, not Sphinx's crash report around it.
+    proc = run(book, "build", "html", "--no-execute")
+    assert proc.returncode == 1 and message in proc.stderr + proc.stdout
+    assert "Traceback" not in proc.stderr + proc.stdout

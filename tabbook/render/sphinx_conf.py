@@ -173,7 +173,10 @@ def sphinx_settings(root: Path) -> dict[str, Any]:
     # settings, so they win (and may change tabbook's lists in place).
     if book.sphinx_configs:
         namespace: dict[str, Any] = dict(settings)
-        exec(compile(book.sphinx_configs, f"{root / 'config.ini'} [build] sphinx_configs", "exec"), namespace)
+        try:
+            exec(compile(book.sphinx_configs, "[build] sphinx_configs", "exec"), namespace)
+        except Exception as exc:  # the book's own code: any error is the book's, at the key
+            raise config_error(book, "build", "sphinx_configs", f"failed: {type(exc).__name__}: {exc}") from None
         settings.update({k: v for k, v in namespace.items() if not k.startswith("__")})
     return settings
 
