@@ -332,8 +332,6 @@ class Unused:
                               field_default="")
     terminology: str = setting("translation", "terminology", "", text, _unused("no translation support"),
                                field_default="")
-    version_file: str = setting("library", "version_file", "", text, "the file whose __version__ "
-                                "line gets [project] version (read with [library-TAB])", field_default="")
     root_dir: str = setting("library", "root_dir", "", text, _unused("the library goes to "
                             "[build] library_dir"), field_default="")
     save_filename: str = setting("library", "save_filename", "", text, _unused("deprecated in d2lbook; "
@@ -496,6 +494,9 @@ class Config:
     save: str = setting("library", "save", "block", choice("block", "cell", why="must be block (d2lbook's "
                         "meaning) or cell"), "what #@save alone on a line saves: block (the statement after "
                         "it, d2lbook's meaning) or cell (the whole cell)", overlay=False)
+    # Read with the [library-TAB] keys (:func:`library_keys`); declared here for the key list.
+    version_file: str = setting("library", "version_file", "", text, "the file whose __version__ "
+                                "line gets [project] version (d2lbook's)", overlay=False)
     site: Site = field(default_factory=Site)
     html: Html = field(default_factory=Html)
     pdf: Pdf = field(default_factory=Pdf)
