@@ -15,7 +15,7 @@ import ast
 from pathlib import Path
 
 from tabbook.book import Book, page_exists, read_book
-from tabbook.config import Config
+from tabbook.config import Config, config_error
 from tabbook.errors import BookError, BookErrors
 from tabbook.library.cache import book_library
 from tabbook.source.dialect import IMAGE, SAVE_MARK, unclosed_slide_marks
@@ -74,6 +74,11 @@ def check_book(book: Book | Config, *, partial: bool = False,
     problems: list[BookError] = list(book.problems)
     if warnings is not None:
         warnings.extend(book.outside_problems)
+        if config.deploy.google_analytics_tracking_id:
+            # d2lbook's tracker script loads from Google: tabbook's pages load nothing from outside.
+            warnings.append(config_error(config, "deploy", "google_analytics_tracking_id", "is not "
+                                         "emitted: tabbook's pages load nothing from other sites (no "
+                                         "tracker); remove the key to silence this warning"))
     members = _toc_members(book)
     for section in book.pages.values():
         if warnings is not None:

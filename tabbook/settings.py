@@ -290,3 +290,77 @@ def check_import_stack(source: str) -> str | None:
     if not tree.body or not all(isinstance(n, (ast.Import, ast.ImportFrom)) for n in tree.body):
         return "must be import statements only, e.g. import jax, flax.linen, optax"
     return None
+
+
+# -- d2lbook's [html], [pdf], [colab] and [build] keys -----------------------------------------
+
+
+def comma_items(value: str) -> list[str]:
+    """d2lbook's comma lists: items split by commas and newlines, blanks dropped."""
+    return [item.strip() for line in value.splitlines() for item in line.split(",") if item.strip()]
+
+
+def header_links(value: str, at: At) -> tuple[tuple[str, str, str], ...]:
+    """``[html] header_links``: (name, URL, Font Awesome icon) triples, comma-separated over one
+    or more lines (d2l-en ends each line with a comma)."""
+    items = comma_items(value)
+    if len(items) % 3:
+        raise ValueError(f"has {len(items)} items, not triples of name, URL, icon (e.g. GitHub, "
+                         "https://github.com/o/r, fab fa-github)")
+    return tuple((items[i], items[i + 1], items[i + 2]) for i in range(0, len(items), 3))
+
+
+def book_file(value: str, at: At) -> Path | None:
+    """A file of the book, relative to its root (d2lbook's paths are); "" is none."""
+    if not value.strip():
+        return None
+    target = at.root / value.strip()
+    if not target.is_file():
+        raise ValueError(f"names {value.strip()}, which does not exist")
+    return target
+
+
+def python_statements(value: str, at: At) -> str:
+    """Python statements (``[build] sphinx_configs``), checked to parse; d2lbook pastes them into conf.py."""
+    source = "\n".join(line.strip() for line in value.splitlines())
+    if isinstance(tree := _parsed(source), str):
+        raise ValueError(tree)
+    return source
+
+
+def colab_libs(value: str, at: At) -> tuple[tuple[str, str, str], ...]:
+    """``[colab] libs``: lines of ``TAB, import name, pip argument`` (``import name, pip argument``
+    in a book without tabs: the tab is then empty, meaning every tab)."""
+    out = []
+    for line in value.splitlines():
+        items = [item.strip() for item in line.split(",") if item.strip()]
+        if not items:
+            continue
+        if len(items) == 2:
+            items = ["", *items]
+        if len(items) != 3:
+            raise ValueError(f"{line.strip()!r}: each line is TAB, LIBRARY, PIP ARGUMENT "
+                             "(or LIBRARY, PIP ARGUMENT in a book without tabs)")
+        out.append((items[0], items[1], items[2]))
+    return tuple(out)
+
+
+def prefix_url(value: str, at: At) -> tuple[str, str] | None:
+    """``[colab] replace_svg_url``: ``FOLDER, URL`` (d2l-en: ``img, http://d2l.ai/_images``)."""
+    items = comma_items(value)
+    if not items:
+        return None
+    if len(items) != 2:
+        raise ValueError("must be FOLDER, URL (e.g. img, https://example.org/_images)")
+    return items[0].strip("/"), items[1].rstrip("/")
+
+
+def book_globs(value: str, at: At) -> tuple[str, ...]:
+    """Root-relative globs (``**`` crosses folders; a folder means every file in it), each of
+    which must name a file of the book: a pattern naming nothing is a typo."""
+    patterns = tuple(value.split())
+    for pattern in patterns:
+        target = at.root / pattern
+        if not (target.is_dir() or any(p.is_file() for p in at.root.glob(pattern))):
+            raise ValueError(f"names no file of the book: {pattern}")
+    return patterns

@@ -17,6 +17,7 @@ it failed) still has a notebook for the page: its code without outputs
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -140,6 +141,8 @@ def explain(entry: dict[str, Any] | None, parts: KeyParts) -> tuple[list[str], l
         why.append("Python")
     if stored.get("kernel") != parts.kernel:
         why.append("the kernel")
+    if stored.get("depends", "") != parts.depends:
+        why.append("[build] dependencies")
     old_names = stored.get("library_names")
     legacy = not isinstance(old_names, dict)  # a version-1 entry: its library part is the whole file's hash
     if stored.get("library") != (parts.library_file if legacy else parts.library):
@@ -197,6 +200,17 @@ class Plan:
                 self.todo[i] = (unit, unit_key(config, section, unit.framework, self.library)[0])
 
 
+def dependencies_hash(config: Config) -> str:
+    """The contents of the files ``[build] dependencies`` names ("" when it names none): part of
+    every unit's key, so changing one re-runs the book, as d2lbook rebuilds everything then."""
+    if not config.dependencies:
+        return ""
+    parts = []
+    for path in config.files(config.dependencies):
+        parts += [config.rel(path), hashlib.sha256(path.read_bytes()).hexdigest()]
+    return text_hash("\0".join(parts))
+
+
 def unit_key(config: Config, section: Section, fw: str, library: dict[str, str],
              entry: dict[str, Any] | None = None, analyse: bool = True) -> tuple[KeyParts, list[FrameworkCell]]:
     """The freeze key of (section, framework), and the cells it hashes.
@@ -237,7 +251,7 @@ def unit_key(config: Config, section: Section, fw: str, library: dict[str, str],
         cells=cells_part, env=lock_hash(framework), library=library_part,
         python=framework.python, kernel=framework.kernel_name,
         library_file=file_part, library_names=names, library_whole=whole,
-        library_others=other_parts, library_rules=RULES,
+        library_others=other_parts, library_rules=RULES, depends=dependencies_hash(config),
     )
     return parts, cells
 

@@ -22,14 +22,15 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from tabbook.config import Config
+from tabbook.config import Config, config_error
 from tabbook.errors import BookError, raise_all
 from tabbook.files import BuildDir, copy_atomic
-from tabbook.render.latex_conf import TEX_NAME
+from tabbook.render.latex_conf import TEX_NAME, chosen_fonts
 from tabbook.render.sphinx import sphinx_command, sphinx_env
 
 TOOLS = ("xelatex", "latexmk", "rsvg-convert")
@@ -171,6 +172,23 @@ def write_latex(config: Config, framework: str, log=print) -> Path:
     return out / TEX_NAME
 
 
+def post_latex(config: Config, framework: str, tex_path: Path, log=print) -> None:
+    """``[pdf] post_latex``: the book's script run on the written .tex file before it is typeset,
+    as d2lbook runs it (``python SCRIPT FILE.tex`` from the book's root; a failure stops the PDF).
+    Its Python is the builder's own, which d2lbook's ``python`` is too."""
+    script = config.pdf.post_latex
+    if script is None:
+        return
+    proc = subprocess.run([sys.executable, str(script), str(tex_path)], cwd=config.root,
+                          capture_output=True, text=True)
+    for line in proc.stdout.splitlines():
+        log(f"[pdf:{framework}] {line}")
+    if proc.returncode != 0:
+        said = "\n".join(proc.stderr.strip().splitlines()[-15:]) or "(nothing on stderr)"
+        raise config_error(config, "pdf", "post_latex", f"{config.rel(script)} failed on "
+                           f"{config.rel(tex_path)} (exit {proc.returncode}):\n{_indent(said)}")
+
+
 def typeset(config: Config, framework: str, tex_path: Path, log=print) -> Path:
     """latexmk + xelatex in the .tex file's folder; returns the finished PDF in build/pdf/."""
     cmd = ["latexmk", "-xelatex", "-interaction=nonstopmode", "-halt-on-error", "-file-line-error",
@@ -203,6 +221,8 @@ def write_pdfs(config: Config, wanted: tuple[str, ...], jobs: int = 0, log=print
     """Each framework's LaTeX from the doctree cache a ``latex`` build filled, typeset;
     returns framework → PDF. (:func:`tabbook.build.build_pdfs` runs that build first.)"""
     workers = max(1, min(jobs or os.cpu_count() or 1, len(wanted), 2))
+    for warning in chosen_fonts(config)[1]:  # [pdf] *_font not installed: tabbook's font instead
+        log(f"warning: {warning.location_message()}")
     done: dict[str, Path] = {}
     failures: list[BookError] = []
     with ThreadPoolExecutor(workers) as pool:
@@ -210,6 +230,7 @@ def write_pdfs(config: Config, wanted: tuple[str, ...], jobs: int = 0, log=print
         for fw in wanted:  # Sphinx runs one at a time: they share one doctree cache
             try:
                 tex = write_latex(config, fw, log=log)
+                post_latex(config, fw, tex, log=log)
             except BookError as err:
                 failures.append(err)
                 continue

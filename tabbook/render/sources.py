@@ -155,6 +155,7 @@ def write_sources(
         write_if_changed(build.line_map(job.stem), json.dumps(line_map))
     for rel, text in (extra or {}).items():
         tree.write(tree.src / rel, text)
+    _write_rsts(tree, config)
     _link_book_files(tree, config)
     _remove_unwanted(tree)
     if memo is not None:
@@ -260,10 +261,21 @@ def _remove_unwanted(tree: SourceTree) -> None:
     """Pages no longer in the book leave ``build/src`` (not those under a linked folder)."""
     src = tree.src
     for path in list(src.rglob("*")):
-        if path.suffix in (".md", ".ipynb") and path.is_file() and path not in tree.wanted \
+        if path.suffix in (".md", ".ipynb", ".rst") and path.is_file() and path not in tree.wanted \
                 and not any(p.is_symlink() for p in path.parents if src in p.parents):
             path.unlink()
             tree.changed += 1
+
+
+def _write_rsts(tree: SourceTree, config: Config) -> None:
+    """``[build] rsts``: the book's reStructuredText pages, at their place in the sources (Sphinx
+    reads them beside the Markdown). A toc lists Markdown pages only, so each is an orphan, reached
+    by the links to it, as the API pages of a d2lbook book are."""
+    for path in config.files(config.rsts):
+        text = path.read_text(encoding="utf-8")
+        if not text.lstrip().startswith(":orphan:"):
+            text = ":orphan:\n\n" + text
+        tree.write(tree.src / config.rel(path), text)
 
 
 def front_page(config: Config, root: Section, sections: list[Section],

@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
@@ -81,6 +82,8 @@ def sphinx_env(config: Config) -> dict[str, str]:
 
 
 STAMP = ".tabbook-stamp"
+#: A located error tabbook's settings raised while Sphinx evaluated conf.py, in Sphinx's report.
+CONF_ERROR = re.compile(r"^\s*tabbook\.errors\.BookError: (.+)$", re.M)
 #: What the last HTML run had imported (under ``build/``): the live preview's server and the warm
 #: builder import it before they fork (:mod:`tabbook.warm.preload`).
 WARM_MODULES = "warm-modules.json"
@@ -122,6 +125,8 @@ def site_stamp(config: Config, cmd: list[str]) -> str:
         h.update(path.read_bytes() if path.is_file() else b"-")
     for name in config.resources:
         h.update(json.dumps(_tree_stat(config.root / name)).encode())
+    for path in config.named_files():  # favicon, logos, include_css/js, the book's own extensions
+        h.update(json.dumps(_tree_stat(path)).encode())
     # API pages read the generated library (tabbook.render.ext.apidoc); it is rewritten only
     # when its text changes, so its stat is stable across no-op builds.
     if config.library_dir.is_dir():
@@ -284,7 +289,12 @@ class SphinxRun:
         for warning in found.warnings:
             print(f"warning: {warning.location_message()}")
         errors = found.errors
-        if returncode != 0:
+        conf_error = CONF_ERROR.search(stderr) if returncode != 0 else None
+        if conf_error:
+            # A key's value failed while conf.py ran (sphinx_configs, an include_css name): the
+            # located message alone, not Sphinx's crash report around it.
+            errors.append(BookError(conf_error.group(1)))
+        elif returncode != 0:
             sys.stderr.write(stderr)
             errors.append(BookError(f"Sphinx failed (exit {returncode}); see the messages above"))
         elif not self.records.is_file():
