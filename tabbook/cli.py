@@ -106,6 +106,9 @@ def parser() -> argparse.ArgumentParser:
     lc.add_argument("site", nargs="?", type=Path, help="the site (default: build/html)")
     ev = sub.add_parser("envs", help="create the framework environments")
     ev.add_argument("frameworks", nargs="*", help="tabs (default: all)")
+    lk = sub.add_parser("lock", help="pin every package of each framework's environment with its hashes "
+                        "(envs/NAME.hashes.txt, installed in hash-checking mode)")
+    lk.add_argument("frameworks", nargs="*", help="tabs (default: all with a requirements file)")
     wh = sub.add_parser("wheelhouse", help="download what an offline (GPU) machine needs to execute")
     wh.add_argument("--dest", type=Path, help="where (default: build/wheelhouse)")
     wh.add_argument("--python-version", default="3.12", help="that machine's Python (default 3.12)")
@@ -470,6 +473,10 @@ def _dispatch(args: argparse.Namespace, rest: list[str]) -> int:
             from tabbook.execute.envs import create_envs
 
             create_envs(config, args.frameworks or list(config.tabs))
+        elif args.command == "lock":
+            from tabbook.execute.envs import lock_envs
+
+            lock_envs(config, args.frameworks or [t for t in config.tabs if config.framework(t).requirements])
         elif args.command in ("clean", "clear"):
             from tabbook.build import clean
 
