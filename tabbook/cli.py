@@ -75,6 +75,8 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--dry-run", action="store_true",
                    help="say which units would run and why (which input changed); run and write nothing")
     b.add_argument("--json", action="store_true", help="with --dry-run: the plan as a JSON list, one object per unit")
+    b.add_argument("--external", action="store_true",
+                   help="with the linkcheck target: also ask every external link's server (network)")
     b.add_argument("--strict", action="store_true", default=None,
                    help="warnings fail the build too (d2lbook's [build] warning_is_error, Sphinx's -W)")
     ch = sub.add_parser("check", help="lint the sources without starting a kernel")
@@ -104,6 +106,7 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("serve", help="live preview: rebuild on save, reload the page (serve --help)", add_help=False)
     lc = sub.add_parser("linkcheck", help="check every internal link and anchor of a built site")
     lc.add_argument("site", nargs="?", type=Path, help="the site (default: build/html)")
+    lc.add_argument("--external", action="store_true", help="also ask every http(s) link's server (network)")
     ev = sub.add_parser("envs", help="create the framework environments")
     ev.add_argument("frameworks", nargs="*", help="tabs (default: all)")
     lk = sub.add_parser("lock", help="pin every package of each framework's environment with its hashes "
@@ -163,7 +166,7 @@ def _d2lbook_build(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - C
         if "linkcheck" in targets:
             from tabbook.render.linkcheck import report_broken_links
 
-            code |= report_broken_links(config.build_dir / "html")
+            code |= report_broken_links(config.build_dir / "html", external=args.external)
     elif "eval" in targets:
         code |= _build(config, argparse.Namespace(**{**vars(args), "targets": [], "tab": None, "no_render": True}))
     return code
@@ -398,7 +401,7 @@ def _dispatch(args: argparse.Namespace, rest: list[str]) -> int:
         if args.command == "linkcheck":  # works on any built site, with or without a book
             from tabbook.render.linkcheck import report_broken_links
 
-            return report_broken_links(args.site or args.root / "build" / "html")
+            return report_broken_links(args.site or args.root / "build" / "html", external=args.external)
         if args.command == "warm":
             from tabbook import warm
 

@@ -113,7 +113,13 @@ def install_command(installer: str, python: Path, lock: Path, constraints: Path 
                *pip_sources()]
     else:
         cmd = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-    if hashed:
+    if hashed and installer == "uv":
+        # uv's --require-hashes also wants every constraint pinned with ==, and a site's cap or
+        # MXNet's `ipython<9` is a range. The same guarantee instead: hashed_lock() has checked
+        # that every package of the lock is pinned with its hashes, uv checks each file against
+        # them, and installs nothing the lock does not list; the constraints still apply.
+        cmd += ["--no-deps", "--verify-hashes"]
+    elif hashed:
         cmd.append("--require-hashes")
     if constraints is not None:
         cmd += ["-c", str(constraints.resolve())]
@@ -155,7 +161,31 @@ def hashed_lock(requirements: Path, rel=str) -> Path | None:  # noqa: ANN001 - C
     if first.strip() != want:
         raise BookError(f"this hashed lock was not made from the current {requirements.name}: "
                         f"run `tabbook lock` (its first line must read {want!r})", rel(path), 1)
+    _check_hashed(path, rel)
     return path
+
+
+def _check_hashed(path: Path, rel) -> None:  # noqa: ANN001 - Config.rel
+    """Every requirement of a hashed lock is one package pinned with ``==`` and given hashes,
+    as pip's ``--require-hashes`` demands (and uv's install relies on, see install_command)."""
+    import re
+
+    logical, start = "", 0
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines() + [""], 1):
+        if not logical:
+            start = number
+        text = line.split(" #", 1)[0].strip() if not line.lstrip().startswith("#") else ""
+        if text.endswith("\\"):
+            logical += text[:-1] + " "
+            continue
+        logical = (logical + text).strip()
+        if logical:
+            words = logical.split()
+            if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*==[^=;\s]+", words[0]) or not any(
+                    w.startswith("--hash=sha256:") for w in words[1:]):
+                raise BookError(f"every package of a hashed lock is pinned with == and its --hash: {words[0]}",
+                                rel(path), start)
+        logical = ""
 
 
 def _local_hashes(name: str, version: str, places: list[str]) -> list[str]:
@@ -177,6 +207,20 @@ def _local_hashes(name: str, version: str, places: list[str]) -> list[str]:
     return found
 
 
+def _venv_seed(python: Path) -> set[str]:
+    """``name==version`` of what ``python -m venv`` itself installs (ensurepip's bundled pip and
+    setuptools): part of every venv, not of its lock; a newer release the lock asks for stays."""
+    code = ("import ensurepip, os; d = os.path.join(os.path.dirname(ensurepip.__file__), '_bundled'); "
+            "print(' '.join(os.listdir(d)) if os.path.isdir(d) else '')")
+    proc = subprocess.run([str(python), "-c", code], capture_output=True, text=True)
+    seed: set[str] = set()
+    for name in proc.stdout.split():
+        parts = name.split("-")
+        if name.endswith(".whl") and len(parts) >= 2:
+            seed.add(f"{parts[0].lower()}=={parts[1]}")
+    return seed
+
+
 def write_hashed_lock(requirements: Path, python: Path, log=print) -> Path:  # noqa: ANN001 - print
     """``tabbook lock``: pin every package installed in the venv of ``python`` (made from
     ``requirements``) with the hashes of its files, into ``hashed_path(requirements)``.
@@ -191,7 +235,9 @@ def write_hashed_lock(requirements: Path, python: Path, log=print) -> Path:  # n
         raise BookError("tabbook lock needs uv (pip install uv) to look up the packages' hashes")
     frozen = subprocess.run([str(python), "-m", "pip", "freeze", "--all", "--disable-pip-version-check"],
                             check=True, capture_output=True, text=True).stdout
-    pins = [line for line in frozen.splitlines() if line and not line.lower().startswith("pip==")]
+    seed = _venv_seed(python)
+    pins = [line for line in frozen.splitlines()
+            if line and line.lower() not in seed and not line.lower().startswith("pip==")]
     bad = [line for line in pins if "==" not in line]
     if bad:
         raise BookError(f"{python}: cannot lock what is not installed from an index: {', '.join(bad)}")
