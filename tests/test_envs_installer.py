@@ -188,3 +188,20 @@ def test_tabbook_lock_pins_the_environment_with_hashes_from_the_wheel_folder(off
     assert text.splitlines()[0] == HEADER.format(name="alpha.txt", digest=requirements_digest(book / "envs" / "alpha.txt"))
     assert f"tinypkg==1.0 \\\n    --hash=sha256:{good}\n" in text
     assert "pip==" not in text
+
+
+def test_hashed_lock_with_an_unhashed_or_unpinned_package_is_refused(offline) -> None:
+    book, wheel = offline
+    path = _hashed(book, wheel)
+    lock = book / "envs" / "alpha.txt"
+    good = path.read_text()
+    path.write_text(good + "# a comment\nsix==1.16.0  # no hash\n")
+    with pytest.raises(BookError, match="pinned with == and its --hash: six==1.16.0") as err:
+        hashed_lock(lock, str)
+    assert err.value.line == 5
+    path.write_text(good + "six>=1 \\\n    --hash=sha256:" + "1" * 64 + "\n")
+    with pytest.raises(BookError, match="six>=1") as err:
+        hashed_lock(lock, str)
+    assert err.value.line == 4
+    path.write_text(good + "six==1.16.0 \\\n    --hash=sha256:" + "1" * 64 + "\n")
+    assert hashed_lock(lock, str) == path
