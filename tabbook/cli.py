@@ -87,6 +87,8 @@ def _build_parser(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--dry-run", action="store_true",
                    help="say which units would run and why (which input changed); run and write nothing")
     b.add_argument("--json", action="store_true", help="with --dry-run: the plan as a JSON list, one object per unit")
+    b.add_argument("--external", action="store_true",
+                   help="with the linkcheck target: also ask every external link's server (network)")
     b.add_argument("--strict", action="store_true", default=None,
                    help="warnings fail the build too (d2lbook's [build] warning_is_error, Sphinx's -W)")
 
@@ -119,6 +121,10 @@ def _other_parsers(sub: argparse._SubParsersAction) -> None:
     sub.add_parser("serve", help="live preview: rebuild on save, reload the page (serve --help)", add_help=False)
     lc = sub.add_parser("linkcheck", help="check every internal link and anchor of a built site")
     lc.add_argument("site", nargs="?", type=Path, help="the site (default: build/html)")
+    lc.add_argument("--external", action="store_true", help="also ask every http(s) link's server (network)")
+    lk = sub.add_parser("lock", help="pin every package of each framework's environment with its hashes "
+                        "(envs/NAME.hashes.txt, installed in hash-checking mode)")
+    lk.add_argument("frameworks", nargs="*", help="tabs (default: all with a requirements file)")
     ev = sub.add_parser("envs", help="create the framework environments")
     ev.add_argument("frameworks", nargs="*", help="tabs (default: all)")
     wh = sub.add_parser("wheelhouse", help="download what an offline (GPU) machine needs to execute")
@@ -174,7 +180,7 @@ def _d2lbook_build(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - C
         if "linkcheck" in targets:
             from tabbook.render.linkcheck import report_broken_links
 
-            code |= report_broken_links(BuildDir(config.build_dir).html)
+            code |= report_broken_links(BuildDir(config.build_dir).html, external=args.external)
     elif "eval" in targets:
         code |= _build(config, argparse.Namespace(**{**vars(args), "targets": [], "tab": None, "no_render": True}))
     return code
@@ -420,7 +426,7 @@ def _linkcheck(args: argparse.Namespace, rest: list[str]) -> int:
     """Works on any built site, with or without a book."""
     from tabbook.render.linkcheck import report_broken_links
 
-    return report_broken_links(args.site or BuildDir(args.root / "build").html)
+    return report_broken_links(args.site or BuildDir(args.root / "build").html, external=args.external)
 
 
 def _warm(args: argparse.Namespace, rest: list[str]) -> int:
@@ -508,6 +514,13 @@ def _envs(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
     return 0
 
 
+def _lock(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
+    from tabbook.execute.envs import lock_envs
+
+    lock_envs(config, args.frameworks or [t for t in config.tabs if config.framework(t).requirements])
+    return 0
+
+
 def _clean(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
     from tabbook.build import clean
 
@@ -521,6 +534,6 @@ WITHOUT_BOOK: dict[str, Callable[[argparse.Namespace, list[str]], int]] = {
 }
 WITH_BOOK: dict[str, Callable[..., int]] = {
     "build": _build, "check": _check, "lib": _lib_locked, "libtest": _libtest, "pdf": _pdf,
-    "merge-stores": _merge_stores, "site": _site, "wheelhouse": _wheelhouse, "envs": _envs,
+    "merge-stores": _merge_stores, "site": _site, "wheelhouse": _wheelhouse, "envs": _envs, "lock": _lock,
     "clean": _clean, "clear": _clean,
 }

@@ -129,7 +129,7 @@ def ensure_env(config: Config, fw: Framework, create: bool = True, log=print) ->
             f"(--python {fw.name}=PATH), or build with --no-execute", "config.ini", line)
     target = venv_dir(fw)
     python = target / "bin" / "python"
-    if not (target / MARKER).is_file():
+    if not _complete(target, fw, config):
         if not create:
             raise BookError(
                 f"the {fw.name} environment is not installed; run `make envs` or `make html`",
@@ -145,35 +145,71 @@ def ensure_env(config: Config, fw: Framework, create: bool = True, log=print) ->
         target.parent.mkdir(parents=True, exist_ok=True)
         with exclusive(target.parent / f".{target.name}.lock", f"another process creating the {fw.name} "
                        f"environment {target}", log=log):
-            if not (target / MARKER).is_file():
+            if not _complete(target, fw, config):
                 _create_env(config, fw, target, base, log)
     return Env(fw.name, python, lock_hash(fw))
 
 
+def _hashes_line(config: Config, fw: Framework) -> str | None:
+    """What the marker records of the hashed lock installed (None: there is none)."""
+    from tabbook.execute.installer import hashed_lock
+
+    assert fw.requirements is not None
+    hashed = hashed_lock(fw.requirements, config.rel)
+    if hashed is None:
+        return None
+    return f"hashes sha256:{hashlib.sha256(hashed.read_bytes()).hexdigest()[:16]}"
+
+
+def _complete(target: Path, fw: Framework, config: Config) -> bool:
+    """The venv is installed, from the hashed lock there is now when its marker names one.
+
+    The venv's name comes from the requirements file alone (so adding hashes to a lock keeps
+    every venv and freeze key); a marker that records another hashed lock than today's means
+    ``tabbook lock`` pinned something else since, and the venv is made again. A marker from
+    before hashed locks (the Python version alone) is taken as it is.
+    """
+    try:
+        recorded = (target / MARKER).read_text(encoding="utf-8").split("\n")
+    except OSError:
+        return False
+    hashes = [line for line in recorded if line.startswith("hashes ")]
+    return not hashes or hashes[0] == _hashes_line(config, fw)
+
+
 def _create_env(config: Config, fw: Framework, target: Path, base: Path, log: Callable[[str], Any]) -> None:
     """Create ``target`` with the interpreter ``base`` and install ``fw``'s lock into it (the
-    caller holds its lock)."""
+    caller holds its lock): with uv when it is available, else pip (:mod:`.installer`), from
+    the hashed lock beside the requirements when there is one."""
+    import time
+
+    from tabbook.execute.installer import chosen_installer, hashed_lock, install_command
+
     assert fw.requirements is not None
     python = target / "bin" / "python"
+    installer = chosen_installer()
+    hashed = hashed_lock(fw.requirements, config.rel)
+    lock = hashed or fw.requirements
     if target.exists():
         log(f"[env] {fw.name}: removing incomplete environment {target}")
         shutil.rmtree(target)
-    log(f"[env] {fw.name}: creating {target} (Python {_python_version(base)})")
+    log(f"[env] {fw.name}: creating {target} (Python {_python_version(base)}, {installer}, "
+        f"{config.rel(lock)}{', hashes checked' if hashed else ''})")
+    started = time.monotonic()
     target.parent.mkdir(parents=True, exist_ok=True)
     subprocess.run([str(base), "-m", "venv", str(target)], check=True)
-    pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-    if fw.constraints:
-        pip += ["-c", str(fw.constraints.resolve())]
+    cmd = install_command(installer, python, lock, fw.constraints, hashed is not None)
     try:
         # In the lock's folder: its relative paths (a local package) mean what they say.
-        subprocess.run(pip + ["-r", str(fw.requirements.resolve())], check=True,
-                       cwd=fw.requirements.parent)
+        subprocess.run(cmd, check=True, cwd=lock.parent)
     except subprocess.CalledProcessError as exc:
         raise BookError(
-            f"installing the {fw.name} environment failed (pip exit {exc.returncode})",
-            config.rel(fw.requirements),
+            f"installing the {fw.name} environment failed ({installer} exit {exc.returncode})",
+            config.rel(lock),
         ) from exc
-    (target / MARKER).write_text(_python_version(python) + "\n")
+    hashes = _hashes_line(config, fw)
+    (target / MARKER).write_text(_python_version(python) + "\n" + (hashes + "\n" if hashes else ""))
+    log(f"[env] {fw.name}: installed with {installer} in {time.monotonic() - started:.1f} s")
 
 
 CHECKED = ".tabbook-checked"
@@ -289,6 +325,24 @@ def create_envs(config: Config, names: list[str]) -> None:
         fw = config.framework(name)
         env = ensure_env(config, fw)
         print(f"[env] {name}: {fw.import_name} {check_env(config, fw, env)} at {env.python}")
+
+
+def lock_envs(config: Config, names: list[str]) -> None:
+    """``tabbook lock [fw ...]``: write each framework's hashed lock from its environment
+    (created first when missing)."""
+    from tabbook.execute.installer import write_hashed_lock
+
+    for name in names:
+        if name not in config.tabs:
+            raise BookError(f"unknown framework {name!r} (tabs: {', '.join(config.tabs)})")
+        fw = config.framework(name)
+        if fw.requirements is None or fw.interpreter is not None or fw.python == "current":
+            raise BookError(f"tab {name!r} has no requirements file of its own to lock")
+        for number, _ in local_requirements(fw.requirements):
+            raise BookError("a lock in hash-checking mode cannot name a local folder", config.rel(fw.requirements),
+                            number)
+        env = ensure_env(config, fw)
+        write_hashed_lock(fw.requirements, env.python)  # its pins are this venv's: it stays as it is
 
 
 #: Variables kernels get from the builder's environment: what a process needs to run (paths,

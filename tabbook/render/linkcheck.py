@@ -1,14 +1,23 @@
-"""Check that every internal link and anchor of a built site resolves.
+"""Check that every internal link and anchor of a built site resolves, and, on request, every
+external one.
 
-Sphinx's own linkcheck is about external URLs; this walks ``build/html`` with
-the standard library's HTML parser and checks ``href``/``src`` targets inside
-the site: the file exists and, for ``#fragment``, an element with that id (or
-a named anchor) exists in the target page. ``python -m tabbook linkcheck DIR``.
+This walks ``build/html`` with the standard library's HTML parser and checks ``href``/``src``
+targets inside the site: the file exists and, for ``#fragment``, an element with that id (or
+a named anchor) exists in the target page. ``tabbook linkcheck [DIR]``, offline.
+
+``--external`` (``tabbook linkcheck --external``, ``tabbook build linkcheck --external``) also
+asks every distinct ``http``/``https`` address the pages link to, a few at a time: a HEAD
+request, then a GET where the server refuses HEAD; a status of 400 or more, or no answer within
+the timeout, is a broken link, reported at each page and line that uses it. It is the one part
+of tabbook that uses the network, and only when asked: a build never does.
 """
 
 from __future__ import annotations
 
 import sys
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -62,10 +71,68 @@ def broken_links(site: Path) -> list[str]:
     return problems
 
 
-def report_broken_links(site: Path) -> int:
-    """``python -m tabbook linkcheck [SITE]``: print every broken link; 1 if there is any."""
+def external_links(site: Path) -> dict[str, list[str]]:
+    """Every ``http(s)`` address the site's pages link to → the ``page.html:LINE`` places using it."""
+    site = site.resolve()
+    cache: dict[Path, _Page] = {}
+    found: dict[str, list[str]] = {}
+    for page_path in sorted(site.rglob("*.html")):
+        for link, line in _parse(page_path, cache).links:
+            if urlsplit(link).scheme in ("http", "https"):
+                found.setdefault(link.split("#", 1)[0], []).append(f"{page_path.relative_to(site)}:{line}")
+    return found
+
+
+#: Sent with every request: some servers refuse Python's default agent outright.
+USER_AGENT = "tabbook-linkcheck (+https://pypi.org/project/tabbook/)"
+
+
+def check_url(url: str, timeout: float = 15.0) -> str | None:
+    """None when ``url`` answers below 400 (redirects followed), else why it is broken."""
+    for method in ("HEAD", "GET"):
+        request = urllib.request.Request(url, method=method, headers={"User-Agent": USER_AGENT})
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - http(s) only
+                if response.status < 400:
+                    return None
+                status = f"HTTP {response.status}"
+        except urllib.error.HTTPError as exc:
+            status = f"HTTP {exc.code}"
+            if method == "HEAD" and exc.code in (403, 405, 501):  # HEAD refused: ask with GET
+                continue
+            return status
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            reason = getattr(exc, "reason", exc)
+            return f"no answer ({reason})"
+        if method == "GET":
+            return status
+    return status
+
+
+def broken_external_links(site: Path, jobs: int = 8, timeout: float = 15.0) -> list[str]:
+    """``page.html:LINE: broken external link URL (why)`` for each place that uses a broken address."""
+    found = external_links(site)
+    urls = sorted(found)
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        answers = list(pool.map(lambda u: check_url(u, timeout), urls))
+    problems = []
+    for url, why in zip(urls, answers, strict=True):
+        if why is not None:
+            problems += [f"{where}: broken external link {url} ({why})" for where in found[url]]
+    return sorted(problems)
+
+
+def report_broken_links(site: Path, external: bool = False) -> int:
+    """``tabbook linkcheck [SITE] [--external]``: print every broken link; 1 if there is any."""
     problems = broken_links(site)
     for p in problems:
         print(p, file=sys.stderr)
     print(f"[linkcheck] {len(problems)} broken internal links in {site}")
+    if external:
+        count = len(external_links(site))
+        outside = broken_external_links(site)
+        for p in outside:
+            print(p, file=sys.stderr)
+        print(f"[linkcheck] {len(outside)} broken external links ({count} addresses asked)")
+        problems += outside
     return 1 if problems else 0
