@@ -163,11 +163,17 @@ def _build(config: Config, opts: Options, log: Callable[[str], Any]) -> BuildRes
             prov = store_provenance(nb)
             result.devices[unit_id] = "" if not prov or prov.get("not_executed") else str(prov.get("device", ""))
         if opts.render:
+            from tabbook.render.sanitize import published, published_origins
+
+            # What the site shows of the outputs: cleaned of script unless the book trusts them.
+            trusted = config.site.trusted_outputs
+            notebooks = published(notebooks, trusted)  # type: ignore[assignment]
             # Every page renders even when units failed (they show their code without
             # outputs); the build then fails listing every failure.
             changed = sources.write_sources(config, book.rendered, notebooks,
                                             sources.extra_pages(config, book_library(book), book.sections),
-                                            origins=the_plan.origins, page_hashes=book.page_hashes,
+                                            origins=published_origins(the_plan.origins, trusted),
+                                            page_hashes=book.page_hashes,
                                             orphans=set(book.orphans))
             if opts.builder == "html":
                 from tabbook.render import slides

@@ -51,6 +51,7 @@ class SiteOptions:
     colab_url: str
     slides_dir: str = ""  # absolute: where the decks are written (build/html/_slides)
     front_page: bool = True
+    trusted_outputs: bool = False  # [site] trusted_outputs: downloads keep script (render/sanitize.py)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -90,6 +91,7 @@ def load_site_options(book: Config) -> SiteOptions:
         colab_url=colab if book.repository else "",
         slides_dir=str(book.build_dir / "html" / SLIDES),
         front_page=book.site.front_page,
+        trusted_outputs=book.site.trusted_outputs,
     )
 
 
@@ -189,10 +191,12 @@ def available_pdfs(opts: SiteOptions) -> set[str]:
     return {fw for fw in opts.tabs if (Path(opts.pdf_dir) / f"{opts.name}-{fw}.pdf").is_file()}
 
 
-def reader_notebook(nb: dict[str, Any]) -> dict[str, Any]:
+def reader_notebook(nb: dict[str, Any], trusted: bool = False) -> dict[str, Any]:
     """A freeze entry as a reader gets it: a plain Python 3 kernel, the provenance kept, the store's
-    bookkeeping (keys, hashes) dropped."""
-    out = public_copy(nb)
+    bookkeeping (keys, hashes) dropped, its outputs cleaned unless the book trusts them."""
+    from tabbook.render.sanitize import untrusted_notebook
+
+    out = public_copy(nb if trusted else untrusted_notebook(nb))
     meta = out.setdefault("metadata", {})
     meta["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
     return out
@@ -233,8 +237,10 @@ def _reader_code() -> str:
     import hashlib
 
     from tabbook.execute import store
+    from tabbook.render import sanitize
 
-    return hashlib.sha256(Path(__file__).read_bytes() + Path(store.__file__).read_bytes()).hexdigest()
+    return hashlib.sha256(Path(__file__).read_bytes() + Path(store.__file__).read_bytes()
+                          + Path(sanitize.__file__).read_bytes()).hexdigest()
 
 
 def publish_downloads(opts: SiteOptions, docnames: list[str], outdir: Path) -> int:
@@ -253,7 +259,7 @@ def publish_downloads(opts: SiteOptions, docnames: list[str], outdir: Path) -> i
         record = json.loads(record_path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         record = {}
-    code = _reader_code()
+    code = _reader_code() + (" trusted" if opts.trusted_outputs else "")
     before = record.get("entries", {}) if record.get("code") == code else {}
     published: dict[str, list[int]] = {}
     count = 0
@@ -271,7 +277,7 @@ def publish_downloads(opts: SiteOptions, docnames: list[str], outdir: Path) -> i
             if before.get(target) == seen and dst.is_file():
                 text = dst.read_text(encoding="utf-8")  # for the zip: the copy is what it would be
             else:
-                text = json.dumps(reader_notebook(read_entry(src)),
+                text = json.dumps(reader_notebook(read_entry(src), opts.trusted_outputs),
                                   indent=1, ensure_ascii=False) + "\n"
                 write_if_changed(dst, text)
                 dirty.add(fw)
