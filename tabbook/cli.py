@@ -1,7 +1,7 @@
 """Command line: ``python -m tabbook [-C ROOT] COMMAND``, one entry for everything the builder does.
 
 Commands: ``build``, ``new``, ``clear``, ``check``, ``lib``, ``libtest``, ``pdf``, ``site``,
-``serve``, ``linkcheck``, ``envs``, ``wheelhouse``, ``merge-stores``, ``katex``, ``clean``,
+``serve``, ``linkcheck``, ``envs``, ``wheelhouse``, ``merge-stores``, ``verify-freeze``, ``katex``, ``clean``,
 ``warm`` (``python -m tabbook COMMAND --help`` for each). ``build`` also takes d2lbook's targets
 (``tabbook build html``, ``tabbook build pdf --tab pytorch``). Library code raises :class:`BookError`; only this edge turns errors
 into ``file.md:LINE: message`` lines on stderr and a non-zero exit status.
@@ -112,6 +112,12 @@ def parser() -> argparse.ArgumentParser:
     mg = sub.add_parser("merge-stores", help="merge the current entries of freeze stores (shards, CI jobs)")
     mg.add_argument("stores", nargs="+", type=Path, metavar="DIR", help="stores to merge, first wins a tie")
     mg.add_argument("--into", type=Path, help="the store to merge into (default: the book's _freeze)")
+    vf = sub.add_parser("verify-freeze", help="re-execute the store's CPU entries into a throw-away store and "
+                        "report outputs that differ beyond timings, addresses and dates (review a _freeze-only change)")
+    vf.add_argument("--only", nargs="+", metavar="SECTION.md", help="only these sections")
+    vf.add_argument("--frameworks", help="comma list: only these frameworks")
+    vf.add_argument("--jobs", type=int, default=0, help="parallel units (default: core count)")
+    vf.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="execute on this Dask cluster's workers")
     sub.add_parser("katex", help="install KaTeX now (builds do it on demand) and print where")
     sub.add_parser("clean", help="remove build/")
     sub.add_parser("clear", help="remove build/ (d2lbook's name; the freeze store _freeze/ stays)")
@@ -329,6 +335,30 @@ def _merge_stores(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Co
     return 0
 
 
+def _verify_freeze(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
+    """Exit 1 when an entry's outputs differ from a new run's (volatile parts aside), an entry is
+    stale, or a unit fails; entries computed on GPUs are listed as not verified."""
+    from tabbook.build import verify_freeze
+    from tabbook.execute.plan import Selection
+
+    selection = Selection(frameworks=_names(args.frameworks), only=tuple(args.only) if args.only else None)
+    verdicts = verify_freeze(config, selection, jobs=args.jobs, scheduler=args.scheduler)
+    counts: dict[str, int] = {}
+    for v in sorted(verdicts, key=lambda v: v.entry):
+        counts[v.state] = counts.get(v.state, 0) + 1
+        if v.state == "differs":
+            for detail in v.details:
+                print(f"{v.entry}: differs from a new run: {detail}")
+        elif v.state == "gpu":
+            print(f"{v.entry}: not verified: {v.details[0]}")
+        elif v.state != "same":
+            print(f"{v.entry}: {v.state}: {'; '.join(v.details)}")
+    print(f"[verify] {counts.get('same', 0)} entries as a new run gives them (timings, addresses, dates aside), "
+          f"{counts.get('differs', 0)} differ, {counts.get('gpu', 0)} computed on GPUs not verified, "
+          f"{counts.get('stale', 0)} stale, {counts.get('failed', 0)} failed")
+    return 1 if any(v.state in ("differs", "stale", "failed") for v in verdicts) else 0
+
+
 def _site(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
     """The published site: every framework's PDF first (``pdf``), then the HTML build, which
     copies them into the site and links them from every page. Fails without TeX: a complete
@@ -453,6 +483,8 @@ def _dispatch(args: argparse.Namespace, rest: list[str]) -> int:
             return _pdf(config, args)
         if args.command == "merge-stores":
             return _merge_stores(config, args)
+        if args.command == "verify-freeze":
+            return _verify_freeze(config, args)
         if args.command == "site":
             return _site(config, args)
         if args.command == "wheelhouse":
