@@ -121,9 +121,14 @@ def _build(config: Config, opts: Options, log: Callable[[str], Any]) -> BuildRes
         result.library_changed = _write_library(config, book, log)
         the_plan, notebooks, failures = _execute(config, book, opts, execute, strict, site, result, log)
         if opts.render:
+            from tabbook.render.sanitize import published, published_origins
+
+            # What the site shows of the outputs: cleaned of script unless the book trusts them.
+            trusted = config.site.trusted_outputs
+            notebooks = published(notebooks, trusted)  # type: ignore[assignment]
             # Every page renders even when units failed (they show their code without
             # outputs); the build then fails listing every failure.
-            _render(config, book, opts, notebooks, the_plan.origins, site, result, log)
+            _render(config, book, opts, notebooks, published_origins(the_plan.origins, trusted), site, result, log)
         raise_all([*failures, *(the_plan.outdated if strict else [])])
     finally:
         if site is not None:
@@ -270,3 +275,43 @@ def clean(config: Config) -> None:
     the lock file created anew)."""
     with locked(config):
         shutil.rmtree(config.build_dir, ignore_errors=True)
+
+
+def verify_freeze(config: Config, selection: Selection, *, jobs: int = 0, scheduler: str | None = None,
+                  log: Callable[[str], Any] = print) -> list[Any]:
+    """``tabbook verify-freeze``: re-execute the store's current CPU entries (those ``selection``
+    names) into a throw-away store and compare what a reader would see
+    (:mod:`tabbook.execute.verify`); the book's store is only read."""
+    import tempfile
+
+    from tabbook.execute import plan, verify
+    from tabbook.library.cache import book_library
+    from tabbook.library.generate import write_library
+
+    with locked(config):  # the kernels import d2l/, which must be the book's current library
+        book = read_book(config)
+        library = book_library(book)
+        write_library(config, library)
+        store = FreezeStore(config.freeze_dir, config.root)
+        forced = Selection(force=True, frameworks=selection.frameworks, only=selection.only, execute_here=True)
+        the_plan = plan.plan(config, book.rendered, library, store, forced)
+        current = {(u.section, u.framework) for u in the_plan.units if u.why == ["forced (--force)"]}
+        stale = [(u, p) for u, p in the_plan.todo if (u.section, u.framework) not in current]
+        the_plan.todo = [(u, p) for u, p in the_plan.todo if (u.section, u.framework) in current]
+
+        def run(todo: list[tuple[Any, Any]]) -> dict[tuple[str, str], dict[str, Any] | str]:
+            the_plan.todo = todo
+            with tempfile.TemporaryDirectory(prefix="tabbook-verify-") as tmp:
+                notebooks, _ = plan.run(config, the_plan, FreezeStore(Path(tmp), config.root),
+                                        lambda: _runner(config, the_plan, Options(jobs=jobs, scheduler=scheduler), log))
+            failed = {(s.section, s.framework): s.error or "failed" for s in the_plan.statuses if s.status == "failed"}
+            return {k: failed.get(k) or notebooks[k] for k in ((u.section, u.framework) for u, _ in todo)}
+
+        def rel(section: str, fw: str) -> str:
+            return config.rel(store.path(section, fw))
+
+        verdicts = verify.verify(the_plan.todo, store.load, rel,
+                                 lambda nb: bool(store_provenance(nb).get("gpus")), run)
+        verdicts += [verify.Verdict(rel(u.section, u.framework), u.section, u.framework, "stale",
+                                    ["the entry is missing or stale: `tabbook build` first"]) for u, _ in stale]
+    return verdicts

@@ -1,7 +1,7 @@
 """Command line: ``python -m tabbook [-C ROOT] COMMAND``, one entry for everything the builder does.
 
 Commands: ``build``, ``new``, ``clear``, ``check``, ``lib``, ``libtest``, ``pdf``, ``site``,
-``serve``, ``linkcheck``, ``envs``, ``wheelhouse``, ``merge-stores``, ``katex``, ``clean``,
+``serve``, ``linkcheck``, ``envs``, ``wheelhouse``, ``merge-stores``, ``verify-freeze``, ``katex``, ``clean``,
 ``warm`` (``python -m tabbook COMMAND --help`` for each). ``build`` also takes d2lbook's targets
 (``tabbook build html``, ``tabbook build pdf --tab pytorch``). Library code raises :class:`BookError`; only this edge turns errors
 into ``file.md:LINE: message`` lines on stderr and a non-zero exit status.
@@ -122,6 +122,12 @@ def _other_parsers(sub: argparse._SubParsersAction) -> None:
     lc = sub.add_parser("linkcheck", help="check every internal link and anchor of a built site")
     lc.add_argument("site", nargs="?", type=Path, help="the site (default: build/html)")
     lc.add_argument("--external", action="store_true", help="also ask every http(s) link's server (network)")
+    vf = sub.add_parser("verify-freeze", help="re-execute the store's CPU entries into a throw-away store and "
+                        "report outputs that differ beyond timings, addresses and dates (review a _freeze-only change)")
+    vf.add_argument("--only", nargs="+", metavar="SECTION.md", help="only these sections")
+    vf.add_argument("--frameworks", help="comma list: only these frameworks")
+    vf.add_argument("--jobs", type=int, default=0, help="parallel units (default: core count)")
+    vf.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="execute on this Dask cluster's workers")
     lk = sub.add_parser("lock", help="pin every package of each framework's environment with its hashes "
                         "(envs/NAME.hashes.txt, installed in hash-checking mode)")
     lk.add_argument("frameworks", nargs="*", help="tabs (default: all with a requirements file)")
@@ -514,6 +520,30 @@ def _envs(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
     return 0
 
 
+def _verify_freeze(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
+    """Exit 1 when an entry's outputs differ from a new run's (volatile parts aside), an entry is
+    stale, or a unit fails; entries computed on GPUs are listed as not verified."""
+    from tabbook.build import verify_freeze
+    from tabbook.execute.plan import Selection
+
+    selection = Selection(frameworks=_names(args.frameworks), only=tuple(args.only) if args.only else None)
+    verdicts = verify_freeze(config, selection, jobs=args.jobs, scheduler=args.scheduler)
+    counts: dict[str, int] = {}
+    for v in sorted(verdicts, key=lambda v: v.entry):
+        counts[v.state] = counts.get(v.state, 0) + 1
+        if v.state == "differs":
+            for detail in v.details:
+                print(f"{v.entry}: differs from a new run: {detail}")
+        elif v.state == "gpu":
+            print(f"{v.entry}: not verified: {v.details[0]}")
+        elif v.state != "same":
+            print(f"{v.entry}: {v.state}: {'; '.join(v.details)}")
+    print(f"[verify] {counts.get('same', 0)} entries as a new run gives them (timings, addresses, dates aside), "
+          f"{counts.get('differs', 0)} differ, {counts.get('gpu', 0)} computed on GPUs not verified, "
+          f"{counts.get('stale', 0)} stale, {counts.get('failed', 0)} failed")
+    return 1 if any(v.state in ("differs", "stale", "failed") for v in verdicts) else 0
+
+
 def _lock(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
     from tabbook.execute.envs import lock_envs
 
@@ -534,6 +564,6 @@ WITHOUT_BOOK: dict[str, Callable[[argparse.Namespace, list[str]], int]] = {
 }
 WITH_BOOK: dict[str, Callable[..., int]] = {
     "build": _build, "check": _check, "lib": _lib_locked, "libtest": _libtest, "pdf": _pdf,
-    "merge-stores": _merge_stores, "site": _site, "wheelhouse": _wheelhouse, "envs": _envs, "lock": _lock,
+    "merge-stores": _merge_stores, "site": _site, "wheelhouse": _wheelhouse, "envs": _envs, "lock": _lock, "verify-freeze": _verify_freeze,
     "clean": _clean, "clear": _clean,
 }

@@ -228,6 +228,11 @@ class Site:
                            "default: build/pdf/NAME-FW.pdf, copied into the site, when it exists")
     front_page: bool = setting("site", "front_page", "true", boolean,
                                "the root page gains the generated front matter (picker, contents, downloads)")
+    trusted_outputs: bool = setting("site", "trusted_outputs", "false", boolean,
+                                    "publish outputs as they are, script included (interactive plots); off: "
+                                    "HTML and SVG outputs are cleaned and JavaScript outputs dropped, on the "
+                                    "pages and in the downloadable notebooks (README: What an output may do)",
+                                    overlay=False)
 
 
 def _unused(why: str) -> str:

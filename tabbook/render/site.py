@@ -61,6 +61,7 @@ class SiteOptions:
     version: str = ""
     # [build] non-notebooks: Markdown files (root-relative) copied as they are into each tab's zip.
     non_notebooks: tuple[str, ...] = ()
+    trusted_outputs: bool = False  # [site] trusted_outputs: downloads keep script (render/sanitize.py)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -109,6 +110,7 @@ def load_site_options(book: Config) -> SiteOptions:
         gpu_pattern=book.colab.gpu_pattern,
         version=book.version,
         non_notebooks=tuple(book.rel(p) for p in book.files(book.non_notebooks)),
+        trusted_outputs=book.site.trusted_outputs,
     )
 
 
@@ -208,10 +210,12 @@ def available_pdfs(opts: SiteOptions) -> set[str]:
     return {fw for fw in opts.tabs if (Path(opts.pdf_dir) / f"{opts.name}-{fw}.pdf").is_file()}
 
 
-def reader_notebook(nb: dict[str, Any]) -> dict[str, Any]:
+def reader_notebook(nb: dict[str, Any], trusted: bool = False) -> dict[str, Any]:
     """A freeze entry as a reader gets it: a plain Python 3 kernel, the provenance kept, the store's
-    bookkeeping (keys, hashes) dropped."""
-    out = public_copy(nb)
+    bookkeeping (keys, hashes) dropped, its outputs cleaned unless the book trusts them."""
+    from tabbook.render.sanitize import untrusted_notebook
+
+    out = public_copy(nb if trusted else untrusted_notebook(nb))
     meta = out.setdefault("metadata", {})
     meta["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
     return out
@@ -362,7 +366,7 @@ def publish_downloads(opts: SiteOptions, docnames: list[str], outdir: Path) -> i
         record = json.loads(record_path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         record = {}
-    code = _reader_code(opts)
+    code = _reader_code(opts) + (" trusted" if opts.trusted_outputs else "")
     before = record.get("entries", {}) if record.get("code") == code else {}
     published: dict[str, list[int]] = {}
     count = 0
@@ -380,7 +384,7 @@ def publish_downloads(opts: SiteOptions, docnames: list[str], outdir: Path) -> i
             if before.get(target) == seen and dst.is_file():
                 text = dst.read_text(encoding="utf-8")  # for the zip: the copy is what it would be
             else:
-                text = json.dumps(for_colab(reader_notebook(read_entry(src)), opts, fw),
+                text = json.dumps(for_colab(reader_notebook(read_entry(src), trusted=opts.trusted_outputs), opts, fw),
                                   indent=1, ensure_ascii=False) + "\n"
                 write_if_changed(dst, text)
                 dirty.add(fw)
