@@ -285,6 +285,7 @@ def verify_freeze(config: Config, selection: Selection, *, jobs: int = 0, schedu
     import tempfile
 
     from tabbook.execute import plan, verify
+    from tabbook.execute.store import provenance as store_provenance
     from tabbook.library.cache import book_library
     from tabbook.library.generate import write_library
 
@@ -304,7 +305,7 @@ def verify_freeze(config: Config, selection: Selection, *, jobs: int = 0, schedu
             with tempfile.TemporaryDirectory(prefix="tabbook-verify-") as tmp:
                 notebooks, _ = plan.run(config, the_plan, FreezeStore(Path(tmp), config.root),
                                         lambda: _runner(config, the_plan, Options(jobs=jobs, scheduler=scheduler), log))
-            failed = {(s.section, s.framework): s.error or "failed" for s in the_plan.statuses if s.status == "failed"}
+            failed = {(s.section, s.framework): s.error or "failed" for s in the_plan.units if s.status == "failed"}
             return {k: failed.get(k) or notebooks[k] for k in ((u.section, u.framework) for u, _ in todo)}
 
         def rel(section: str, fw: str) -> str:
