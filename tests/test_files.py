@@ -74,3 +74,32 @@ def test_the_cache_folder_follows_the_environment(tmp_path: Path, monkeypatch: p
     monkeypatch.delenv(files.CACHE_ENV)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert files.cache_dir() == tmp_path / "xdg" / "tabbook"
+
+
+def test_a_write_is_synced_before_its_rename_and_its_folder_after(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Durability: the data reaches the disk before the rename publishes it, and the rename
+    itself (the folder's entry) after; ``FSYNC`` off (the benchmark's baseline) does neither."""
+    events: list[str] = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd: int) -> None:
+        events.append("fsync folder" if os.path.isdir(f"/proc/self/fd/{fd}") else "fsync file")
+        real_fsync(fd)
+
+    def replace(src: str, dst: str) -> None:
+        events.append("rename")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(files.os, "fsync", fsync)
+    monkeypatch.setattr(files.os, "replace", replace)
+    files.write_atomic(tmp_path / "a.json", "{}")
+    assert events == ["fsync file", "rename", "fsync folder"]
+    events.clear()
+    files.copy_atomic(tmp_path / "a.json", tmp_path / "b.json")
+    assert events == ["fsync file", "rename", "fsync folder"]
+    events.clear()
+    monkeypatch.setattr(files, "FSYNC", False)
+    files.write_atomic(tmp_path / "c.json", "{}")
+    assert events == ["rename"]
+    assert (tmp_path / "c.json").read_text() == "{}"
