@@ -34,6 +34,8 @@ from tabbook.settings import (
     MODULE_NAME,
     At,
     bibliography,
+    book_files,
+    book_folder,
     book_paths,
     boolean,
     choice,
@@ -42,9 +44,9 @@ from tabbook.settings import (
     gpu_needs,
     gpu_probe,
     import_stack,
-    in_book,
     interpreter,
     key_line,
+    leaves_book,
     library_module,
     lines,
     module_name,
@@ -314,14 +316,14 @@ class Config:
                             "without outputs where the store has none")
     warning_is_error: bool = setting("build", "warning_is_error", "false", boolean, "True: warnings (a bib "
                                      "entry's data, a page no toc lists, …) fail the build, as build --strict")
-    freeze_dir: Path = setting("build", "freeze_dir", "_freeze", in_book, "the freeze store")
-    library_dir: Path = setting("build", "library_dir", "d2l", in_book, "the generated library")
+    freeze_dir: Path = setting("build", "freeze_dir", "_freeze", book_folder, "the freeze store")
+    library_dir: Path = setting("build", "library_dir", "d2l", book_folder, "the generated library")
     stderr_filters: tuple[str, ...] = setting(
         "build", "stderr_filters", "", lines, "regexes, one a line, of stderr lines that are framework "
         "start-up noise, dropped from outputs")
     resources: tuple[str, ...] = setting("build", "resources", "img/ static/", resource_list,
                                          "root-relative files and folders pages refer to (images, data)")
-    root_files: tuple[str, ...] = setting("build", "root_files", "", words, "book files placed at the "
+    root_files: tuple[str, ...] = setting("build", "root_files", "", book_files, "book files placed at the "
                                           "root of Sphinx's sources (what a book's CI copies there)")
     run_alone: tuple[str, ...] = setting(
         "build", "run_alone", "", words, "root-relative globs of pages whose code measures time: each of "
@@ -518,7 +520,12 @@ def load_config(root: Path, overlay: Path | None = None) -> Config:
         context = {"known": (label, module, import_name), "chosen": chosen.get(tab),
                    "python_default": "current" if one_language else "3.11"}
         values = files.read(Framework, f"framework:{tab}", context)
-        frameworks[tab] = Framework(name=tab, library=library_keys(files.parser, tab), **values)
+        library = library_keys(files.parser, tab)
+        for section, key, value in ((f"library-{tab}", "lib_file", library.lib_file),
+                                    ("library", "version_file", library.version_file)):
+            if why := leaves_book(root, value):
+                raise files.error(section, key, why)
+        frameworks[tab] = Framework(name=tab, library=library, **values)
     return Config(root=root, site=site, frameworks=frameworks, overlay=files.overlay, **book)
 
 
