@@ -38,6 +38,7 @@ from tabbook.settings import (
     book_folder,
     book_paths,
     boolean,
+    byte_size,
     choice,
     env_names,
     existing_file,
@@ -309,6 +310,9 @@ class Config:
     max_output_bytes: int = setting(
         "build", "max_output_bytes", "4000000", positive("bytes"), "bytes of output one cell may keep "
         "(text and data); the rest is dropped, with a note in the output saying so")
+    memory_limit: int = setting(
+        "build", "memory_limit", "", byte_size, "the address space one kernel may use, e.g. 8G (RLIMIT_AS; "
+        "a cell over it raises MemoryError); empty: no cap. GPU frameworks reserve much address space")
     kernel_env: tuple[str, ...] = setting(
         "build", "kernel_env", "", env_names, "names of environment variables kernels get from the "
         "builder's environment besides the allow-list (PATH, HOME, locale, CUDA/XLA/TF…, TABBOOK_*)")

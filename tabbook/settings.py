@@ -126,6 +126,21 @@ def positive(unit: str) -> Parse:
     return parse
 
 
+def byte_size(value: str, at: At) -> int:
+    """A size in bytes: a number with an optional K, M, G or T (powers of 1024: ``4G``, ``512M``);
+    "" is none (0)."""
+    text = value.strip().upper()
+    if not text:
+        return 0
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?", text)
+    if not m:
+        raise ValueError(f"must be a size such as 4G, 512M or a number of bytes, not {value.strip()!r}")
+    number = int(float(m.group(1)) * 1024 ** " KMGT".index(m.group(2) or " "))
+    if number < 1024**3:
+        raise ValueError("must be at least 1G (an idle Python kernel's address space is close to that)")
+    return number
+
+
 def env_names(value: str, at: At) -> tuple[str, ...]:
     """Names of environment variables (letters, digits, underscores; not starting with a digit)."""
     import re

@@ -5,8 +5,12 @@ that exceeds it, at its line."""
 
 from __future__ import annotations
 
+import json
+import os
+import signal
 from pathlib import Path
 
+from procs import processes
 from test_d2lbook_build import make_book, tabbook
 
 
@@ -32,3 +36,69 @@ def test_a_toc_entry_to_an_existing_page_outside_the_book_writes_nothing_there(t
     assert not (book / "_freeze").exists()  # the build stopped before executing anything
     check = tabbook(book, overlay, "check")
     assert check.returncode != 0 and f"chapter_a/index.md:{line}:" in check.stdout + check.stderr
+
+
+def _code_page(*cells: str) -> str:
+    body = "".join(f"\n```{{.python .input}}\n%%tab pytorch\n{code}\n```\n" for code in cells)
+    return "# Limits\n\nWords.\n" + body
+
+
+def _book_with(tmp_path: Path, page: str, build_keys: str = "") -> tuple[Path, Path, Path]:
+    book, overlay = make_book(tmp_path, eval_notebook=True)
+    ini = book / "config.ini"
+    ini.write_text(ini.read_text().replace("[build]\n", "[build]\n" + build_keys, 1))
+    chapter = book / "chapter_a" / "index.md"
+    chapter.write_text(chapter.read_text().replace("second\n", "second\nlimits\n", 1))
+    (book / "chapter_a" / "limits.md").write_text(page)
+    return book, overlay, book / "chapter_a" / "limits.md"
+
+
+def test_a_daemon_a_cell_starts_is_gone_when_its_unit_ends(tmp_path: Path) -> None:
+    """A double fork with setsid leaves the kernel's process group and session: only a
+    subreaper (the worker) still finds it; it must not outlive the build."""
+    marker = f"tabbook-daemon-{os.getpid()}-{tmp_path.name}"
+    daemon = ("import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
+              "        time.sleep(600)\n")
+    book, overlay, _ = _book_with(tmp_path, _code_page(
+        f"import subprocess, sys\nsubprocess.run([sys.executable, '-c', {daemon!r}, {marker!r}], check=True)\n"
+        "print('daemon started')"))
+    try:
+        proc = tabbook(book, overlay, "build", "--builder", "")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        entry = json.loads((book / "_freeze" / "chapter_a" / "limits" / "pytorch.ipynb").read_text())
+        assert "daemon started" in json.dumps(entry)  # the daemon was started
+        assert processes(lambda args, _: marker.encode() in args) == []
+    finally:
+        for pid in processes(lambda args, _: marker.encode() in args):
+            os.kill(int(pid), signal.SIGKILL)
+
+
+def test_a_100_mb_print_is_cut_while_it_runs_with_a_visible_note(tmp_path: Path) -> None:
+    book, overlay, _ = _book_with(tmp_path, _code_page(
+        "for _ in range(100):\n    print('z' * 999_999)\nprint('after the flood')"),
+        "max_output_bytes = 20000\n")
+    proc = tabbook(book, overlay, "build", "--builder", "")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    entry = book / "_freeze" / "chapter_a" / "limits" / "pytorch.ipynb"
+    assert entry.stat().st_size < 40_000
+    cell = next(c for c in json.loads(entry.read_text())["cells"] if c["cell_type"] == "code")
+    text = "".join(o["text"] if isinstance(o["text"], str) else "".join(o["text"]) for o in cell["outputs"])
+    assert text.startswith("z" * 19_000) and "after the flood" not in text
+    assert "[tabbook] output truncated: this cell produced 100,000,016 bytes of output; [build] " \
+           "max_output_bytes keeps 20,000" in text
+
+
+def test_a_cell_over_the_memory_limit_fails_at_its_line_and_the_fix_builds(tmp_path: Path) -> None:
+    book, overlay, page = _book_with(tmp_path, _code_page(
+        "small = bytearray(10 * 1024**2)\nprint(len(small))", "big = bytearray(4 * 1024**3)\nprint(len(big))"),
+        "memory_limit = 2G\n")
+    proc = tabbook(book, overlay, "build", "--builder", "")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    line = page.read_text().splitlines().index("big = bytearray(4 * 1024**3)") + 1
+    assert f"chapter_a/limits.md:{line}: [pytorch] MemoryError: the cell needed more memory than [build] " \
+           "memory_limit = 2G allows" in out, out
+    assert not (book / "_freeze" / "chapter_a" / "limits").exists()  # nothing stored for the failed unit
+    page.write_text(page.read_text().replace("4 * 1024**3", "20 * 1024**2"))
+    proc = tabbook(book, overlay, "build", "--builder", "")
+    assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -290,6 +290,7 @@ def plan(config: Config, sections: list[Section], library: dict[str, str], store
                 kernel_name=framework.kernel_name, import_name=framework.import_name,
                 cwd=(config.root / section.path).parent, timeout=config.cell_timeout,
                 stderr_filters=config.stderr_filters, max_output_bytes=config.max_output_bytes,
+                memory_limit=config.memory_limit,
                 gpu_probe=framework.gpu_probe,
                 gpus=need, alone=alone,
             )
