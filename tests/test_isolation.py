@@ -102,3 +102,29 @@ def test_a_cell_over_the_memory_limit_fails_at_its_line_and_the_fix_builds(tmp_p
     page.write_text(page.read_text().replace("4 * 1024**3", "20 * 1024**2"))
     proc = tabbook(book, overlay, "build", "--builder", "")
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_output_past_the_cap_is_dropped_as_it_arrives() -> None:
+    """The worker holds at most the cap of a flood, not the flood: 50 messages of 1 MB reach
+    nbclient's ``output`` and the cell's outputs stay at the cap; errors always pass."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    from tabbook.execute.worker import cap_outputs, capped_client
+
+    produced: dict[int, int] = {}
+    client = capped_client(NotebookClient, 10_000, produced)(nbformat.v4.new_notebook())
+    client.clear_before_next_output = False  # what nbclient sets when a cell starts
+    cell = nbformat.v4.new_code_cell("print")
+    header = {"msg_id": "m", "msg_type": "stream"}
+    for _ in range(50):
+        msg = {"msg_type": "stream", "header": header, "parent_header": {"msg_id": "p"}, "metadata": {},
+               "content": {"name": "stdout", "text": "q" * 1_000_000}}
+        client.output(cell.outputs, msg, None, 0)
+    error = {"msg_type": "error", "header": {**header, "msg_type": "error"}, "parent_header": {"msg_id": "p"},
+             "metadata": {}, "content": {"ename": "E", "evalue": "v", "traceback": ["t"]}}
+    client.output(cell.outputs, error, None, 0)
+    assert sum(len(o.get("text", "")) for o in cell.outputs) == 10_000
+    assert produced == {0: 50_000_000} and cell.outputs[-1]["output_type"] == "error"
+    cap_outputs(cell, 10_000, produced[0])
+    assert "this cell produced 50,000,000 bytes of output" in cell.outputs[-1]["text"]

@@ -483,8 +483,7 @@ def _stop_when_orphaned() -> None:
 
 def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, _raise_interrupt)
-    if os.environ.get("TABBOOK_TEST_NO_SUBREAPER") != "1":  # a test's control: the daemon then survives
-        become_subreaper()
+    become_subreaper()
     _stop_when_orphaned()
     job = json.loads(Path(argv[0]).read_text())
     try:
