@@ -38,6 +38,24 @@ def test_a_toc_entry_to_an_existing_page_outside_the_book_writes_nothing_there(t
     assert check.returncode != 0 and f"chapter_a/index.md:{line}:" in check.stdout + check.stderr
 
 
+def test_an_rst_image_outside_the_book_is_neither_copied_nor_published(tmp_path: Path) -> None:
+    """``check`` sees Markdown images only; Sphinx would copy any file an ``.. image::`` names
+    into ``_images/``. The extension drops it first and fails the build at its line."""
+    book, overlay = make_book(tmp_path)
+    secret = tmp_path / "secret-outside.png"
+    secret.write_bytes(b"\x89PNG\r\n\x1a\n not for the site")
+    first = book / "chapter_a" / "first.md"
+    first.write_text(first.read_text() + "\n```eval_rst\n.. image:: ../../../../secret-outside.png\n```\n")
+    proc = tabbook(book, overlay, "build")
+    out = proc.stdout + proc.stderr
+    line = first.read_text().splitlines().index(".. image:: ../../../../secret-outside.png") + 1
+    assert proc.returncode != 0
+    assert f"chapter_a/first.md:{line}: image file ../../../../secret-outside.png is outside the book's " \
+           "folder" in out, out
+    published = [p for p in (book / "build").rglob("*") if p.is_file() and p.read_bytes() == secret.read_bytes()]
+    assert published == []
+
+
 def _code_page(*cells: str) -> str:
     body = "".join(f"\n```{{.python .input}}\n%%tab pytorch\n{code}\n```\n" for code in cells)
     return "# Limits\n\nWords.\n" + body
