@@ -36,9 +36,12 @@ from tabbook.settings import (
     At,
     bibliography,
     book_file,
+    book_files,
+    book_folder,
     book_globs,
     book_paths,
     boolean,
+    byte_size,
     choice,
     colab_libs,
     env_names,
@@ -47,9 +50,9 @@ from tabbook.settings import (
     gpu_probe,
     header_links,
     import_stack,
-    in_book,
     interpreter,
     key_line,
+    leaves_book,
     library_module,
     lines,
     module_name,
@@ -456,6 +459,9 @@ class Config:
     max_output_bytes: int = setting(
         "build", "max_output_bytes", "4000000", positive("bytes"), "bytes of output one cell may keep "
         "(text and data); the rest is dropped, with a note in the output saying so")
+    memory_limit: int = setting(
+        "build", "memory_limit", "", byte_size, "the address space one kernel may use, e.g. 8G (RLIMIT_AS; "
+        "a cell over it raises MemoryError); empty: no cap. GPU frameworks reserve much address space")
     kernel_env: tuple[str, ...] = setting(
         "build", "kernel_env", "", env_names, "names of environment variables kernels get from the "
         "builder's environment besides the allow-list (PATH, HOME, locale, CUDA/XLA/TF…, TABBOOK_*)")
@@ -476,14 +482,14 @@ class Config:
     non_notebooks: tuple[str, ...] = setting(
         "build", "non-notebooks", "", words, "root-relative globs of Markdown files that are not pages: "
         "never run nor rendered, copied as they are into each tab's notebooks zip", overlay=False)
-    freeze_dir: Path = setting("build", "freeze_dir", "_freeze", in_book, "the freeze store")
-    library_dir: Path = setting("build", "library_dir", "d2l", in_book, "the generated library")
+    freeze_dir: Path = setting("build", "freeze_dir", "_freeze", book_folder, "the freeze store")
+    library_dir: Path = setting("build", "library_dir", "d2l", book_folder, "the generated library")
     stderr_filters: tuple[str, ...] = setting(
         "build", "stderr_filters", "", lines, "regexes, one a line, of stderr lines that are framework "
         "start-up noise, dropped from outputs")
     resources: tuple[str, ...] = setting("build", "resources", "img/ static/", resource_list,
                                          "root-relative files and folders pages refer to (images, data)")
-    root_files: tuple[str, ...] = setting("build", "root_files", "", words, "book files placed at the "
+    root_files: tuple[str, ...] = setting("build", "root_files", "", book_files, "book files placed at the "
                                           "root of Sphinx's sources (what a book's CI copies there)")
     run_alone: tuple[str, ...] = setting(
         "build", "run_alone", "", words, "root-relative globs of pages whose code measures time: each of "
@@ -737,7 +743,12 @@ def load_config(root: Path, overlay: Path | None = None, interpreters: Sequence[
         context = {"known": (label, module, import_name), "chosen": chosen.get(tab),
                    "python_default": "current" if one_language else "3.11"}
         values = files.read(Framework, f"framework:{tab}", context)
-        frameworks[tab] = Framework(name=tab, library=library_keys(files.parser, tab), **values)
+        library = library_keys(files.parser, tab)
+        for section, key, value in ((f"library-{tab}", "lib_file", library.lib_file),
+                                    ("library", "version_file", library.version_file)):
+            if why := leaves_book(root, value):
+                raise files.error(section, key, why)
+        frameworks[tab] = Framework(name=tab, library=library, **values)
     return Config(root=root, site=site, frameworks=frameworks, overlay=files.overlay, html=sections[Html],
                   pdf=sections[Pdf], colab=sections[Colab], deploy=sections[Deploy], unused=sections[Unused],
                   chosen_interpreters=tuple(chosen.items()), **book)

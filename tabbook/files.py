@@ -9,6 +9,8 @@ temporary file is made by :func:`tempfile.mkstemp` in the target's folder (the r
 one file system, so it is atomic), it gets the mode a plain ``open()`` would give (mkstemp
 makes it 0600: a web server could not read the site), and it is removed when anything fails,
 so a reader sees the old file or the new one, never half of one, and no temporary is left.
+The data is synced before the rename and the folder after it (:data:`FSYNC`), so a crash or a
+power loss leaves the old file or the new one too, not an empty one under the new name.
 
 It also owns the user-wide cache folder (framework environments, KaTeX), which every process
 of every book shares, and the lock that lets one build of a book run at a time
@@ -69,6 +71,36 @@ def new_file_mode() -> int:
     return 0o666 & ~mask
 
 
+#: Whether writes are made durable (``fsync`` of the file before its rename, of its folder after).
+#: Why: a rename is atomic for readers, but after a power loss or a kernel crash the file system
+#: may have kept the rename and not the data (ext4's delayed allocation: a zero-length entry in
+#: ``_freeze/``). The cost is measured by ``bench/fsync.py`` (BENCHMARKS.md); only that benchmark
+#: and ``$TABBOOK_NO_FSYNC`` (a throwaway CI build) turn it off.
+FSYNC = not os.environ.get("TABBOOK_NO_FSYNC")
+
+
+def _sync_file(fd: int) -> None:
+    if FSYNC:
+        os.fsync(fd)
+
+
+def sync_folder(folder: Path) -> None:
+    """Make a rename in ``folder`` durable (its entry written to disk); a no-op where a folder
+    cannot be opened for that (some file systems refuse: the rename is still atomic)."""
+    if not FSYNC:
+        return
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 #: What :func:`_temp_beside` names its files: ``.<target name>.<mkstemp's 8 characters>.tmp``.
 TEMP_NAME = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$")
 
@@ -96,9 +128,13 @@ def write_beside(path: Path, data: str | bytes) -> Path:
         if isinstance(data, bytes):
             with os.fdopen(fd, "wb") as fb:
                 fb.write(data)
+                fb.flush()
+                _sync_file(fb.fileno())
         else:
             with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as ft:
                 ft.write(data)
+                ft.flush()
+                _sync_file(ft.fileno())
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -114,6 +150,7 @@ def write_atomic(path: Path, data: str | bytes) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    sync_folder(path.parent)
 
 
 def write_if_changed(path: Path, data: str | bytes) -> bool:
@@ -141,10 +178,17 @@ def atomic_target(path: Path) -> Iterator[Path]:
     os.close(fd)
     try:
         yield tmp
+        if FSYNC:
+            sync_fd = os.open(tmp, os.O_RDONLY)
+            try:
+                os.fsync(sync_fd)
+            finally:
+                os.close(sync_fd)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    sync_folder(path.parent)
 
 
 def copy_atomic(src: Path, dst: Path) -> None:

@@ -126,6 +126,21 @@ def positive(unit: str) -> Parse:
     return parse
 
 
+def byte_size(value: str, at: At) -> int:
+    """A size in bytes: a number with an optional K, M, G or T (powers of 1024: ``4G``, ``512M``);
+    "" is none (0)."""
+    text = value.strip().upper()
+    if not text:
+        return 0
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?", text)
+    if not m:
+        raise ValueError(f"must be a size such as 4G, 512M or a number of bytes, not {value.strip()!r}")
+    number = int(float(m.group(1)) * 1024 ** " KMGT".index(m.group(2) or " "))
+    if number < 1024**3:
+        raise ValueError("must be at least 1G (an idle Python kernel's address space is close to that)")
+    return number
+
+
 def env_names(value: str, at: At) -> tuple[str, ...]:
     """Names of environment variables (letters, digits, underscores; not starting with a digit)."""
     import re
@@ -145,9 +160,40 @@ def choice(*allowed: str, why: str) -> Parse:
     return parse
 
 
+def leaves_book(root: Path, value: str) -> str | None:
+    """Why ``value`` (a path relative to the book's root ``root``) is not inside the book, or None.
+
+    Why every configured path is checked: the builder writes under some of them (the store,
+    the library) and publishes others (resources, root files, the bibliography) on the site;
+    ``../elsewhere`` or ``/etc`` would write or publish outside the book. Symbolic links are
+    followed: what counts is where the path really leads."""
+    if not value.strip():
+        return None
+    try:
+        (root / value.strip()).resolve().relative_to(root.resolve())
+    except ValueError:
+        return f"names {value.strip()}, which is outside the book's folder (book paths are relative to " \
+               "the book's root and stay inside it)"
+    return None
+
+
 def in_book(value: str, at: At) -> Path:
-    """A path relative to the book's root."""
+    """A path relative to the book's root, inside the book."""
+    if why := leaves_book(at.root, value):
+        raise ValueError(why)
     return at.root / value.strip()
+
+
+def book_folder(value: str, at: At) -> Path:
+    """A folder the builder writes (the store, the library): inside the book, and neither the
+    book's root (``clean`` would empty the book) nor inside ``build/`` (``clean`` removes it)."""
+    path = in_book(value, at)
+    rel = path.resolve().relative_to(at.root.resolve())
+    if not rel.parts:
+        raise ValueError(f"names {value.strip() or '(nothing)'}, the book's root itself: name a folder inside it")
+    if rel.parts[0] == "build":
+        raise ValueError(f"names {value.strip()}, inside build/, which tabbook clean removes")
+    return path
 
 
 def page_title(page: Path) -> str:
@@ -164,7 +210,15 @@ def page_title(page: Path) -> str:
 
 
 def book_paths(value: str, at: At) -> tuple[Path, ...]:
-    return tuple(at.root / v for v in value.split())
+    return tuple(in_book(v, at) for v in value.split())
+
+
+def book_files(value: str, at: At) -> tuple[str, ...]:
+    """Whitespace-separated root-relative paths, each inside the book."""
+    names = words(value, at)
+    for name in names:
+        in_book(name, at)
+    return names
 
 
 def existing_file(value: str, at: At) -> Path | None:
@@ -242,12 +296,15 @@ def one_of_the_tabs(value: str, at: At) -> str:
 
 
 def resource_list(value: str, at: At) -> tuple[str, ...]:
-    return tuple(r.rstrip("/") for r in value.split() if r.strip("/"))
+    names = tuple(r.rstrip("/") for r in value.split() if r.strip("/"))
+    for name in names:
+        in_book(name, at)
+    return names
 
 
 def bibliography(value: str, at: At) -> Path | None:
     """d2lbook's bibfile: used when it exists (a book may name one it does not have yet)."""
-    path = at.root / value.strip()
+    path = in_book(value, at)
     return path if path.is_file() else None
 
 

@@ -107,3 +107,32 @@ def test_a_memo_is_read_back_only_under_its_own_key(tmp_path: Path, monkeypatch:
     pages.save({"p.md": ("digest", Path("x"))})
     assert build.memo("pages", tabs=["a"]).load() == {"p.md": ("digest", Path("x"))}
     assert not list(build.path.glob(".*.tmp"))
+
+
+def test_a_write_is_synced_before_its_rename_and_its_folder_after(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Durability: the data reaches the disk before the rename publishes it, and the rename
+    itself (the folder's entry) after; ``FSYNC`` off (the benchmark's baseline) does neither."""
+    events: list[str] = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd: int) -> None:
+        events.append("fsync folder" if os.path.isdir(f"/proc/self/fd/{fd}") else "fsync file")
+        real_fsync(fd)
+
+    def replace(src: str, dst: str) -> None:
+        events.append("rename")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(files.os, "fsync", fsync)
+    monkeypatch.setattr(files.os, "replace", replace)
+    files.write_atomic(tmp_path / "a.json", "{}")
+    assert events == ["fsync file", "rename", "fsync folder"]
+    events.clear()
+    files.copy_atomic(tmp_path / "a.json", tmp_path / "b.json")
+    assert events == ["fsync file", "rename", "fsync folder"]
+    events.clear()
+    monkeypatch.setattr(files, "FSYNC", False)
+    files.write_atomic(tmp_path / "c.json", "{}")
+    assert events == ["rename"]
+    assert (tmp_path / "c.json").read_text() == "{}"

@@ -349,6 +349,7 @@ def _plan_unit(out: Plan, config: Config, section: Section, fw: str, entry: dict
         kernel_name=framework.kernel_name, import_name=framework.import_name,
         cwd=(config.root / section.path).parent, timeout=config.cell_timeout,
         stderr_filters=config.stderr_filters, max_output_bytes=config.max_output_bytes,
+        memory_limit=config.memory_limit,
         gpu_probe=framework.gpu_probe,
         gpus=need, alone=alone,
     )

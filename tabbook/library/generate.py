@@ -36,7 +36,7 @@ from pathlib import Path
 
 from tabbook.config import Config
 from tabbook.errors import BookError, BookErrors, raise_all
-from tabbook.files import write_beside
+from tabbook.files import sync_folder, write_beside
 from tabbook.library import pysource as ps
 from tabbook.library.extract import (
     LIBRARY_NAME,
@@ -575,6 +575,8 @@ def write_library(config: Config, files: dict[str, str]) -> list[str]:
         raise
     for rel, tmp in temps:
         os.replace(tmp, config.root / rel)
+    for folder in {(config.root / rel).parent for rel, _ in temps}:
+        sync_folder(folder)  # the renames survive a crash (write_beside synced each file's data)
     obsolete = _obsolete(config, files)
     for rel in obsolete:
         (config.root / rel).unlink()

@@ -114,6 +114,7 @@ def sphinx_settings(root: Path) -> dict[str, Any]:
         "language": book.lang or "en",
         # [build] index: the root page under any name (d2lbook's is "index"), in any folder.
         "root_doc": book.rel(book.index).removesuffix(".md"),
+        "tabbook_root": str(book.root),  # tabbook.render.ext.paths: images stay inside the book
         "extensions": extensions,
         # Outputs come from the freeze store; Sphinx never executes anything.
         "nb_execution_mode": "off",
