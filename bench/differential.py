@@ -410,11 +410,8 @@ def _compiles(code: Any) -> bool:
     return True
 
 
-def _same_lines(a: Any, b: Any) -> bool:
-    """The same non-blank lines, in any order."""
-    def lines(s: str) -> list[str]:
-        return sorted(line for line in s.split("\n") if line.strip())
-    return isinstance(a, str) and isinstance(b, str) and lines(a) == lines(b)
+def _nonblank(s: Any) -> list[str] | None:
+    return [line for line in s.split("\n") if line.strip()] if isinstance(s, str) else None
 
 
 EXPLAINED: list[Explanation] = []
@@ -452,6 +449,25 @@ def _bare_else(d: Difference) -> bool:
 def _double_tick(d: Difference) -> bool:
     return (d.feature == "refs" and d.d2lbook is None and isinstance(d.tabbook, tuple | list)
             and f":{d.tabbook[0]}:``{d.tabbook[1]}``" in d.context.get("source", {}).get("text", ""))
+
+
+@explained("blank-after-branch", "d2lbook bug",
+           "d2lbook's line-based tab.selected cleaner drops the blank lines that follow a branch of "
+           "another tab (they are read as part of it), so two definitions run together; tabbook keeps "
+           "the author's blank lines. The non-blank lines are the same, in order")
+def _blank_after_branch(d: Difference) -> bool:
+    text = d.context.get("source", {}).get("text", "")
+    return (d.feature == "code" and "tab.selected" in text and _nonblank(d.d2lbook) == _nonblank(d.tabbook)
+            and d.d2lbook != d.tabbook)
+
+
+@explained("astor-wrap", "tabbook's choice",
+           "d2lbook prints a call it rewrites with an alias with astor, which wraps long lines "
+           "(`data.\\n    num_steps`); tabbook prints it with ast.unparse, on one line: the same code "
+           "but for whitespace")
+def _astor_wrap(d: Difference) -> bool:
+    return (d.feature == "code" and isinstance(d.d2lbook, str) and isinstance(d.tabbook, str)
+            and "".join(d.d2lbook.split()) == "".join(d.tabbook.split()) and d.d2lbook != d.tabbook)
 
 
 def explain(d: Difference) -> str | None:

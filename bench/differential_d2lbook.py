@@ -70,7 +70,7 @@ def read_page(path: str, tabs: list[str], default_tab: str, library: dict) -> di
         unformatted = [cell.source for cell in nb.cells]
         nb = d2l_library.format_code_nb(nb)
         cells = []
-        for cell, before in zip(nb.cells, unformatted):
+        for cell, before in zip(nb.cells, unformatted, strict=True):
             entry = {"type": cell.cell_type, "source": cell.source, "tab": cell.metadata.get("tab")}
             if cell.cell_type == "code" and before != cell.source:
                 entry["unformatted"] = before  # the code before format_code_nb (isort)
