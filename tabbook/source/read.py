@@ -214,17 +214,24 @@ def _code_cell(content: str, path: str, line: int, tabs: tuple[str, ...], defaul
     raises: str | None = None
     kept: list[str] = []
     kept_lines: list[int] = []
-    first_code_seen = False
+    first_code_seen = tab_seen = False
     for i, raw in enumerate(lines):
         lineno = line + 1 + i
         m = TAB_MAGIC.match(raw) or (None if first_code_seen else LEGACY_TAB.match(raw))
+        if m is None and first_code_seen and (later := LEGACY_TAB.match(raw)):
+            # A tab mark later in the cell is a mark, not code: d2lbook drops it from the code it
+            # shows, and where no earlier line named the cell's tabs, takes them from it.
+            if not tab_seen:
+                cell_tabs = _tab_names(later.group(1), tabs, (path, lineno), errors, (default,))
+                every_tab, tab_seen = _names_all(later.group(1)), True
+            continue
         if m:
             if first_code_seen:
                 errors.append(BookError("%%tab must be the first line of its code cell", path, lineno))
                 continue
             cell_tabs = _tab_names(m.group(1), tabs, (path, lineno), errors, (default,))
             every_tab = _names_all(m.group(1))
-            first_code_seen = True
+            first_code_seen = tab_seen = True
             continue
         if raw.strip():
             first_code_seen = True
