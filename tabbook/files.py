@@ -341,8 +341,6 @@ def builder_fingerprint() -> str:
     answer to "is this the builder that made it". A change to any file costs one cold build,
     never a wrong one. Freeze keys (``_freeze/``) do not include it: the store holds what the
     kernel computed, which the builder's code does not change."""
-    from importlib import metadata
-
     h = hashlib.sha256()
     package = Path(__file__).resolve().parent
     for folder, dirs, names in os.walk(package):
@@ -351,12 +349,28 @@ def builder_fingerprint() -> str:
             if not name.endswith(".pyc"):
                 path = Path(folder, name)
                 h.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
-    for dist in FINGERPRINT_DISTS:
-        try:
-            h.update(f"{dist}={metadata.version(dist)}\0".encode())
-        except metadata.PackageNotFoundError:
-            h.update(f"{dist}=-\0".encode())
+    for installed in _installed(FINGERPRINT_DISTS):
+        h.update(installed.encode() + b"\0")
     return h.hexdigest()
+
+
+def _installed(dists: Iterable[str]) -> list[str]:
+    """``name-version`` of each of ``dists`` installed on ``sys.path``, read from the names of
+    their ``.dist-info`` folders: one listing per path entry, where ``importlib.metadata``
+    scans every entry once per distribution (a tenth of a second, on every command)."""
+    wanted = {re.sub(r"[-_.]+", "_", d).lower() for d in dists}
+    found = []
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for name in names:
+            if name.endswith(".dist-info"):
+                dist, _, version = name[:-len(".dist-info")].partition("-")
+                if dist.lower() in wanted:
+                    found.append(f"{dist.lower()}-{version}")
+    return sorted(found)
 
 
 def memo_key(parts: Mapping[str, Any]) -> str:

@@ -27,7 +27,7 @@ from typing import Any
 
 from tabbook.config import Config
 from tabbook.execute.store import FreezeStore, public_copy, read_entry
-from tabbook.files import BuildDir, builder_fingerprint, write_atomic, write_if_changed
+from tabbook.files import BuildDir, Memo, write_if_changed
 
 COLAB_GITHUB = "https://colab.research.google.com/github/{repo}/blob/{branch}/{path}"
 DOWNLOADS = "_downloads"  # under the HTML output directory
@@ -337,11 +337,11 @@ PUBLISHED = ".{}-downloads.json"
 
 
 def _reader_code(opts: SiteOptions | None = None) -> str:
-    """The builder and the options an entry's reader copy depends on (the ``[colab]`` keys,
-    the ``non-notebooks`` files): a new builder, or new options, republishes all."""
+    """The options an entry's reader copy depends on besides the builder (which every memo key
+    holds): the ``[colab]`` keys and the ``non-notebooks`` files."""
     import hashlib
 
-    h = hashlib.sha256(builder_fingerprint().encode())
+    h = hashlib.sha256()
     if opts is not None:
         h.update(json.dumps([opts.libs, opts.libs_header, opts.gpu_pattern, opts.version]).encode())
         for rel in opts.non_notebooks:
@@ -361,13 +361,11 @@ def publish_downloads(opts: SiteOptions, docnames: list[str], outdir: Path) -> i
     its copy still in place, is skipped (the record: ``PUBLISHED``, beside the site).
     """
 
-    record_path = outdir.parent / PUBLISHED.format(outdir.name)
-    try:
-        record = json.loads(record_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        record = {}
-    code = _reader_code(opts) + (" trusted" if opts.trusted_outputs else "")
-    before = record.get("entries", {}) if record.get("code") == code else {}
+    # A memo beside the site (any outdir, not only build/html); a new builder, other [colab]
+    # options or another trust setting republish all.
+    memo = Memo(outdir.parent / PUBLISHED.format(outdir.name),
+                {"site": outdir.name, "reader": _reader_code(opts), "trusted": opts.trusted_outputs})
+    before = memo.load() or {}
     published: dict[str, list[int]] = {}
     count = 0
     per_fw: dict[str, dict[str, str]] = {}  # framework -> {path in its zip: notebook text}
@@ -399,8 +397,7 @@ def publish_downloads(opts: SiteOptions, docnames: list[str], outdir: Path) -> i
         if fw in dirty or published != before or not zipped.is_file():
             write_zip(zipped, files)
         count += 1
-    if published != before or record.get("code") != code:
-        write_atomic(record_path, json.dumps({"code": code, "entries": published}, sort_keys=True))
+    memo.save(published)
     if not opts.pdf_url:
         for fw in sorted(available_pdfs(opts)):
             _copy_if_changed(Path(opts.pdf_dir) / f"{opts.name}-{fw}.pdf", outdir / pdf_target(opts.name, fw))
