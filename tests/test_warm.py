@@ -78,10 +78,21 @@ def test_a_build_handed_over_renders_what_a_build_of_its_own_does(warm_book: Pat
         assert ("(warm builder)" in proc.stdout) is on
         assert json.loads((book / "build" / "report.json").read_text())["warm"] is on
     assert "added while the builder was warm" in _pages(warm_book)["sec.html"]
-    assert _pages(warm_book) == _pages(plain)
+    _same_pages(_pages(warm_book), _pages(plain))
     # Each HTML run records what it imported, for the warm builder to import before its next fork.
     learned = json.loads((warm_book / "build" / "warm-modules.json").read_text())
     assert "sphinx.builders.html" in learned and "myst_nb" in learned
+
+
+def _same_pages(warm_pages: dict[str, str], plain: dict[str, str]) -> None:
+    """The two sites are the same; if not, the failure shows each differing page's diff."""
+    import difflib
+
+    assert sorted(warm_pages) == sorted(plain)
+    diffs = ["".join(difflib.unified_diff(plain[name].splitlines(keepends=True), warm_pages[name].splitlines(keepends=True),
+                                          f"plain/{name}", f"warm/{name}", n=1))
+             for name in sorted(plain) if plain[name] != warm_pages[name]]
+    assert not diffs, "\n".join(diffs)
 
 
 def test_a_run_records_what_it_imported_except_the_books_own_modules(
