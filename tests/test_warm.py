@@ -414,3 +414,27 @@ def test_a_peer_of_another_user_is_refused_at_both_ends(tmp_path: Path) -> None:
             os.waitpid(pid, 0)
     finally:
         shutil.rmtree(shared, ignore_errors=True)
+
+
+def test_a_client_that_sends_nothing_does_not_hold_the_builder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A connected command line that never sends its request is given up on after the request
+    timeout; the builder then serves the next connection."""
+    import socket
+
+    from tabbook.warm import server
+
+    monkeypatch.setattr(server, "REQUEST_TIMEOUT", 0.5)
+    path = tmp_path / "builder.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(2)
+    ran: list[list[str]] = []
+    builder = server.Server(listener, lambda argv, *, sphinx: ran.append(argv) or 0, preloaded=None)  # type: ignore[arg-type]
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as silent:
+        silent.connect(str(path))
+        t0 = time.monotonic()
+        assert builder._accept() is False
+        assert time.monotonic() - t0 < 5
+        assert silent.recv(1) == b""  # hung up on
+    assert builder.builds == {} and ran == []
+    listener.close()
