@@ -227,16 +227,18 @@ def _render(config: Config, book: Book, opts: Options, notebooks: Notebooks, ori
 
 
 def build_pdfs(config: Config, frameworks: tuple[str, ...] | None = None, *, frozen: bool = False,
-               force: bool = False, jobs: int = 0, log: Callable[[str], Any] = print) -> dict[str, Path]:
+               force: bool = False, jobs: int = 0, log: Callable[[str], Any] = print,
+               sphinx: Launcher | None = None) -> dict[str, Path]:
     """The whole of ``make pdf``: execute what is stale, merge ``build/src`` and fill the LaTeX
-    doctree cache (a ``latex`` build), then one LaTeX build and typesetting per framework
-    (:mod:`tabbook.render.pdf`); returns framework → PDF for those built."""
+    doctree cache (a ``latex`` build, started by ``sphinx``: :attr:`Options.sphinx`), then one
+    LaTeX build and typesetting per framework (:mod:`tabbook.render.pdf`); returns framework →
+    PDF for those built."""
     with locked(config):
-        return _build_pdfs(config, frameworks, frozen=frozen, force=force, jobs=jobs, log=log)
+        return _build_pdfs(config, frameworks, frozen=frozen, force=force, jobs=jobs, log=log, sphinx=sphinx)
 
 
 def _build_pdfs(config: Config, frameworks: tuple[str, ...] | None, *, frozen: bool, force: bool, jobs: int,
-                log: Callable[[str], Any]) -> dict[str, Path]:
+                log: Callable[[str], Any], sphinx: Launcher | None) -> dict[str, Path]:
     from tabbook.render import pdf
 
     wanted = pdf.pdf_frameworks(config, frameworks)
@@ -247,7 +249,8 @@ def _build_pdfs(config: Config, frameworks: tuple[str, ...] | None, *, frozen: b
         build(config, Options(Selection(frozen_only=frozen, force=force), render=False, execute=False,
                               jobs=jobs), log=log)
         raise no_tex
-    build(config, Options(Selection(frozen_only=frozen, force=force), builder="latex", jobs=jobs), log=log)
+    build(config, Options(Selection(frozen_only=frozen, force=force), builder="latex", jobs=jobs, sphinx=sphinx),
+          log=log)
     return pdf.write_pdfs(config, wanted, jobs=jobs, log=log)
 
 

@@ -171,7 +171,7 @@ def _d2lbook_build(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - C
         code |= _lib(config, argparse.Namespace(no_generate=False, check=False, import_=False))
     if "pdf" in targets:
         code |= _pdf(config, argparse.Namespace(frameworks=args.frameworks, frozen=args.frozen,
-                                                force=args.force, jobs=args.jobs))
+                                                force=args.force, jobs=args.jobs, sphinx=getattr(args, "sphinx", None)))
     renders = [t for t in targets if t in ("html", "pkg", "slides", "linkcheck")]
     if renders or "rst" in targets:
         builder = args.builder if renders else ""
@@ -337,7 +337,8 @@ def _lib(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
 def _pdf(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
     from tabbook.build import build_pdfs
 
-    done = build_pdfs(config, _names(args.frameworks), frozen=args.frozen, force=args.force, jobs=args.jobs)
+    done = build_pdfs(config, _names(args.frameworks), frozen=args.frozen, force=args.force, jobs=args.jobs,
+                      sphinx=getattr(args, "sphinx", None))
     print("[pdf] done: " + ", ".join(config.rel(p) for p in done.values()))
     return 0
 

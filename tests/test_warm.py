@@ -78,10 +78,21 @@ def test_a_build_handed_over_renders_what_a_build_of_its_own_does(warm_book: Pat
         assert ("(warm builder)" in proc.stdout) is on
         assert json.loads((book / "build" / "report.json").read_text())["warm"] is on
     assert "added while the builder was warm" in _pages(warm_book)["sec.html"]
-    assert _pages(warm_book) == _pages(plain)
+    _same_pages(_pages(warm_book), _pages(plain))
     # Each HTML run records what it imported, for the warm builder to import before its next fork.
     learned = json.loads((warm_book / "build" / "warm-modules.json").read_text())
     assert "sphinx.builders.html" in learned and "myst_nb" in learned
+
+
+def _same_pages(warm_pages: dict[str, str], plain: dict[str, str]) -> None:
+    """The two sites are the same; if not, the failure shows each differing page's diff."""
+    import difflib
+
+    assert sorted(warm_pages) == sorted(plain)
+    diffs = ["".join(difflib.unified_diff(plain[name].splitlines(keepends=True), warm_pages[name].splitlines(keepends=True),
+                                          f"plain/{name}", f"warm/{name}", n=1))
+             for name in sorted(plain) if plain[name] != warm_pages[name]]
+    assert not diffs, "\n".join(diffs)
 
 
 def test_a_run_records_what_it_imported_except_the_books_own_modules(
@@ -403,3 +414,27 @@ def test_a_peer_of_another_user_is_refused_at_both_ends(tmp_path: Path) -> None:
             os.waitpid(pid, 0)
     finally:
         shutil.rmtree(shared, ignore_errors=True)
+
+
+def test_a_client_that_sends_nothing_does_not_hold_the_builder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A connected command line that never sends its request is given up on after the request
+    timeout; the builder then serves the next connection."""
+    import socket
+
+    from tabbook.warm import server
+
+    monkeypatch.setattr(server, "REQUEST_TIMEOUT", 0.5)
+    path = tmp_path / "builder.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(2)
+    ran: list[list[str]] = []
+    builder = server.Server(listener, lambda argv, *, sphinx: ran.append(argv) or 0, preloaded=None)  # type: ignore[arg-type]
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as silent:
+        silent.connect(str(path))
+        t0 = time.monotonic()
+        assert builder._accept() is False
+        assert time.monotonic() - t0 < 5
+        assert silent.recv(1) == b""  # hung up on
+    assert builder.builds == {} and ran == []
+    listener.close()

@@ -163,7 +163,7 @@ def write_latex(config: Config, framework: str, log=print) -> Path:
     """Sphinx LaTeX builder → ``build/latex/<fw>/book.tex``, from the shared doctree cache."""
     out = tex_dir(config, framework)
     cmd = sphinx_command(config, "latex", out, {"tabbook_framework": framework})
-    proc = subprocess.run(cmd, env=sphinx_env(), capture_output=True, text=True)
+    proc = subprocess.run(cmd, env=sphinx_env(config), capture_output=True, text=True)
     for line in proc.stderr.splitlines():
         log(f"[pdf:{framework}] {line}")
     if proc.returncode != 0 or not (out / TEX_NAME).is_file():
@@ -194,7 +194,7 @@ def typeset(config: Config, framework: str, tex_path: Path, log=print) -> Path:
     cmd = ["latexmk", "-xelatex", "-interaction=nonstopmode", "-halt-on-error", "-file-line-error",
            tex_path.name]
     proc = subprocess.run(cmd, cwd=tex_path.parent, capture_output=True, text=True,
-                          env={**sphinx_env(), "max_print_line": "200"})
+                          env={**sphinx_env(config), "max_print_line": "200"})
     log_path = tex_path.with_suffix(".log")
     log_text = log_path.read_text(encoding="utf-8", errors="replace") if log_path.is_file() else ""
     built = tex_path.with_suffix(".pdf")

@@ -290,9 +290,24 @@ def _items(items: list[str | Code], r: Renderer) -> list[str]:
         if isinstance(item, str):
             out.append(f'<div class="tabbook-deck-text">{r.markdown(item)}</div>')
         else:
-            outs = "".join(r.output(o) for o in item.outputs)
+            outs = "".join(r.output(o) for o in coalesced(item.outputs))
             out.append(f'<div class="tabbook-deck-cell">{r.code(item.source)}'
                        + (f'<div class="tabbook-deck-out">{outs}</div>' if outs else "") + "</div>")
+    return out
+
+
+def coalesced(outputs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Consecutive stream outputs of one stream as one, as the page shows them: how a kernel cuts
+    what a cell prints into messages depends on timing (``print(x)`` may arrive as ``x`` and then
+    ``\\n``), and a deck must not depend on it."""
+    out: list[dict[str, Any]] = []
+    for o in outputs:
+        last = out[-1] if out else None
+        if (last is not None and o.get("output_type") == "stream" and last.get("output_type") == "stream"
+                and o.get("name") == last.get("name")):
+            out[-1] = {**last, "text": _text(last.get("text", "")) + _text(o.get("text", ""))}
+        else:
+            out.append(o)
     return out
 
 

@@ -29,6 +29,7 @@ Work = Callable[[], "int | None"]
 INTERRUPTING = (signal.SIGTERM, signal.SIGHUP)
 #: Signals a fork handles as a new process does (the warm builder's own handlers undone).
 DEFAULTED = (signal.SIGCHLD, signal.SIGTSTP, signal.SIGCONT, signal.SIGTTIN, signal.SIGTTOU)
+BLOCKED = {signal.SIGINT, *INTERRUPTING}
 
 
 def exit_status(wait_status: int) -> int:
@@ -51,8 +52,12 @@ def run_in_fork(work: Work, *, stdio: tuple[int, int, int] | None = None,
     """
     sys.stdout.flush()
     sys.stderr.flush()
+    # Until the fork has its own handlers, a signal waits: one that came between the fork and
+    # them would unwind this process's code (the warm builder's loop) in the fork.
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, BLOCKED)
     pid = os.fork()
     if pid:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         if new_group:
             try:
                 os.setpgid(pid, pid)  # also here, so that a signal sent right away finds the group
@@ -69,6 +74,7 @@ def run_in_fork(work: Work, *, stdio: tuple[int, int, int] | None = None,
             signal.signal(sig, raise_interrupted)
         for sig in DEFAULTED:
             signal.signal(sig, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         for fd in close:
             os.close(fd)
         if stdio is not None:
