@@ -46,7 +46,7 @@ from pathlib import Path
 
 from tabbook.config import Config, load_config
 from tabbook.errors import BookError
-from tabbook.files import write_atomic
+from tabbook.files import BuildDir, write_atomic
 from tabbook.render.sources import source_dir
 from tabbook.render.sphinx import learn_env, sphinx_command, sphinx_env
 
@@ -59,7 +59,7 @@ SPHINX_UNFINISHED = ("Sphinx is still rendering, or it failed: see the terminal 
 
 
 def html_dir(config: Config) -> Path:
-    return config.build_dir / "html"
+    return BuildDir(config.build_dir).html
 
 
 def status_file(config: Config) -> Path:

@@ -84,9 +84,6 @@ def sphinx_env(config: Config) -> dict[str, str]:
 STAMP = ".tabbook-stamp"
 #: A located error tabbook's settings raised while Sphinx evaluated conf.py, in Sphinx's report.
 CONF_ERROR = re.compile(r"^\s*tabbook\.errors\.BookError: (.+)$", re.M)
-#: What the last HTML run had imported (under ``build/``): the live preview's server and the warm
-#: builder import it before they fork (:mod:`tabbook.warm.preload`).
-WARM_MODULES = "warm-modules.json"
 #: Where a Sphinx run records the modules it imported (:mod:`tabbook.render.ext.learn`).
 LEARN_ENV = "TABBOOK_LEARN_MODULES"
 #: The book's folder, for the run to leave the book's own modules out of what it records.

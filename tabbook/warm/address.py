@@ -44,13 +44,11 @@ def private_folder() -> Path | None:
 
 
 def code_hash() -> str:
-    """tabbook's own files, all of them (code, templates, static files): what a warm builder runs."""
-    h = hashlib.sha256()
-    for folder, dirs, files in os.walk(PACKAGE):
-        dirs[:] = sorted(d for d in dirs if d not in ("__pycache__", "node_modules"))
-        for name in sorted(files):
-            h.update(name.encode() + b"\0" + Path(folder, name).read_bytes())
-    return h.hexdigest()
+    """What a warm builder runs: the builder's fingerprint (every file of tabbook, the versions of
+    what renders), so a changed builder gets a warm builder of its own."""
+    from tabbook.files import builder_fingerprint
+
+    return builder_fingerprint()
 
 
 def socket_path(root: Path, code: str | None = None) -> Path | None:

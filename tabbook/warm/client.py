@@ -27,6 +27,7 @@ import sys
 import time
 from pathlib import Path
 
+from tabbook.files import BuildDir
 from tabbook.warm.address import PACKAGE, peer, same_user, socket_path
 
 ENV = "TABBOOK_WARM"
@@ -166,7 +167,8 @@ def start(root: Path) -> None:
     # The child's own environment, built here: it imports tabbook from this checkout.
     env = {k: v for k, v in os.environ.items() if k != ENV}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PACKAGE.parent), os.environ.get("PYTHONPATH")) if p)
-    log = open(root / "build" / "warm.log", "ab") if (root / "build").is_dir() else subprocess.DEVNULL
+    build = BuildDir(root / "build")
+    log = open(build.warm_log, "ab") if build.path.is_dir() else subprocess.DEVNULL
     try:
         subprocess.Popen([sys.executable, "-m", "tabbook", "-C", str(root.resolve()), "warm", "--serve", str(path)],
                          cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
