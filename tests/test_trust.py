@@ -85,8 +85,10 @@ def test_bundles_lose_javascript_and_markdown_html_but_keep_the_rest() -> None:
     assert not markdown_has_html(plain_md["text/markdown"])
     md = clean_bundle({"text/markdown": 'a <img src="y" onerror="z()"> **b**'})
     assert set(md) == {"text/html"} and "onerror" not in md["text/html"] and "<strong>b</strong>" in md["text/html"]
-    latex = {"text/latex": "$x^2$", "image/png": "iVBORw0KGgo=", "text/plain": "x"}
+    latex = {"text/latex": r"$\frac{1}{2} x^2 \operatorname{out}$", "image/png": "iVBORw0KGgo=", "text/plain": "x"}
     assert clean_bundle(latex) == latex
+    for tex in (r"$\input{/etc/passwd}$", r"$\immediate\write18{id}$", r"$^^5cinput{x}$", r"$\def\a{b}\a$"):
+        assert clean_bundle({"text/latex": tex, "text/plain": "x"}) == {"text/plain": "x"}, tex
 
 
 def test_a_notebook_without_active_outputs_is_returned_as_it_is() -> None:

@@ -13,12 +13,17 @@ an image file under ``_images/`` or a downloadable notebook:
   myst-nb renders Markdown outputs in) and cleaned the same way; Markdown without HTML is kept
   as it is.
 - ``image/svg+xml`` keeps only SVG elements from an allow-list (no ``script``,
-  ``foreignObject``, animation of links), no ``on*`` attribute, links only to fragments, the
+  ``foreignObject``, no animation), no ``on*`` attribute, links only to fragments, the
   web and raster ``data:`` images; an SVG with nothing to remove is kept byte for byte (a
   matplotlib figure is unchanged), and one that is not well-formed XML is dropped (Chromium
   runs the script before a parse error).
+- ``text/latex`` that reads or writes files, runs programs or redefines commands (``\\input``,
+  ``\\write``, ``\\def``, ``\\catcode``, ``^^`` escapes, …: :data:`_ACTIVE_TEX`) is dropped:
+  the PDFs' TeX would run it on the machine that builds them.
 - Every other type that is not plain data (``application/javascript``, widget views, vendor
-  types whose renderers are script) is dropped; an output left with nothing shows a note.
+  types whose renderers are script) is dropped; an output left with nothing shows a note. A
+  Markdown or raw cell put into an entry by hand is shown as code, and widget state in the
+  notebook's metadata is dropped.
 
 The functions are pure (a notebook in, a cleaned copy out); :class:`PublishedNotebooks` cleans
 lazily, so a build pays only for the pages it merges again.
@@ -37,10 +42,21 @@ from urllib.parse import urlsplit
 DROPPED_NOTE = ("[an output this site does not show: it would run script in the reader's browser "
                 "(the book's [site] trusted_outputs is off)]")
 #: Types published as they are: text, raster images, and what only the PDF shows.
-PLAIN_TYPES = frozenset({"text/plain", "text/latex", "image/png", "image/jpeg", "image/gif", "image/webp",
+PLAIN_TYPES = frozenset({"text/plain", "image/png", "image/jpeg", "image/gif", "image/webp",
                          "image/bmp", "application/pdf"})
 #: Types published once cleaned (the function that cleans them: see :func:`clean_bundle`).
-CLEANED_TYPES = frozenset({"text/html", "text/markdown", "image/svg+xml"})
+CLEANED_TYPES = frozenset({"text/html", "text/markdown", "image/svg+xml", "text/latex"})
+#: TeX that reads or writes files, runs programs or redefines what later text means: a
+#: ``text/latex`` output is typeset by KaTeX on the site (``trust: false``) and by TeX in the PDFs,
+#: where ``\input{~/.ssh/id_rsa}`` would print a file of the machine that builds them. Formulas
+#: (sympy's, IPython's ``Latex``) use none of it; an output that does keeps its text form only.
+_ACTIVE_TEX = re.compile(
+    r"\\(input|include|InputIfFileExists|openin|openout|read|readline|write|immediate|catcode|csname|"
+    r"endcsname|special|def|edef|gdef|xdef|let|futurelet|makeatletter|jobname|directlua|latelua|"
+    r"usepackage|RequirePackage|documentclass|includegraphics|verbatiminput|lstinputlisting|"
+    r"scantokens|expandafter|newcommand|renewcommand|providecommand|DeclareRobustCommand|href|url|"
+    r"pdfobj|pdfliteral|pdfannot|pdfstartlink|ShellEscape|endinput|afterassignment|every[a-z]+|"
+    r"output|end\s*\{\s*document|begin\s*\{\s*document)(?![A-Za-z])|\^\^")
 
 # ---- HTML ----------------------------------------------------------------------------------------
 
@@ -219,6 +235,9 @@ def clean_bundle(data: dict[str, Any]) -> dict[str, Any]:
             out[mime] = value
         elif mime == "text/html":
             out[mime] = clean_html(_text(value))
+        elif mime == "text/latex":
+            if not _ACTIVE_TEX.search(_text(value)):
+                out[mime] = value
         elif mime == "image/svg+xml":
             svg = clean_svg(_text(value))
             if svg is not None:
