@@ -92,7 +92,7 @@ def test_bundles_lose_javascript_and_markdown_html_but_keep_the_rest() -> None:
 
 
 def test_a_notebook_without_active_outputs_is_returned_as_it_is() -> None:
-    for entry in sorted(Path(__file__).resolve().parent.parent.glob("_freeze/**/*.ipynb"))[:8]:
+    for entry in sorted(Path(__file__).resolve().parent.parent.glob("_freeze/**/*.ipynb")):
         nb = json.loads(entry.read_text(encoding="utf-8"))
         assert untrusted_notebook(nb) is nb, entry  # the GPUs chapter's outputs publish unchanged
     md_cell = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": "```{raw} html\n<script>x()</script>\n```"}],
