@@ -4,7 +4,7 @@ A forged freeze entry passes ``build --frozen`` (its key is the real one); what 
 cleaned: no script on the page, in ``_images/``, in the downloadable notebooks or the decks,
 while a pandas table, an SVG figure and plain Markdown look as they did. The store keeps what
 it holds (the build changes nothing there), and ``[site] trusted_outputs = true`` publishes the
-outputs as they are. The browser half: ``tests/browser/test_trust.py``.
+outputs as they are. The browser half: ``tests/browser/test_forged_outputs.py``.
 """
 
 from __future__ import annotations
