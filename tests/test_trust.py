@@ -102,6 +102,32 @@ def test_a_notebook_without_active_outputs_is_returned_as_it_is() -> None:
     assert "widgets" not in cleaned["metadata"]
 
 
+def test_entries_found_clean_are_not_scanned_again_until_they_change(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from tabbook.render import sanitize
+
+    clean = {"cells": [{"cell_type": "code", "source": "", "metadata": {},
+                        "outputs": [{"output_type": "display_data", "metadata": {}, "data": {"image/svg+xml": FIGURE}}]}]}
+    forged = json.loads(json.dumps(clean))
+    forged["cells"][0]["outputs"][0]["data"]["text/html"] = "<script>x()</script>"
+    scanned: list[int] = []
+    real = sanitize.untrusted_notebook
+    monkeypatch.setattr(sanitize, "untrusted_notebook", lambda nb: scanned.append(1) or real(nb))
+    memo = tmp_path / "clean-outputs.json"
+    key = ("sec.md", "alpha")
+    first = sanitize.PublishedNotebooks({key: clean}, {key: "entry 10 1"}, memo)
+    assert first[key] is clean and scanned == [1]
+    first.save()
+    again = sanitize.PublishedNotebooks({key: clean}, {key: "entry 10 1"}, memo)
+    assert again[key] is clean and scanned == [1]  # known clean: not scanned
+    # The entry rewritten (another signature): scanned, and its script cleaned.
+    changed = sanitize.PublishedNotebooks({key: forged}, {key: "entry 31 2"}, memo)
+    assert "<script" not in json.dumps(changed[key]) and scanned == [1, 1]
+    # Code only (a unit not run): never remembered.
+    code_only = sanitize.PublishedNotebooks({key: clean}, {key: "code only: execution is off"}, memo)
+    assert code_only[key] is clean and scanned == [1, 1, 1]
+
+
 # --- a forged entry through a real build ----------------------------------------------------------
 
 @pytest.fixture(scope="module")
