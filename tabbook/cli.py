@@ -56,8 +56,9 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--no-render", action="store_true", help="stop after execution (no Sphinx)")
     b.add_argument("--freeze-dir", type=Path, help="use another freeze store (e.g. a temp dir)")
     b.add_argument("--jobs", type=int, default=0, help="parallel units (default: core count)")
-    b.add_argument("--scheduler", metavar="tcp://HOST:PORT",
-                   help="execute on this Dask cluster's workers (needs envs/builder-dask.txt)")
+    b.add_argument("--scheduler", metavar="tls://HOST:PORT",
+                   help="execute on this Dask cluster's workers (needs envs/builder-dask.txt; a tls:// "
+                        "address takes Dask's DASK_DISTRIBUTED__COMM__TLS__* settings)")
     b.add_argument("--shard", type=_shard, help="i/N: execute every N-th stale unit from i")
     b.add_argument("--frozen", action="store_true", help="never execute; fail if the store is stale")
     b.add_argument("--execute-here", action="store_true",
