@@ -118,7 +118,7 @@ def parser() -> argparse.ArgumentParser:
     vf.add_argument("--only", nargs="+", metavar="SECTION.md", help="only these sections")
     vf.add_argument("--frameworks", help="comma list: only these frameworks")
     vf.add_argument("--jobs", type=int, default=0, help="parallel units (default: core count)")
-    vf.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="execute on this Dask cluster's workers")
+    vf.add_argument("--scheduler", metavar="tls://HOST:PORT", help="execute on this Dask cluster's workers")
     sub.add_parser("katex", help="install KaTeX now (builds do it on demand) and print where")
     sub.add_parser("clean", help="remove build/")
     sub.add_parser("clear", help="remove build/ (d2lbook's name; the freeze store _freeze/ stays)")
