@@ -125,7 +125,8 @@ def _build(config: Config, opts: Options, log: Callable[[str], Any]) -> BuildRes
 
             # What the site shows of the outputs: cleaned of script unless the book trusts them.
             trusted = config.site.trusted_outputs
-            notebooks = published(notebooks, trusted)  # type: ignore[assignment]
+            notebooks = published(notebooks, trusted, the_plan.origins,  # type: ignore[assignment]
+                                  BuildDir(config.build_dir).clean_outputs)
             # Every page renders even when units failed (they show their code without
             # outputs); the build then fails listing every failure.
             _render(config, book, opts, notebooks, published_origins(the_plan.origins, trusted), site, result, log)
@@ -213,6 +214,8 @@ def _render(config: Config, book: Book, opts: Options, notebooks: Notebooks, ori
         made = slides.write_decks(config, book.rendered, notebooks, BuildDir(config.build_dir).html)
         if made.written:
             log(f"[slides] wrote {made.written} of {made.decks} decks")
+    if hasattr(notebooks, "save"):
+        notebooks.save()  # which entries needed no cleaning (render/sanitize.py)
     if site is not None:
         t1 = time.monotonic()
         if not site.finish(sources_changed=changed):

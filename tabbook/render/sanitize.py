@@ -13,12 +13,17 @@ an image file under ``_images/`` or a downloadable notebook:
   myst-nb renders Markdown outputs in) and cleaned the same way; Markdown without HTML is kept
   as it is.
 - ``image/svg+xml`` keeps only SVG elements from an allow-list (no ``script``,
-  ``foreignObject``, animation of links), no ``on*`` attribute, links only to fragments, the
+  ``foreignObject``, no animation), no ``on*`` attribute, links only to fragments, the
   web and raster ``data:`` images; an SVG with nothing to remove is kept byte for byte (a
   matplotlib figure is unchanged), and one that is not well-formed XML is dropped (Chromium
   runs the script before a parse error).
+- ``text/latex`` that reads or writes files, runs programs or redefines commands (``\\input``,
+  ``\\write``, ``\\def``, ``\\catcode``, ``^^`` escapes, …: :data:`_ACTIVE_TEX`) is dropped:
+  the PDFs' TeX would run it on the machine that builds them.
 - Every other type that is not plain data (``application/javascript``, widget views, vendor
-  types whose renderers are script) is dropped; an output left with nothing shows a note.
+  types whose renderers are script) is dropped; an output left with nothing shows a note. A
+  Markdown or raw cell put into an entry by hand is shown as code, and widget state in the
+  notebook's metadata is dropped.
 
 The functions are pure (a notebook in, a cleaned copy out); :class:`PublishedNotebooks` cleans
 lazily, so a build pays only for the pages it merges again.
@@ -27,9 +32,12 @@ lazily, so a build pays only for the pages it merges again.
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -37,10 +45,21 @@ from urllib.parse import urlsplit
 DROPPED_NOTE = ("[an output this site does not show: it would run script in the reader's browser "
                 "(the book's [site] trusted_outputs is off)]")
 #: Types published as they are: text, raster images, and what only the PDF shows.
-PLAIN_TYPES = frozenset({"text/plain", "text/latex", "image/png", "image/jpeg", "image/gif", "image/webp",
+PLAIN_TYPES = frozenset({"text/plain", "image/png", "image/jpeg", "image/gif", "image/webp",
                          "image/bmp", "application/pdf"})
 #: Types published once cleaned (the function that cleans them: see :func:`clean_bundle`).
-CLEANED_TYPES = frozenset({"text/html", "text/markdown", "image/svg+xml"})
+CLEANED_TYPES = frozenset({"text/html", "text/markdown", "image/svg+xml", "text/latex"})
+#: TeX that reads or writes files, runs programs or redefines what later text means: a
+#: ``text/latex`` output is typeset by KaTeX on the site (``trust: false``) and by TeX in the PDFs,
+#: where ``\input{~/.ssh/id_rsa}`` would print a file of the machine that builds them. Formulas
+#: (sympy's, IPython's ``Latex``) use none of it; an output that does keeps its text form only.
+_ACTIVE_TEX = re.compile(
+    r"\\(input|include|InputIfFileExists|openin|openout|read|readline|write|immediate|catcode|csname|"
+    r"endcsname|special|def|edef|gdef|xdef|let|futurelet|makeatletter|jobname|directlua|latelua|"
+    r"usepackage|RequirePackage|documentclass|includegraphics|verbatiminput|lstinputlisting|"
+    r"scantokens|expandafter|newcommand|renewcommand|providecommand|DeclareRobustCommand|href|url|"
+    r"pdfobj|pdfliteral|pdfannot|pdfstartlink|ShellEscape|endinput|afterassignment|every[a-z]+|"
+    r"output|end\s*\{\s*document|begin\s*\{\s*document)(?![A-Za-z])|\^\^")
 
 # ---- HTML ----------------------------------------------------------------------------------------
 
@@ -219,6 +238,9 @@ def clean_bundle(data: dict[str, Any]) -> dict[str, Any]:
             out[mime] = value
         elif mime == "text/html":
             out[mime] = clean_html(_text(value))
+        elif mime == "text/latex":
+            if not _ACTIVE_TEX.search(_text(value)):
+                out[mime] = value
         elif mime == "image/svg+xml":
             svg = clean_svg(_text(value))
             if svg is not None:
@@ -277,15 +299,45 @@ def untrusted_notebook(nb: dict[str, Any]) -> dict[str, Any]:
 
 class PublishedNotebooks(Mapping[tuple[str, str], dict[str, Any]]):
     """The executed notebooks as the site may show them: cleaned on first access (and then
-    remembered), so a build that merges few pages cleans few notebooks."""
+    remembered), so a build that merges few pages cleans few notebooks.
 
-    def __init__(self, notebooks: Mapping[tuple[str, str], dict[str, Any]]) -> None:
+    The front page reads every notebook's provenance on every build, so with ``memo`` (a file
+    under ``build/``) the entries found to need no cleaning are remembered by their store
+    signature (the size and time the plan's reuse and the sources memo already go by) and this
+    module's code: an unchanged book's outputs are not scanned again. :meth:`save` writes it.
+    """
+
+    def __init__(self, notebooks: Mapping[tuple[str, str], dict[str, Any]],
+                 origins: Mapping[tuple[str, str], str] | None = None, memo: Path | None = None) -> None:
         self._raw = notebooks
         self._clean: dict[tuple[str, str], dict[str, Any]] = {}
+        self._origins = origins or {}
+        self._memo = memo
+        self._code = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+        self._known: set[str] = set()
+        self._seen: set[str] = set()  # clean entries met in this build: what the memo keeps
+        if memo is not None:
+            try:
+                data = json.loads(memo.read_text(encoding="utf-8"))
+                if data.get("code") == self._code:
+                    self._known = {str(x) for x in data.get("clean", [])}
+            except (OSError, ValueError, AttributeError, TypeError):
+                pass
+
+    def _signature(self, key: tuple[str, str]) -> str | None:
+        origin = self._origins.get(key, "")
+        return f"{key[0]} {key[1]} {origin}" if origin.startswith("entry ") else None
 
     def __getitem__(self, key: tuple[str, str]) -> dict[str, Any]:
         if key not in self._clean:
-            self._clean[key] = untrusted_notebook(self._raw[key])
+            raw = self._raw[key]
+            sig = self._signature(key)
+            if sig is not None and sig in self._known:
+                self._clean[key] = raw
+            else:
+                self._clean[key] = untrusted_notebook(raw)
+            if sig is not None and self._clean[key] is raw:
+                self._seen.add(sig)
         return self._clean[key]
 
     def __iter__(self) -> Iterator[tuple[str, str]]:
@@ -297,11 +349,27 @@ class PublishedNotebooks(Mapping[tuple[str, str], dict[str, Any]]):
     def __contains__(self, key: object) -> bool:
         return key in self._raw
 
+    def save(self) -> None:
+        """Remember the clean entries met in this build (only when that changed what is known)."""
+        if self._memo is None:
+            return
+        current = {self._signature(k) for k in self._raw}
+        keep = self._seen | (self._known & current)  # entries of the book as it is now
+        if keep == self._known:
+            return
+        from tabbook.files import write_atomic
 
-def published(notebooks: Mapping[tuple[str, str], dict[str, Any]],
-              trusted: bool) -> Mapping[tuple[str, str], dict[str, Any]]:
+        try:
+            write_atomic(self._memo, json.dumps({"code": self._code, "clean": sorted(keep)}))
+        except OSError:
+            pass  # only slower next time
+
+
+def published(notebooks: Mapping[tuple[str, str], dict[str, Any]], trusted: bool,
+              origins: Mapping[tuple[str, str], str] | None = None,
+              memo: Path | None = None) -> Mapping[tuple[str, str], dict[str, Any]]:
     """What the site shows of ``notebooks``: all of it for a book that trusts its outputs."""
-    return notebooks if trusted else PublishedNotebooks(notebooks)
+    return notebooks if trusted else PublishedNotebooks(notebooks, origins, memo)
 
 
 def published_origins(origins: dict[tuple[str, str], str], trusted: bool) -> dict[tuple[str, str], str]:
