@@ -240,7 +240,12 @@ def _link_book_files(tree: SourceTree, config: Config) -> None:
     src = tree.src
     for name in config.resources:
         target, link = config.root / name, src / name
-        if target.exists() and not link.exists() and not link.is_symlink():
+        if not target.exists() or (link.exists() and not link.is_symlink()):
+            continue
+        # A link left by a build of the book in another folder (a copied or moved checkout,
+        # build/ included) leads there: it is made again to lead into this book.
+        if not link.is_symlink() or link.resolve() != target.resolve():
+            link.unlink(missing_ok=True)
             link.parent.mkdir(parents=True, exist_ok=True)
             link.symlink_to(target.resolve(), target_is_directory=target.is_dir())
             tree.changed += 1
