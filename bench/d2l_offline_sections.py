@@ -51,7 +51,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tabbook.errors import BookError  # noqa: E402
-from tabbook.source.read import Section, read_section  # noqa: E402
+from tabbook.source.model import Section  # noqa: E402
+from tabbook.source.read import read_section  # noqa: E402
 from tabbook.source.split import split_section  # noqa: E402
 from tabbook.source.toc import walk_toc  # noqa: E402
 

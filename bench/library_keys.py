@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import ast
 import json
-import os
 import re
 import statistics
 import sys
@@ -35,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tabbook.book import read_book  # noqa: E402
-from tabbook.config import OVERLAY_ENV, load_config  # noqa: E402
+from tabbook.config import load_config  # noqa: E402
 from tabbook.library.cache import book_library  # noqa: E402
 from tabbook.library.reach import HEADER, unit_reach  # noqa: E402
 from tabbook.source.split import split_section  # noqa: E402
@@ -61,8 +60,8 @@ def blocks(source: str) -> list[tuple[str, str]]:
     return out
 
 
-def measure(root: Path) -> dict:
-    config = load_config(root)
+def measure(root: Path, overlay: Path | None = None) -> dict:
+    config = load_config(root, overlay)
     t0 = time.monotonic()
     book = read_book(config, extra_files=False)
     library = book_library(book)
@@ -123,9 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--overlay", type=Path)
     p.add_argument("--json", action="store_true", help="print the per-block figures as JSON")
     args = p.parse_args(argv)
-    if args.overlay:
-        os.environ[OVERLAY_ENV] = str(args.overlay.resolve())
-    result = measure(args.book.resolve())
+    result = measure(args.book.resolve(), args.overlay)
     if args.json:
         print(json.dumps(result, indent=1))
     else:

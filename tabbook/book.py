@@ -16,19 +16,18 @@ before executing anything if there are any.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 from tabbook.config import Config
-from tabbook.errors import BookError, BookErrors
-from tabbook.files import write_atomic
-from tabbook.source.read import Section, read_section
+from tabbook.errors import BookError, BookErrors, raise_all
+from tabbook.files import BuildDir
+from tabbook.source.model import Section
+from tabbook.source.read import read_section
 from tabbook.source.toc import entry_path, is_external, page_entries, walk_toc
 
 #: The repository's own documents at the book root are not book pages.
@@ -139,53 +138,23 @@ def read_page(config: Config, rel: str, hashes: dict[str, str] | None = None,
 
 
 class PageCache:
-    """Pages as parsed by the last command, in ``build/pages-cache.pickle``.
+    """Pages as parsed by the last command: ``build/``'s ``pages`` memo.
 
     Every command reads every page, and parsing is most of what a no-op rebuild of a large
     book costs (issue 14: a no-op of 200 sections must cost about what one of 10 does). A
-    page's parse depends only on its bytes, the tabs and the builder's code, so sections are
-    kept by the hash of their bytes, under a key of the other two. A cache that cannot be
-    read or written only costs time. Pages that fail to read are never kept.
+    page's parse depends only on its bytes, the tabs and the builder (the memo's fingerprint),
+    so sections are kept by the hash of their bytes, under a key of the other two. A cache that
+    cannot be read or written only costs time. Pages that fail to read are never kept.
     """
 
-    NAME = "pages-cache.pickle"
-
     def __init__(self, config: Config) -> None:
-        self.path = config.build_dir / self.NAME
-        self.key = hashlib.sha256(json.dumps([_builder_code_hash(), list(config.tabs),
-                                              config.default_tab]).encode()).hexdigest()
-        self.sections: dict[str, tuple[str, Section]] = {}
-        try:
-            import pickle
-
-            key, sections = pickle.loads(self.path.read_bytes())
-            if key == self.key and isinstance(sections, dict):
-                self.sections = sections
-        except Exception:  # missing, damaged, or from another builder: parse everything
-            pass
-        self._before = dict(self.sections)
+        self.memo = BuildDir(config.build_dir).memo("pages", tabs=list(config.tabs), default_tab=config.default_tab)
+        loaded = self.memo.load()
+        self.sections: dict[str, tuple[str, Section]] = dict(loaded) if isinstance(loaded, dict) else {}
 
     def save(self, root: Path) -> None:
         """Write the cache if a page was parsed anew (pages whose file is gone are dropped)."""
-        import pickle
-
-        if self.sections == self._before:
-            return
-        sections = {rel: v for rel, v in self.sections.items() if (root / rel).is_file()}
-        try:
-            write_atomic(self.path, pickle.dumps((self.key, sections), protocol=pickle.HIGHEST_PROTOCOL))
-        except (OSError, pickle.PicklingError):
-            pass  # a cache that cannot be written only costs time
-
-
-@cache
-def _builder_code_hash() -> str:
-    """The builder's own code: a cached library is only as good as the code that made it."""
-    h = hashlib.sha256()
-    here = Path(__file__).resolve().parent
-    for path in sorted(here.rglob("*.py")):
-        h.update(path.read_bytes())
-    return h.hexdigest()
+        self.memo.save({rel: v for rel, v in self.sections.items() if (root / rel).is_file()})
 
 
 @dataclass
@@ -241,7 +210,7 @@ class Book:
 
     def raise_problems(self) -> None:
         if self.problems:
-            raise self.problems[0] if len(self.problems) == 1 else BookErrors(list(self.problems))
+            raise_all(self.problems)
 
 
 _SALVAGE_LABEL = re.compile(r":(?:label|eqlabel):`([^`]+)`")

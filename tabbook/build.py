@@ -1,11 +1,12 @@
 """The pipeline, stage by stage: read → library → execute → render. Nothing else happens here.
 
-1. **source**: the book is read once (:func:`tabbook.book.read_book`) and checked;
-2. **library**: ``#@save`` code → ``d2l/<framework>.py`` (written only when changed);
-3. **execute**: each (section, framework) unit is looked up in the freeze store and
-   only the stale ones run (:mod:`tabbook.execute.plan`);
-4. **render**: merged sources → Sphinx (:mod:`tabbook.render`).
-``build/report.json`` is written even when a stage fails.
+- **read** (:func:`_read_and_check`): the book is read once (:func:`tabbook.book.read_book`) and checked;
+- **library** (:func:`_write_library`): ``#@save`` code → ``d2l/<framework>.py`` (written only when changed);
+- **execute** (:func:`_execute`): each (section, framework) unit is looked up in the freeze store and
+  only the stale ones run (:mod:`tabbook.execute.plan`), one record per unit;
+- **render** (:func:`_render`): merged sources → Sphinx (:mod:`tabbook.render`).
+
+``build/report.json`` (:attr:`tabbook.files.BuildDir.report`) is written even when a stage fails.
 """
 
 from __future__ import annotations
@@ -13,23 +14,24 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tabbook.book import read_book
+from tabbook.book import Book, read_book
 from tabbook.config import Config
-from tabbook.errors import BookError, BookErrors
+from tabbook.errors import BookError, raise_all
 from tabbook.execute.gpus import Devices, detect
-from tabbook.execute.plan import Plan, Selection, UnitStatus
+from tabbook.execute.plan import Notebooks, Plan, Selection, UnitOutcome
 from tabbook.execute.runner import Runner
 from tabbook.execute.store import FreezeStore
-from tabbook.execute.store import provenance as store_provenance
-from tabbook.files import book_lock, write_atomic
+from tabbook.files import BuildDir, book_lock, write_atomic
+
+if TYPE_CHECKING:
+    from tabbook.render.sphinx import Launcher, SphinxRun
 
 
 @dataclass(frozen=True)
@@ -46,22 +48,28 @@ class Options:
     scheduler: str | None = None  # a Dask scheduler's address: execute on its cluster (tabbook.execute.cluster)
     # Warnings fail the build too (d2lbook's [build] warning_is_error, Sphinx's -W); None: the book's setting.
     strict: bool | None = None
+    # How Sphinx starts (render.sphinx.Launcher); None: a new interpreter. The warm builder passes
+    # its fork launcher (tabbook.warm.launch.fork_sphinx), and the report then says "warm".
+    sphinx: Launcher | None = None
 
 
 @dataclass
 class BuildResult:
-    units: list[UnitStatus] = field(default_factory=list)
+    outcomes: list[UnitOutcome] = field(default_factory=list)  # every unit's record (execute/plan.py)
     seconds: float = 0.0
     sphinx_seconds: float = 0.0
     execute_seconds: float = 0.0  # wall time of the execution stage (units run in parallel)
     library_changed: list[str] = field(default_factory=list)
-    # (section, framework) -> where its outputs were computed ("1× NVIDIA H100…", "CPU only",
-    # "" when it shows no outputs), read from the entries the pages show.
-    devices: dict[tuple[str, str], str] = field(default_factory=dict)
+    warm: bool = False  # it ran in the warm builder (tabbook.warm)
+
+    @property
+    def units(self) -> list[UnitOutcome]:
+        """The units this build dealt with (not those another shard runs)."""
+        return [u for u in self.outcomes if u.status is not None]
 
     def gpu_summary(self) -> str:
         """"GPU outputs in 3 of 20 units (pytorch 3/5, jax 0/5, …)": what the build's last line says."""
-        shown = {k: v for k, v in self.devices.items() if v}
+        shown = {u.id: u.device for u in self.outcomes if u.device}
         if not shown:
             return ""
         per: dict[str, list[int]] = {}
@@ -74,19 +82,9 @@ class BuildResult:
         return f"GPU outputs in {gpu} of {len(shown)} units ({parts})"
 
     def as_report(self) -> dict[str, Any]:
-        units = [{"section": u.section, "framework": u.framework, "status": u.status,
-                  "seconds": round(u.seconds, 3), **({"error": u.error} if u.error else {}),
-                  **({"device": self.devices[(u.section, u.framework)]}
-                     if self.devices.get((u.section, u.framework)) else {})} for u in self.units]
-        return {"units": units, "seconds": round(self.seconds, 3), "sphinx_seconds": round(self.sphinx_seconds, 3),
+        return {"units": [u.as_report() for u in self.units], "seconds": round(self.seconds, 3), "sphinx_seconds": round(self.sphinx_seconds, 3),
                 "execute_seconds": round(self.execute_seconds, 3), "library_changed": self.library_changed,
-                "warm": _in_a_warm_builder()}
-
-
-def _in_a_warm_builder() -> bool:
-    """Whether this build runs in a warm builder (:mod:`tabbook.warm`), for the report."""
-    warm = sys.modules.get("tabbook.warm")
-    return bool(warm is not None and getattr(warm, "_INSIDE", False))
+                "warm": self.warm}
 
 
 def locked(config: Config, freeze_dir: Path | None = None) -> AbstractContextManager[None]:
@@ -104,110 +102,143 @@ def build(config: Config, opts: Options, log: Callable[[str], Any] = print) -> B
 
 
 def _build(config: Config, opts: Options, log: Callable[[str], Any]) -> BuildResult:
-    from tabbook.check import check_book
-    from tabbook.execute import plan
-    from tabbook.library.cache import book_library
-    from tabbook.library.generate import write_library
-    from tabbook.render import sources, sphinx
+    from tabbook.render import sphinx
 
     t0 = time.monotonic()
-    result = BuildResult()
+    result = BuildResult(warm=opts.sphinx is not None)
     execute = config.execute if opts.execute is None else opts.execute
     strict = config.warning_is_error if opts.strict is None else opts.strict
     site: sphinx.SphinxRun | None = None
     try:
         if opts.render and opts.builder:
-            site = sphinx.SphinxRun(config, opts.builder, partial=opts.partial, strict=strict)
+            site = sphinx.SphinxRun(config, opts.builder, partial=opts.partial, strict=strict,
+                                    launch=opts.sphinx or sphinx.new_interpreter)
             if site.likely_to_run():
                 # Sphinx sets itself up while the book is read, the library written and
                 # stale code run; it reads the sources once they are written.
                 site.start()
-        book = read_book(config, extra_files=not opts.partial, whole_library=opts.partial)
-        warnings: list[BookError] = []
-        problems = check_book(book, partial=opts.partial, warnings=warnings, executes=execute)
-        if strict:
-            problems, warnings = problems + warnings, []
-        for warning in warnings:
-            log(f"warning: {warning.location_message()}")
-        if problems:
-            raise problems[0] if len(problems) == 1 else BookErrors(problems)
-        missing = [p for p in opts.selection.only or () if p not in book.toc]
-        if missing:
-            raise BookError(f"not in the table of contents: {', '.join(missing)}")
-        result.library_changed = write_library(config, book_library(book))
-        for path in result.library_changed:
-            log(f"[lib] wrote {path}")
-        t_exec = time.monotonic()
-        store = FreezeStore(opts.freeze_dir or config.freeze_dir, config.root)
-        the_plan = plan.plan(config, book.rendered, book_library(book), store, opts.selection,
-                             host_gpus=len(detect()))
-        result.units = the_plan.statuses
-        # GPU outputs this machine could not re-run (execute/plan.py lesser_host): a warning, which
-        # fails a strict build once every page is written, like any other warning.
-        outdated = the_plan.outdated
-        if not strict:
-            for err in outdated:
-                log(f"warning: {err.location_message()}")
-        failures: list[BookError] = []
-        if site is not None and not site.started and execute and the_plan.todo:
-            site.start()  # code will run, so pages will change: Sphinx sets itself up meanwhile
-        try:
-            if execute:
-                notebooks, failures = plan.run(config, the_plan, store,
-                                                lambda: _runner(config, the_plan, opts, log))
-            else:
-                notebooks = plan.skip_execution(the_plan)
-        finally:
-            result.execute_seconds = time.monotonic() - t_exec
-        for unit_id, nb in notebooks.items():
-            prov = store_provenance(nb)
-            result.devices[unit_id] = "" if not prov or prov.get("not_executed") else str(prov.get("device", ""))
+        book = _read_and_check(config, opts, execute, strict, log)
+        result.library_changed = _write_library(config, book, log)
+        the_plan, notebooks, failures = _execute(config, book, opts, execute, strict, site, result, log)
         if opts.render:
+            from tabbook.render.sanitize import published, published_origins
+
+            # What the site shows of the outputs: cleaned of script unless the book trusts them.
+            trusted = config.site.trusted_outputs
+            notebooks = published(notebooks, trusted)  # type: ignore[assignment]
             # Every page renders even when units failed (they show their code without
             # outputs); the build then fails listing every failure.
-            changed = sources.write_sources(config, book.rendered, notebooks,
-                                            sources.extra_pages(config, book_library(book), book.sections),
-                                            origins=the_plan.origins, page_hashes=book.page_hashes,
-                                            orphans=set(book.orphans))
-            if opts.builder == "html":
-                from tabbook.render import slides
-
-                made = slides.write_decks(config, book.rendered, notebooks, config.build_dir / "html")
-                if made.written:
-                    log(f"[slides] wrote {made.written} of {made.decks} decks")
-            if site is not None:
-                t1 = time.monotonic()
-                if not site.finish(sources_changed=changed):
-                    log(f"[{opts.builder}] nothing changed: build/{opts.builder} is current")
-                result.sphinx_seconds = time.monotonic() - t1
-            if opts.builder == "html":
-                from tabbook.render.site import available_pdfs, load_site_options
-
-                if not available_pdfs(load_site_options(config)):
-                    log("[html] the site has no PDFs (none in build/pdf): its pages say \"PDF: not in "
-                        "this build\"; `tabbook site` (make site) builds the site with its PDFs")
-        failures = [*failures, *(outdated if strict else [])]
-        if failures:
-            raise failures[0] if len(failures) == 1 else BookErrors(failures)
+            _render(config, book, opts, notebooks, published_origins(the_plan.origins, trusted), site, result, log)
+        raise_all([*failures, *(the_plan.outdated if strict else [])])
     finally:
         if site is not None:
             site.call_off()  # a failed build: the early Sphinx reads and writes nothing
         result.seconds = time.monotonic() - t0
-        write_atomic(config.build_dir / "report.json", json.dumps(result.as_report(), indent=1) + "\n")
+        write_atomic(BuildDir(config.build_dir).report, json.dumps(result.as_report(), indent=1) + "\n")
     return result
 
 
+def _read_and_check(config: Config, opts: Options, execute: bool, strict: bool, log: Callable[[str], Any]) -> Book:
+    """The book read once and checked; its problems raised together, its warnings logged
+    (problems too under ``strict``)."""
+    from tabbook.check import check_book
+
+    book = read_book(config, extra_files=not opts.partial, whole_library=opts.partial)
+    warnings: list[BookError] = []
+    problems = check_book(book, partial=opts.partial, warnings=warnings, executes=execute)
+    if strict:
+        problems, warnings = problems + warnings, []
+    for warning in warnings:
+        log(f"warning: {warning.location_message()}")
+    raise_all(problems)
+    missing = [p for p in opts.selection.only or () if p not in book.toc]
+    if missing:
+        raise BookError(f"not in the table of contents: {', '.join(missing)}")
+    return book
+
+
+def _write_library(config: Config, book: Book, log: Callable[[str], Any]) -> list[str]:
+    from tabbook.library.cache import book_library
+    from tabbook.library.generate import write_library
+
+    changed = write_library(config, book_library(book))
+    for path in changed:
+        log(f"[lib] wrote {path}")
+    return changed
+
+
+def _execute(config: Config, book: Book, opts: Options, execute: bool, strict: bool, site: SphinxRun | None,
+             result: BuildResult, log: Callable[[str], Any]) -> tuple[Plan, Notebooks, list[BookError]]:
+    """Plan every unit, run the stale ones (or show them as code when execution is off);
+    returns the plan (every unit's record), the pages' notebooks and the failures."""
+    from tabbook.execute import plan
+    from tabbook.library.cache import book_library
+
+    t_exec = time.monotonic()
+    store = FreezeStore(opts.freeze_dir or config.freeze_dir, config.root)
+    the_plan = plan.plan(config, book.rendered, book_library(book), store, opts.selection,
+                         host_gpus=len(detect()))
+    result.outcomes = the_plan.units
+    # GPU outputs this machine could not re-run (execute/plan.py lesser_host): a warning, which
+    # fails a strict build once every page is written, like any other warning.
+    if not strict:
+        for err in the_plan.outdated:
+            log(f"warning: {err.location_message()}")
+    failures: list[BookError] = []
+    if site is not None and not site.started and execute and the_plan.todo:
+        site.start()  # code will run, so pages will change: Sphinx sets itself up meanwhile
+    try:
+        if execute:
+            notebooks, failures = plan.run(config, the_plan, store, lambda: _runner(config, the_plan, opts, log))
+        else:
+            notebooks = plan.skip_execution(the_plan)
+    finally:
+        result.execute_seconds = time.monotonic() - t_exec
+    return the_plan, notebooks, failures
+
+
+def _render(config: Config, book: Book, opts: Options, notebooks: Notebooks, origins: dict[tuple[str, str], str],
+            site: SphinxRun | None, result: BuildResult, log: Callable[[str], Any]) -> None:
+    """``build/src``, the decks, then Sphinx (when a source changed)."""
+    from tabbook.library.cache import book_library
+    from tabbook.render import sources
+
+    changed = sources.write_sources(config, book.rendered, notebooks,
+                                    sources.extra_pages(config, book_library(book), book.sections),
+                                    origins=origins, page_hashes=book.page_hashes,
+                                    orphans=set(book.orphans))
+    if opts.builder == "html":
+        from tabbook.render import slides
+
+        made = slides.write_decks(config, book.rendered, notebooks, BuildDir(config.build_dir).html)
+        if made.written:
+            log(f"[slides] wrote {made.written} of {made.decks} decks")
+    if site is not None:
+        t1 = time.monotonic()
+        if not site.finish(sources_changed=changed):
+            log(f"[{opts.builder}] nothing changed: build/{opts.builder} is current")
+        result.sphinx_seconds = time.monotonic() - t1
+    if opts.builder == "html":
+        from tabbook.render.site import available_pdfs, load_site_options
+
+        if not available_pdfs(load_site_options(config)):
+            log("[html] the site has no PDFs (none in build/pdf): its pages say \"PDF: not in "
+                "this build\"; `tabbook site` (make site) builds the site with its PDFs")
+
+
 def build_pdfs(config: Config, frameworks: tuple[str, ...] | None = None, *, frozen: bool = False,
-               force: bool = False, jobs: int = 0, log: Callable[[str], Any] = print) -> dict[str, Path]:
+               force: bool = False, jobs: int = 0, log: Callable[[str], Any] = print,
+               sphinx: Launcher | None = None) -> dict[str, Path]:
     """The whole of ``make pdf``: execute what is stale, merge ``build/src`` and fill the LaTeX
-    doctree cache (a ``latex`` build), then one LaTeX build and typesetting per framework
-    (:mod:`tabbook.render.pdf`); returns framework → PDF for those built."""
+    doctree cache (a ``latex`` build, started by ``sphinx``: :attr:`Options.sphinx`), then one
+    LaTeX build and typesetting per framework (:mod:`tabbook.render.pdf`); returns framework →
+    PDF for those built."""
     with locked(config):
-        return _build_pdfs(config, frameworks, frozen=frozen, force=force, jobs=jobs, log=log)
+        return _build_pdfs(config, frameworks, frozen=frozen, force=force, jobs=jobs, log=log, sphinx=sphinx)
 
 
 def _build_pdfs(config: Config, frameworks: tuple[str, ...] | None, *, frozen: bool, force: bool, jobs: int,
-                log: Callable[[str], Any]) -> dict[str, Path]:
+                log: Callable[[str], Any], sphinx: Launcher | None) -> dict[str, Path]:
     from tabbook.render import pdf
 
     wanted = pdf.pdf_frameworks(config, frameworks)
@@ -218,7 +249,8 @@ def _build_pdfs(config: Config, frameworks: tuple[str, ...] | None, *, frozen: b
         build(config, Options(Selection(frozen_only=frozen, force=force), render=False, execute=False,
                               jobs=jobs), log=log)
         raise no_tex
-    build(config, Options(Selection(frozen_only=frozen, force=force), builder="latex", jobs=jobs), log=log)
+    build(config, Options(Selection(frozen_only=frozen, force=force), builder="latex", jobs=jobs, sphinx=sphinx),
+          log=log)
     return pdf.write_pdfs(config, wanted, jobs=jobs, log=log)
 
 
@@ -246,3 +278,44 @@ def clean(config: Config) -> None:
     the lock file created anew)."""
     with locked(config):
         shutil.rmtree(config.build_dir, ignore_errors=True)
+
+
+def verify_freeze(config: Config, selection: Selection, *, jobs: int = 0, scheduler: str | None = None,
+                  log: Callable[[str], Any] = print) -> list[Any]:
+    """``tabbook verify-freeze``: re-execute the store's current CPU entries (those ``selection``
+    names) into a throw-away store and compare what a reader would see
+    (:mod:`tabbook.execute.verify`); the book's store is only read."""
+    import tempfile
+
+    from tabbook.execute import plan, verify
+    from tabbook.execute.store import provenance as store_provenance
+    from tabbook.library.cache import book_library
+    from tabbook.library.generate import write_library
+
+    with locked(config):  # the kernels import d2l/, which must be the book's current library
+        book = read_book(config)
+        library = book_library(book)
+        write_library(config, library)
+        store = FreezeStore(config.freeze_dir, config.root)
+        forced = Selection(force=True, frameworks=selection.frameworks, only=selection.only, execute_here=True)
+        the_plan = plan.plan(config, book.rendered, library, store, forced)
+        current = {(u.section, u.framework) for u in the_plan.units if u.why == ["forced (--force)"]}
+        stale = [(u, p) for u, p in the_plan.todo if (u.section, u.framework) not in current]
+        the_plan.todo = [(u, p) for u, p in the_plan.todo if (u.section, u.framework) in current]
+
+        def run(todo: list[tuple[Any, Any]]) -> dict[tuple[str, str], dict[str, Any] | str]:
+            the_plan.todo = todo
+            with tempfile.TemporaryDirectory(prefix="tabbook-verify-") as tmp:
+                notebooks, _ = plan.run(config, the_plan, FreezeStore(Path(tmp), config.root),
+                                        lambda: _runner(config, the_plan, Options(jobs=jobs, scheduler=scheduler), log))
+            failed = {(s.section, s.framework): s.error or "failed" for s in the_plan.units if s.status == "failed"}
+            return {k: failed.get(k) or notebooks[k] for k in ((u.section, u.framework) for u, _ in todo)}
+
+        def rel(section: str, fw: str) -> str:
+            return config.rel(store.path(section, fw))
+
+        verdicts = verify.verify(the_plan.todo, store.load, rel,
+                                 lambda nb: bool(store_provenance(nb).get("gpus")), run)
+        verdicts += [verify.Verdict(rel(u.section, u.framework), u.section, u.framework, "stale",
+                                    ["the entry is missing or stale: `tabbook build` first"]) for u, _ in stale]
+    return verdicts

@@ -15,14 +15,14 @@ import ast
 from pathlib import Path
 
 from tabbook.book import Book, page_exists, read_book
-from tabbook.config import Config
+from tabbook.config import Config, config_error
 from tabbook.errors import BookError, BookErrors
 from tabbook.library.cache import book_library
 from tabbook.source.dialect import IMAGE, SAVE_MARK, unclosed_slide_marks
+from tabbook.source.model import Section
 from tabbook.source.pycode import mask_magics
-from tabbook.source.read import Section
 from tabbook.source.split import resolve_tabs
-from tabbook.source.toc import page_entries
+from tabbook.source.toc import OUTSIDE, leaves_book, page_entries
 
 
 def _errors(exc: BookError) -> list[BookError]:
@@ -74,6 +74,11 @@ def check_book(book: Book | Config, *, partial: bool = False,
     problems: list[BookError] = list(book.problems)
     if warnings is not None:
         warnings.extend(book.outside_problems)
+        if config.deploy.google_analytics_tracking_id:
+            # d2lbook's tracker script loads from Google: tabbook's pages load nothing from outside.
+            warnings.append(config_error(config, "deploy", "google_analytics_tracking_id", "is not "
+                                         "emitted: tabbook's pages load nothing from other sites (no "
+                                         "tracker); remove the key to silence this warning"))
     members = _toc_members(book)
     for section in book.pages.values():
         if warnings is not None:
@@ -93,7 +98,7 @@ def check_book(book: Book | Config, *, partial: bool = False,
                                       "(no toc lists it)", section.path, 1))
         if section.path not in book.toc:  # the toc walk checked the entries of the pages it reached
             for block, entry, target in page_entries(section):
-                found = page_exists(config.root / target)
+                found = OUTSIDE if leaves_book(target) else page_exists(config.root / target)
                 if found is not True:
                     problems.append(BookError(f"toc entry {entry!r}: {target} {found}", section.path,
                                               block.line_of(entry)))
@@ -109,8 +114,12 @@ def check_book(book: Book | Config, *, partial: bool = False,
                 src = m.group(1)
                 if "://" in src:
                     continue
-                if not (config.root / Path(section.path).parent / src).resolve().is_file():
-                    i = cell.source.count("\n", 0, m.start())
+                image = (config.root / Path(section.path).parent / src).resolve()
+                i = cell.source.count("\n", 0, m.start())
+                if not image.is_relative_to(config.root.resolve()):  # Sphinx would publish it
+                    problems.append(BookError(f"image file {src} is outside the book's folder", section.path,
+                                              cell.line + i))
+                elif not image.is_file():
                     problems.append(BookError(f"image file {src} does not exist", section.path, cell.line + i))
         _check_save(section, problems, config.tabs)
     if not problems:

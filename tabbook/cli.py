@@ -1,7 +1,7 @@
 """Command line: ``python -m tabbook [-C ROOT] COMMAND``, one entry for everything the builder does.
 
 Commands: ``build``, ``new``, ``clear``, ``check``, ``lib``, ``libtest``, ``pdf``, ``site``,
-``serve``, ``linkcheck``, ``envs``, ``lock``, ``wheelhouse``, ``merge-stores``, ``katex``, ``clean``,
+``serve``, ``linkcheck``, ``envs``, ``lock``, ``wheelhouse``, ``merge-stores``, ``verify-freeze``, ``katex``, ``clean``,
 ``warm`` (``python -m tabbook COMMAND --help`` for each). ``build`` also takes d2lbook's targets
 (``tabbook build html``, ``tabbook build pdf --tab pytorch``). Library code raises :class:`BookError`; only this edge turns errors
 into ``file.md:LINE: message`` lines on stderr and a non-zero exit status.
@@ -13,9 +13,15 @@ import argparse
 import os
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from tabbook.errors import BookError, BookErrors
+from tabbook.errors import BookError, BookErrors, interrupted_status, raise_all, raise_interrupted
+from tabbook.files import BuildDir
+
+if TYPE_CHECKING:
+    from tabbook.render.sphinx import Launcher
 
 
 def _shard(text: str) -> tuple[int, int]:
@@ -46,6 +52,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--python", dest="interpreters", action="append", default=[], metavar="TAB=PATH",
                    help="run a tab's code with this existing interpreter (installs nothing into it)")
     sub = p.add_subparsers(dest="command", required=True)
+    _build_parser(sub)
+    _other_parsers(sub)
+    return p
+
+
+def _build_parser(sub: argparse._SubParsersAction) -> None:
     b = sub.add_parser("build", help="execute what is stale and render the site")
     b.add_argument("targets", nargs="*", metavar="TARGET", type=_target,
                    help="d2lbook's build targets: " + ", ".join(D2LBOOK_TARGETS) + " (default: html)")
@@ -79,6 +91,9 @@ def parser() -> argparse.ArgumentParser:
                    help="with the linkcheck target: also ask every external link's server (network)")
     b.add_argument("--strict", action="store_true", default=None,
                    help="warnings fail the build too (d2lbook's [build] warning_is_error, Sphinx's -W)")
+
+
+def _other_parsers(sub: argparse._SubParsersAction) -> None:
     ch = sub.add_parser("check", help="lint the sources without starting a kernel")
     ch.add_argument("--partial", action="store_true", help="undefined references are warnings")
     lib = sub.add_parser("lib", help="generate the d2l package from the book's #@save code")
@@ -107,11 +122,17 @@ def parser() -> argparse.ArgumentParser:
     lc = sub.add_parser("linkcheck", help="check every internal link and anchor of a built site")
     lc.add_argument("site", nargs="?", type=Path, help="the site (default: build/html)")
     lc.add_argument("--external", action="store_true", help="also ask every http(s) link's server (network)")
-    ev = sub.add_parser("envs", help="create the framework environments")
-    ev.add_argument("frameworks", nargs="*", help="tabs (default: all)")
+    vf = sub.add_parser("verify-freeze", help="re-execute the store's CPU entries into a throw-away store and "
+                        "report outputs that differ beyond timings, addresses and dates (review a _freeze-only change)")
+    vf.add_argument("--only", nargs="+", metavar="SECTION.md", help="only these sections")
+    vf.add_argument("--frameworks", help="comma list: only these frameworks")
+    vf.add_argument("--jobs", type=int, default=0, help="parallel units (default: core count)")
+    vf.add_argument("--scheduler", metavar="tcp://HOST:PORT", help="execute on this Dask cluster's workers")
     lk = sub.add_parser("lock", help="pin every package of each framework's environment with its hashes "
                         "(envs/NAME.hashes.txt, installed in hash-checking mode)")
     lk.add_argument("frameworks", nargs="*", help="tabs (default: all with a requirements file)")
+    ev = sub.add_parser("envs", help="create the framework environments")
+    ev.add_argument("frameworks", nargs="*", help="tabs (default: all)")
     wh = sub.add_parser("wheelhouse", help="download what an offline (GPU) machine needs to execute")
     wh.add_argument("--dest", type=Path, help="where (default: build/wheelhouse)")
     wh.add_argument("--python-version", default="3.12", help="that machine's Python (default 3.12)")
@@ -127,9 +148,8 @@ def parser() -> argparse.ArgumentParser:
     wm.add_argument("--stop", action="store_true", help="end it")
     wm.add_argument("--wait", type=float, metavar="SECONDS",
                     help="wait up to SECONDS until it accepts builds (exit status 1 if it does not)")
-    # How a build starts the warm builder in the background (tabbook.warm.start).
+    # How a build starts the warm builder in the background (tabbook.warm.client.start).
     wm.add_argument("--serve", type=Path, metavar="SOCKET", help=argparse.SUPPRESS)
-    return p
 
 
 #: ``tabbook build TARGET``: d2lbook's targets (``d2lbook build --help``), in the order ``all`` runs them.
@@ -151,12 +171,12 @@ def _d2lbook_build(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - C
         code |= _lib(config, argparse.Namespace(no_generate=False, check=False, import_=False))
     if "pdf" in targets:
         code |= _pdf(config, argparse.Namespace(frameworks=args.frameworks, frozen=args.frozen,
-                                                force=args.force, jobs=args.jobs))
+                                                force=args.force, jobs=args.jobs, sphinx=getattr(args, "sphinx", None)))
     renders = [t for t in targets if t in ("html", "pkg", "slides", "linkcheck")]
     if renders or "rst" in targets:
         builder = args.builder if renders else ""
         code |= _build(config, argparse.Namespace(**{**vars(args), "targets": [], "tab": None, "builder": builder}))
-        where = config.rel(config.build_dir / ("html" if renders else "src"))
+        where = config.rel(BuildDir(config.build_dir).out("html" if renders else "src"))
         if not renders:
             print(f"[rst] Sphinx's sources: {where}")
         if "pkg" in targets:
@@ -166,7 +186,7 @@ def _d2lbook_build(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - C
         if "linkcheck" in targets:
             from tabbook.render.linkcheck import report_broken_links
 
-            code |= report_broken_links(config.build_dir / "html", external=args.external)
+            code |= report_broken_links(BuildDir(config.build_dir).html, external=args.external)
     elif "eval" in targets:
         code |= _build(config, argparse.Namespace(**{**vars(args), "targets": [], "tab": None, "no_render": True}))
     return code
@@ -204,14 +224,14 @@ def _build(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
         return _dry_run(config, args, selection)
     opts = Options(selection, render=not args.no_render, freeze_dir=args.freeze_dir, jobs=args.jobs,
                    builder=args.builder, execute=args.execute, partial=args.partial,
-                   scheduler=args.scheduler, strict=args.strict)
+                   scheduler=args.scheduler, strict=args.strict, sphinx=getattr(args, "sphinx", None))
     result = build(config, opts)
     counts: dict[str, int] = {}
     for u in result.units:
         counts[u.status] = counts.get(u.status, 0) + 1
     summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "no code units"
     gpu = result.gpu_summary()
-    warm = " (warm builder)" if result.as_report()["warm"] else ""
+    warm = " (warm builder)" if result.warm else ""
     print(f"[done] {summary} in {result.seconds:.1f}s{warm}{'; ' + gpu if gpu else ''}; report: build/report.json")
     return 0
 
@@ -232,7 +252,7 @@ def _dry_run(config, args: argparse.Namespace, selection) -> int:  # noqa: ANN00
     execute = config.execute if args.execute is None else args.execute
     problems = check_book(book, partial=args.partial, warnings=[], executes=execute)
     if problems:
-        raise problems[0] if len(problems) == 1 else BookErrors(problems)
+        raise_all(problems)
     from dataclasses import replace
 
     store = FreezeStore(args.freeze_dir or config.freeze_dir, config.root)
@@ -317,7 +337,8 @@ def _lib(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
 def _pdf(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
     from tabbook.build import build_pdfs
 
-    done = build_pdfs(config, _names(args.frameworks), frozen=args.frozen, force=args.force, jobs=args.jobs)
+    done = build_pdfs(config, _names(args.frameworks), frozen=args.frozen, force=args.force, jobs=args.jobs,
+                      sphinx=getattr(args, "sphinx", None))
     print("[pdf] done: " + ", ".join(config.rel(p) for p in done.values()))
     return 0
 
@@ -346,20 +367,25 @@ def _site(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
         done = build_pdfs(config, None, frozen=args.frozen, force=args.force, jobs=args.jobs)
         print("[pdf] done: " + ", ".join(config.rel(p) for p in done.values()))
         result = build(config, Options(Selection(frozen_only=args.frozen), jobs=args.jobs))
-    print(f"[site] {config.rel(config.build_dir / 'html' / 'index.html')} with {len(done)} PDFs "
+    print(f"[site] {config.rel(BuildDir(config.build_dir).html / 'index.html')} with {len(done)} PDFs "
           f"in {result.seconds:.1f}s")
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, sphinx: Launcher | None = None) -> int:
+    """The command line. ``sphinx``: how builds start Sphinx, given only by the warm builder
+    (:mod:`tabbook.warm.server`), whose forks run this: such a build neither hands itself over
+    nor starts another warm builder."""
     p = parser()
     args, rest = p.parse_known_args(argv)
     if rest and args.command != "serve":  # serve's own options are parsed by tabbook.serve
         p.error(f"unrecognized arguments: {' '.join(rest)}")
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    for sig in (signal.SIGTERM, signal.SIGHUP):  # unwind as Ctrl-C does; exit 128 + N
+        signal.signal(sig, raise_interrupted)
+    args.sphinx = sphinx
     warm = None
-    if args.command == "build" and not args.scheduler and not args.dry_run:
-        from tabbook import warm
+    if args.command == "build" and not args.scheduler and not args.dry_run and sphinx is None:
+        from tabbook.warm import client as warm
 
         if warm.enabled():
             handed = warm.hand_over(sys.argv[1:] if argv is None else list(argv), args.root)
@@ -377,113 +403,15 @@ def main(argv: list[str] | None = None) -> int:
                 pass
 
 
-def _warm_up(config) -> None:  # noqa: ANN001 - Config
-    """What the warm builder imports before it forks builds: the build and what the live
-    preview imports for a Sphinx run (:func:`tabbook.serve.warm_up`)."""
-    from tabbook import build  # noqa: F401 - imported to be inherited by every fork
-    from tabbook.serve import warm_up
-
-    warm_up(config)
-
-
 def _dispatch(args: argparse.Namespace, rest: list[str]) -> int:
-    from tabbook.config import OVERLAY_ENV, load_config
-
-    if args.overlay:  # the environment carries it to Sphinx and the workers
-        os.environ[OVERLAY_ENV] = str(args.overlay.resolve())
-    if args.interpreters:  # likewise: --python pytorch=/path → $TABBOOK_PYTHON
-        from tabbook.config import PYTHON_ENV
-
-        chosen = [os.environ[PYTHON_ENV]] if os.environ.get(PYTHON_ENV) else []
-        os.environ[PYTHON_ENV] = ",".join(chosen + args.interpreters)
+    """Run the command its entry of :data:`WITHOUT_BOOK` or :data:`WITH_BOOK` names; the one
+    error edge: a :class:`BookError` becomes ``file.md:LINE: message`` and exit status 1."""
+    from tabbook.config import load_config
 
     try:
-        if args.command == "linkcheck":  # works on any built site, with or without a book
-            from tabbook.render.linkcheck import report_broken_links
-
-            return report_broken_links(args.site or args.root / "build" / "html", external=args.external)
-        if args.command == "warm":
-            from tabbook import warm
-
-            if args.serve is not None:
-                return warm.serve_forever(args.serve, args.root.resolve(), command=main, warm_up=_warm_up)
-            if args.stop:
-                print("[warm] stopped" if warm.stop(args.root) else "[warm] none was running")
-            elif args.wait is not None:
-                ready = warm.wait_ready(args.root, timeout=args.wait)
-                print(f"[warm] {'running' if ready else f'not running after {args.wait:g}s'}")
-                return 0 if ready else 1
-            else:
-                running = warm.running(args.root)
-                print(f"[warm] {'running' if running else 'not running'} for {args.root.resolve()} "
-                      f"({'on' if warm.enabled() else 'off'} for builds from here; ${warm.ENV}=0/1 sets it)")
-            return 0
-        if args.command == "katex":
-            from tabbook.render.katex import MathUnavailable, ensure_katex
-
-            try:
-                print(ensure_katex())
-            except MathUnavailable as exc:
-                raise BookError(f"math: {exc}") from exc
-            return 0
-        if args.command == "serve":
-            from tabbook.serve import main as serve_main
-
-            return serve_main(["-C", str(args.root), *rest])
-        if args.command == "new":
-            from tabbook.new import new_book
-
-            for rel in new_book(args.dir):
-                print(f"[new] wrote {args.dir / rel}")
-            print(f"[new] build it: cd {args.dir} && tabbook build html")
-            return 0
-        config = load_config(args.root)
-        if args.command == "build":
-            return _build(config, args)
-        if args.command == "check":
-            return _check(config, args)
-        if args.command == "lib":  # it writes d2l/ and build/'s caches: one at a time, like a build
-            from tabbook.build import locked
-
-            with locked(config):
-                return _lib(config, args)
-        if args.command == "libtest":
-            from tabbook.build import locked
-            from tabbook.execute.wheeltest import libtest
-
-            with locked(config):  # it may write d2l/ and builds the wheel under build/
-                return libtest(config, args.frameworks, generate=not args.no_generate,
-                               overrides=dict(item.split("=", 1) for item in args.python),
-                               any_env=args.any_env, venv_check=not args.no_venv_check)
-        if args.command == "pdf":
-            return _pdf(config, args)
-        if args.command == "merge-stores":
-            return _merge_stores(config, args)
-        if args.command == "site":
-            return _site(config, args)
-        if args.command == "wheelhouse":
-            from tabbook.execute.wheelhouse import REQUIREMENTS, gather
-
-            dest = args.dest or config.build_dir / "wheelhouse"
-            count, size, own = gather(dest, args.python_version, config.offline_requirements)
-            sources = ", ".join([REQUIREMENTS.name, *(str(p.relative_to(config.root)) if p.is_relative_to(config.root)
-                                                      else str(p) for p in config.offline_requirements)])
-            print(f"[wheelhouse] {count} wheels, {size / 1e6:.1f} MB in {dest} (the kernel and builder: "
-                  f"{own / 1e6:.1f} MB; CPython {args.python_version}, manylinux x86-64; from {sources}); "
-                  f"install there with -r {dest / 'requirements.txt'}")
-            return 0
-        if args.command == "envs":
-            from tabbook.execute.envs import create_envs
-
-            create_envs(config, args.frameworks or list(config.tabs))
-        elif args.command == "lock":
-            from tabbook.execute.envs import lock_envs
-
-            lock_envs(config, args.frameworks or [t for t in config.tabs if config.framework(t).requirements])
-        elif args.command in ("clean", "clear"):
-            from tabbook.build import clean
-
-            clean(config)
+        if args.command in WITHOUT_BOOK:
+            return WITHOUT_BOOK[args.command](args, rest)
+        return WITH_BOOK[args.command](load_config(args.root, args.overlay, args.interpreters), args)
     except BookError as err:
         print(err.location_message(), file=sys.stderr)
         return 1
@@ -491,7 +419,152 @@ def _dispatch(args: argparse.Namespace, rest: list[str]) -> int:
         where = exc.filename or "tabbook"
         print(f"{where}: cannot write or read: {exc.strerror or exc}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("[tabbook] interrupted; nothing half-written was kept", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM / SIGHUP (errors.Interrupted)
+        try:
+            print("[tabbook] interrupted; nothing half-written was kept", file=sys.stderr)
+        except OSError:  # the terminal is gone (SIGHUP)
+            pass
+        return interrupted_status(exc)
+
+
+# --- commands that need no book ------------------------------------------------------------------
+
+def _linkcheck(args: argparse.Namespace, rest: list[str]) -> int:
+    """Works on any built site, with or without a book."""
+    from tabbook.render.linkcheck import report_broken_links
+
+    return report_broken_links(args.site or BuildDir(args.root / "build").html, external=args.external)
+
+
+def _warm(args: argparse.Namespace, rest: list[str]) -> int:
+    from tabbook.warm import client as warm
+
+    if args.serve is not None:
+        from tabbook.warm.server import serve_forever
+
+        return serve_forever(args.serve, args.root.resolve(), command=main)
+    if args.stop:
+        print("[warm] stopped" if warm.stop(args.root) else "[warm] none was running")
+    elif args.wait is not None:
+        ready = warm.wait_ready(args.root, timeout=args.wait)
+        print(f"[warm] {'running' if ready else f'not running after {args.wait:g}s'}")
+        return 0 if ready else 1
+    else:
+        running = warm.running(args.root)
+        print(f"[warm] {'running' if running else 'not running'} for {args.root.resolve()} "
+              f"({'on' if warm.enabled() else 'off'} for builds from here; ${warm.ENV}=0/1 sets it)")
     return 0
+
+
+def _katex(args: argparse.Namespace, rest: list[str]) -> int:
+    from tabbook.render.katex import MathUnavailable, ensure_katex
+
+    try:
+        print(ensure_katex())
+    except MathUnavailable as exc:
+        raise BookError(f"math: {exc}") from exc
+    return 0
+
+
+def _serve(args: argparse.Namespace, rest: list[str]) -> int:
+    from tabbook.serve import main as serve_main
+
+    return serve_main(["-C", str(args.root), *rest], overlay=args.overlay, interpreters=args.interpreters)
+
+
+def _new(args: argparse.Namespace, rest: list[str]) -> int:
+    from tabbook.new import new_book
+
+    for rel in new_book(args.dir):
+        print(f"[new] wrote {args.dir / rel}")
+    print(f"[new] build it: cd {args.dir} && tabbook build html")
+    return 0
+
+
+# --- commands of the book at --root (its config.ini read first) ----------------------------------
+
+def _lib_locked(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
+    """``lib`` writes d2l/ and build/'s caches: one at a time, like a build."""
+    from tabbook.build import locked
+
+    with locked(config):
+        return _lib(config, args)
+
+
+def _libtest(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
+    from tabbook.build import locked
+    from tabbook.execute.wheeltest import libtest
+
+    with locked(config):  # it may write d2l/ and builds the wheel under build/
+        return libtest(config, args.frameworks, generate=not args.no_generate,
+                       overrides=dict(item.split("=", 1) for item in args.python),
+                       any_env=args.any_env, venv_check=not args.no_venv_check)
+
+
+def _wheelhouse(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
+    from tabbook.execute.wheelhouse import REQUIREMENTS, gather
+
+    dest = args.dest or BuildDir(config.build_dir).wheelhouse
+    count, size, own = gather(dest, args.python_version, config.offline_requirements)
+    sources = ", ".join([REQUIREMENTS.name, *(str(p.relative_to(config.root)) if p.is_relative_to(config.root)
+                                              else str(p) for p in config.offline_requirements)])
+    print(f"[wheelhouse] {count} wheels, {size / 1e6:.1f} MB in {dest} (the kernel and builder: "
+          f"{own / 1e6:.1f} MB; CPython {args.python_version}, manylinux x86-64; from {sources}); "
+          f"install there with -r {dest / 'requirements.txt'}")
+    return 0
+
+
+def _envs(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
+    from tabbook.execute.envs import create_envs
+
+    create_envs(config, args.frameworks or list(config.tabs))
+    return 0
+
+
+def _verify_freeze(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
+    """Exit 1 when an entry's outputs differ from a new run's (volatile parts aside), an entry is
+    stale, or a unit fails; entries computed on GPUs are listed as not verified."""
+    from tabbook.build import verify_freeze
+    from tabbook.execute.plan import Selection
+
+    selection = Selection(frameworks=_names(args.frameworks), only=tuple(args.only) if args.only else None)
+    verdicts = verify_freeze(config, selection, jobs=args.jobs, scheduler=args.scheduler)
+    counts: dict[str, int] = {}
+    for v in sorted(verdicts, key=lambda v: v.entry):
+        counts[v.state] = counts.get(v.state, 0) + 1
+        if v.state == "differs":
+            for detail in v.details:
+                print(f"{v.entry}: differs from a new run: {detail}")
+        elif v.state == "gpu":
+            print(f"{v.entry}: not verified: {v.details[0]}")
+        elif v.state != "same":
+            print(f"{v.entry}: {v.state}: {'; '.join(v.details)}")
+    print(f"[verify] {counts.get('same', 0)} entries as a new run gives them (timings, addresses, dates aside), "
+          f"{counts.get('differs', 0)} differ, {counts.get('gpu', 0)} computed on GPUs not verified, "
+          f"{counts.get('stale', 0)} stale, {counts.get('failed', 0)} failed")
+    return 1 if any(v.state in ("differs", "stale", "failed") for v in verdicts) else 0
+
+
+def _lock(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
+    from tabbook.execute.envs import lock_envs
+
+    lock_envs(config, args.frameworks or [t for t in config.tabs if config.framework(t).requirements])
+    return 0
+
+
+def _clean(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
+    from tabbook.build import clean
+
+    clean(config)
+    return 0
+
+
+#: Each subcommand's function; those of :data:`WITH_BOOK` get the book's configuration.
+WITHOUT_BOOK: dict[str, Callable[[argparse.Namespace, list[str]], int]] = {
+    "linkcheck": _linkcheck, "warm": _warm, "katex": _katex, "serve": _serve, "new": _new,
+}
+WITH_BOOK: dict[str, Callable[..., int]] = {
+    "build": _build, "check": _check, "lib": _lib_locked, "libtest": _libtest, "pdf": _pdf,
+    "merge-stores": _merge_stores, "site": _site, "wheelhouse": _wheelhouse, "envs": _envs, "lock": _lock, "verify-freeze": _verify_freeze,
+    "clean": _clean, "clear": _clean,
+}

@@ -25,6 +25,7 @@ import ast
 import configparser
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,23 +35,32 @@ from tabbook.settings import (
     MODULE_NAME,
     At,
     bibliography,
+    book_file,
+    book_files,
+    book_folder,
+    book_globs,
     book_paths,
     boolean,
+    byte_size,
     choice,
+    colab_libs,
     env_names,
     existing_file,
     gpu_needs,
     gpu_probe,
+    header_links,
     import_stack,
-    in_book,
     interpreter,
     key_line,
+    leaves_book,
     library_module,
     lines,
     module_name,
     one_of_the_tabs,
     page_title,
     positive,
+    prefix_url,
+    python_statements,
     resource_list,
     setting,
     settings_of,
@@ -62,7 +72,8 @@ from tabbook.settings import (
 
 #: The overlay file read after config.ini, when present at the book root.
 OVERLAY_NAME = "tabbook.ini"
-#: Environment variable naming another overlay (what ``--overlay`` sets, so Sphinx sees it too).
+#: Environment variable naming another overlay (how a Sphinx run is told ``--overlay``'s:
+#: :meth:`Config.handoff_env`).
 OVERLAY_ENV = "TABBOOK_OVERLAY"
 
 #: The one tab of a book without ``[build] tabs``.
@@ -220,6 +231,143 @@ class Site:
                            "default: build/pdf/NAME-FW.pdf, copied into the site, when it exists")
     front_page: bool = setting("site", "front_page", "true", boolean,
                                "the root page gains the generated front matter (picker, contents, downloads)")
+    trusted_outputs: bool = setting("site", "trusted_outputs", "false", boolean,
+                                    "publish outputs as they are, script included (interactive plots); off: "
+                                    "HTML and SVG outputs are cleaned and JavaScript outputs dropped, on the "
+                                    "pages and in the downloadable notebooks (README: What an output may do)",
+                                    overlay=False)
+
+
+def _unused(why: str) -> str:
+    return f"accepted, not used: {why}"
+
+
+@dataclass(frozen=True)
+class Html:
+    """d2lbook's ``[html]`` keys: what every page of the site carries besides the book."""
+
+    header_links: tuple[tuple[str, str, str], ...] = setting(
+        "html", "header_links", "", header_links, "links above every page: name, URL, Font Awesome icon "
+        "(comma-separated triples); the icons are drawn from a bundled set (Octicons), a relative URL "
+        "is relative to the site's root", field_default=())
+    favicon: Path | None = setting("html", "favicon", "", book_file, "the site's icon, a file of the "
+                                   "book (default: tabbook's)", field_default=None)
+    html_logo: Path | None = setting("html", "html_logo", "", book_file, "the logo above the navigation",
+                                     field_default=None)
+    include_css: tuple[str, ...] = setting("html", "include_css", "", book_globs, "root-relative globs of "
+                                           "stylesheets every page loads after tabbook's", field_default=())
+    include_js: tuple[str, ...] = setting("html", "include_js", "", book_globs, "root-relative globs of "
+                                          "scripts every page loads after tabbook's", field_default=())
+
+
+@dataclass(frozen=True)
+class Pdf:
+    """d2lbook's ``[pdf]`` keys (``bibfile`` is read with the book's keys)."""
+
+    main_font: str = setting("pdf", "main_font", "", text, "the text font, when installed (fc-list); "
+                             "otherwise a warning and TeX Gyre Pagella", field_default="")
+    sans_font: str = setting("pdf", "sans_font", "", text, "the headings' font, when installed; "
+                             "otherwise a warning and TeX Gyre Heros", field_default="")
+    mono_font: str = setting("pdf", "mono_font", "", text, "the code's font, when installed; "
+                             "otherwise a warning and Inconsolata", field_default="")
+    latex_logo: Path | None = setting("pdf", "latex_logo", "", book_file, "an image on the PDFs' title page",
+                                      field_default=None)
+    post_latex: Path | None = setting("pdf", "post_latex", "", book_file, "a Python script run as "
+                                      "python SCRIPT FILE.tex (in the book's root) on each written .tex "
+                                      "file before it is typeset, as d2lbook runs it", field_default=None)
+    latex_url: str = setting("pdf", "latex_url", "", text, _unused("nothing is downloaded; tabbook's "
+                             "style is package data (a book's own: static/latex/tabbook.sty)"), field_default="")
+    style: str = setting("pdf", "style", "", text, _unused("one style, tabbook's"), field_default="")
+
+
+@dataclass(frozen=True)
+class Colab:
+    """d2lbook's ``[colab]`` keys. tabbook makes no Colab copies of the notebooks: these keys shape
+    the notebooks the site offers for download (and the zips of them), which a reader may
+    upload to Colab or open anywhere."""
+
+    libs: tuple[tuple[str, str, str], ...] = setting(
+        "colab", "libs", "", colab_libs, "lines of TAB, LIBRARY, PIP ARGUMENT: a downloadable notebook "
+        "of TAB whose code imports LIBRARY starts with a cell pip-installing it (==RELEASE: the "
+        "book's version)", field_default=())
+    libs_header: str = setting("colab", "libs_header", "The following additional libraries are needed "
+                               "to run this notebook. Note that running on Colab is experimental, please "
+                               "report a Github issue if you have any problem.", text,
+                               "the text above that cell", field_default="")
+    gpu_pattern: str = setting("colab", "gpu_pattern", "gpu", text, "a downloadable notebook whose code "
+                               "contains it asks Colab for a GPU (metadata accelerator: GPU)",
+                               field_default="gpu")
+    replace_svg_url: tuple[str, str] | None = setting(
+        "colab", "replace_svg_url", "", prefix_url, _unused("FOLDER, URL (checked): tabbook's "
+        "downloadable notebooks hold each tab's code and outputs, no prose, so they link no images to "
+        "move"),
+        field_default=None)
+    github_repo: str = setting("colab", "github_repo", "", text, _unused("no Colab repository is "
+                               "pushed; Colab links open the freeze store's notebooks ([site] colab_url)"),
+                               field_default="")
+    exclusions: str = setting("colab", "exclusions", "*.html **/index.html", text,
+                              _unused("no Colab buttons are added"), field_default="")
+
+
+@dataclass(frozen=True)
+class Deploy:
+    """d2lbook's ``[deploy]`` keys: tabbook deploys nothing (``build/html`` is the site)."""
+
+    google_analytics_tracking_id: str = setting(
+        "deploy", "google_analytics_tracking_id", "", text, "accepted, not emitted: pages load nothing "
+        "from other sites (a build says so in a warning at the key's line)", field_default="")
+    github_repo: str = setting("deploy", "github_repo", "", text, _unused("no deploy command"),
+                               field_default="")
+    s3_bucket: str = setting("deploy", "s3_bucket", "", text, _unused("no deploy command"), field_default="")
+    other_file_s3urls: str = setting("deploy", "other_file_s3urls", "", text, _unused("no deploy command"),
+                                     field_default="")
+
+
+@dataclass(frozen=True)
+class Unused:
+    """The rest of d2lbook 1.0.3's keys: read (so a d2lbook book's config.ini is whole), used by
+    nothing in tabbook, each with the reason in its help."""
+
+    source_dir: str = setting("build", "source_dir", ".", text, _unused("the book's root is the folder of "
+                              "config.ini (-C DIR)"), field_default=".")
+    output_dir: str = setting("build", "output_dir", "_build", text, _unused("outputs go to build/, "
+                              "executed notebooks to [build] freeze_dir"), field_default="_build")
+    origin_repo: str = setting("build", "origin_repo", "", text, _unused("no translation support"),
+                               field_default="")
+    translation_origin_repo: str = setting("translation", "origin_repo", "", text,
+                                           _unused("no translation support"), field_default="")
+    origin_lang: str = setting("translation", "origin_lang", "", text, _unused("no translation support"),
+                               field_default="")
+    translator: str = setting("translation", "translator", "", text, _unused("no translation support"),
+                              field_default="")
+    terminology: str = setting("translation", "terminology", "", text, _unused("no translation support"),
+                               field_default="")
+    root_dir: str = setting("library", "root_dir", "", text, _unused("the library goes to "
+                            "[build] library_dir"), field_default="")
+    save_filename: str = setting("library", "save_filename", "", text, _unused("deprecated in d2lbook; "
+                                 "[library-TAB] lib_file"), field_default="")
+    save_mark: str = setting("library", "save_mark", "", text, _unused("deprecated in d2lbook; the mark "
+                             "is #@save"), field_default="")
+    save_patterns: str = setting("library", "save_patterns", "", text, _unused("deprecated in d2lbook"),
+                                 field_default="")
+    library_version: str = setting("library", "version", "", text, _unused("deprecated in d2lbook; "
+                                   "[project] version"), field_default="")
+    sagemaker_repo: str = setting("sagemaker", "github_repo", "", text, _unused("no SageMaker copies"),
+                                  field_default="")
+    sagemaker_kernel: str = setting("sagemaker", "kernel", "conda_python3", text,
+                                    _unused("no SageMaker copies"), field_default="")
+    sagemaker_libs: str = setting("sagemaker", "libs", "", text, _unused("no SageMaker copies"),
+                                  field_default="")
+    sagemaker_libs_header: str = setting("sagemaker", "libs_header", "Installing (updating) the following "
+                                         "libraries for your Sagemaker instance.", text,
+                                         _unused("no SageMaker copies"), field_default="")
+    slides_top_left: str = setting("slides", "top_left", "", text, _unused("the decks carry the book's "
+                                   "title"), field_default="")
+    slides_top_right: str = setting("slides", "top_right", "", text, _unused("the decks carry the "
+                                    "book's title"), field_default="")
+    slides_repo: str = setting("slides", "github_repo", "", text, _unused("decks are part of the site "
+                               "(build/html/_slides)"), field_default="")
+
 
 
 def _known(values: dict[str, Any], i: int) -> str:
@@ -283,9 +431,13 @@ class Config:
     root: Path
     name: str = setting("project", "name", "d2lbook", text, "the book's short name (file names of its PDFs "
                         "and zips)", overlay=False)
-    author: str = setting("project", "author", "", text, "the book's authors")
-    version: str = setting("project", "version", "0.0.0", text, "the book's and its library's version "
+    author: str = setting("project", "author", "The contributors", text, "the book's authors")
+    version: str = setting("project", "version", "0.0.1", text, "the book's and its library's version "
                            "(d2lbook's release)", aliases=(("project", "release"),))
+    copyright: str = setting("project", "copyright", "", text, "the footer's copyright line (none when "
+                             "empty, as in d2lbook)")
+    lang: str = setting("project", "lang", "", text, "the book's language (en, zh, ja, ...): the pages' "
+                        "lang attribute and Sphinx's own words (default: en)")
     repository: str = setting("project", "repository", "", text, "where the sources live (view-source "
                               "and notebook links); a GitHub repository adds Colab links")
     tabs: tuple[str, ...] = setting("build", "tabs", ONE_LANGUAGE, tab_list, "the code tabs, in display "
@@ -307,6 +459,9 @@ class Config:
     max_output_bytes: int = setting(
         "build", "max_output_bytes", "4000000", positive("bytes"), "bytes of output one cell may keep "
         "(text and data); the rest is dropped, with a note in the output saying so")
+    memory_limit: int = setting(
+        "build", "memory_limit", "", byte_size, "the address space one kernel may use, e.g. 8G (RLIMIT_AS; "
+        "a cell over it raises MemoryError); empty: no cap. GPU frameworks reserve much address space")
     kernel_env: tuple[str, ...] = setting(
         "build", "kernel_env", "", env_names, "names of environment variables kernels get from the "
         "builder's environment besides the allow-list (PATH, HOME, locale, CUDA/XLA/TF…, TABBOOK_*)")
@@ -314,14 +469,27 @@ class Config:
                             "without outputs where the store has none")
     warning_is_error: bool = setting("build", "warning_is_error", "false", boolean, "True: warnings (a bib "
                                      "entry's data, a page no toc lists, …) fail the build, as build --strict")
-    freeze_dir: Path = setting("build", "freeze_dir", "_freeze", in_book, "the freeze store")
-    library_dir: Path = setting("build", "library_dir", "d2l", in_book, "the generated library")
+    sphinx_configs: str = setting("build", "sphinx_configs", "", python_statements, "Python statements "
+                                  "setting Sphinx options, run after tabbook's own (they win)")
+    sphinx_extensions: tuple[str, ...] = setting("build", "sphinx_extensions", "", words, "more Sphinx "
+                                                 "extensions (modules; the book's root is on the path)")
+    dependencies: tuple[str, ...] = setting(
+        "build", "dependencies", "", book_globs, "root-relative globs of files every unit depends on: their "
+        "contents enter every unit's freeze key (a change re-runs the book, as in d2lbook)", overlay=False)
+    rsts: tuple[str, ...] = setting("build", "rsts", "", book_globs, "root-relative globs of reStructuredText "
+                                    "pages built beside the Markdown ones (reached by links, or by a toc "
+                                    "naming them)", overlay=False)
+    non_notebooks: tuple[str, ...] = setting(
+        "build", "non-notebooks", "", words, "root-relative globs of Markdown files that are not pages: "
+        "never run nor rendered, copied as they are into each tab's notebooks zip", overlay=False)
+    freeze_dir: Path = setting("build", "freeze_dir", "_freeze", book_folder, "the freeze store")
+    library_dir: Path = setting("build", "library_dir", "d2l", book_folder, "the generated library")
     stderr_filters: tuple[str, ...] = setting(
         "build", "stderr_filters", "", lines, "regexes, one a line, of stderr lines that are framework "
         "start-up noise, dropped from outputs")
     resources: tuple[str, ...] = setting("build", "resources", "img/ static/", resource_list,
                                          "root-relative files and folders pages refer to (images, data)")
-    root_files: tuple[str, ...] = setting("build", "root_files", "", words, "book files placed at the "
+    root_files: tuple[str, ...] = setting("build", "root_files", "", book_files, "book files placed at the "
                                           "root of Sphinx's sources (what a book's CI copies there)")
     run_alone: tuple[str, ...] = setting(
         "build", "run_alone", "", words, "root-relative globs of pages whose code measures time: each of "
@@ -339,13 +507,32 @@ class Config:
     save: str = setting("library", "save", "block", choice("block", "cell", why="must be block (d2lbook's "
                         "meaning) or cell"), "what #@save alone on a line saves: block (the statement after "
                         "it, d2lbook's meaning) or cell (the whole cell)", overlay=False)
+    # Read with the [library-TAB] keys (:func:`library_keys`); declared here for the key list.
+    version_file: str = setting("library", "version_file", "", text, "the file whose __version__ "
+                                "line gets [project] version (d2lbook's)", overlay=False)
     site: Site = field(default_factory=Site)
+    html: Html = field(default_factory=Html)
+    pdf: Pdf = field(default_factory=Pdf)
+    colab: Colab = field(default_factory=Colab)
+    deploy: Deploy = field(default_factory=Deploy)
+    unused: Unused = field(default_factory=Unused)
     frameworks: dict[str, Framework] = field(default_factory=dict)
     overlay: Path | None = None  # the overlay file that was read, if any
+    # Interpreters chosen on the command line or in $TABBOOK_PYTHON: (tab, path), in that order.
+    chosen_interpreters: tuple[tuple[str, Path], ...] = ()
 
     @property
     def build_dir(self) -> Path:
         return self.root / "build"
+
+    def handoff_env(self) -> dict[str, str]:
+        """What a tabbook process that this one starts (a Sphinx run's ``conf.py``) needs in its
+        own environment to read the same configuration: the overlay and the chosen interpreters.
+        The caller puts it in the environment it builds for that child; nothing sets it here."""
+        env = {OVERLAY_ENV: str(self.overlay)} if self.overlay is not None else {}
+        if self.chosen_interpreters:
+            env[PYTHON_ENV] = ",".join(f"{tab}={path}" for tab, path in self.chosen_interpreters)
+        return env
 
     def framework(self, name: str) -> Framework:
         return self.frameworks[name]
@@ -362,7 +549,30 @@ class Config:
         """Whether a root-relative Markdown path is not a page: outside ``notebooks``, or excluded."""
         if self.notebooks and not any(_glob(pattern).fullmatch(rel) for pattern in self.notebooks):
             return True
-        return any(_glob(pattern).fullmatch(rel) for pattern in self.exclusions)
+        return any(_glob(pattern).fullmatch(rel) for pattern in (*self.exclusions, *self.non_notebooks))
+
+    def named_files(self) -> list[Path]:
+        """The book's files that keys name besides its pages and resources: the favicon, the logos,
+        ``include_css``/``include_js``, ``post_latex`` and the book's own Sphinx extensions
+        (``[build] sphinx_extensions`` modules at its root). A change to one must render again."""
+        named = [self.html.favicon, self.html.html_logo, self.pdf.latex_logo, self.pdf.post_latex,
+                 *self.files(self.html.include_css), *self.files(self.html.include_js)]
+        for module in self.sphinx_extensions:
+            base = self.root.joinpath(*module.split("."))
+            named += [p for p in (base.with_suffix(".py"), base) if p.exists()]
+        return [p for p in named if p is not None]
+
+    def files(self, patterns: tuple[str, ...]) -> list[Path]:
+        """The book's files that root-relative globs name, sorted (d2lbook's ``find_files``: ``**``
+        crosses folders, a folder means every file under it)."""
+        found: set[Path] = set()
+        for pattern in patterns:
+            target = self.root / pattern
+            if target.is_dir():
+                found.update(p for p in target.rglob("*") if p.is_file())
+            else:
+                found.update(p for p in self.root.glob(pattern) if p.is_file())
+        return sorted(found)
 
     def may_hold_pages(self, rel_dir: tuple[str, ...]) -> bool:
         """Whether a folder (root-relative parts) can hold a page that ``notebooks`` names.
@@ -392,6 +602,18 @@ class Config:
             return str(path)
 
 
+def config_error(config: Config, section: str, key: str, why: str) -> BookError:
+    """A problem with a key found after the configuration was read (what a file it names holds),
+    at the key's line in the file that set it; also what a warning about a key is made of."""
+    for path in (config.overlay, config.root / "config.ini"):
+        if path is not None and path.is_file():
+            line = key_line(path.read_text(encoding="utf-8"), section, key)
+            if line is not None:
+                return BookError(f"[{section}] {key} {why}", "config.ini" if path.parent == config.root
+                                 and path.name == "config.ini" else str(path), line)
+    return BookError(f"[{section}] {key} {why}", "config.ini")
+
+
 def overlay_path(root: Path) -> Path | None:
     """The overlay to read: ``$TABBOOK_OVERLAY``, else ``tabbook.ini`` at the root, else none."""
     named = os.environ.get(OVERLAY_ENV)
@@ -405,10 +627,11 @@ def overlay_path(root: Path) -> Path | None:
 PYTHON_ENV = "TABBOOK_PYTHON"
 
 
-def chosen_interpreters(tabs: tuple[str, ...]) -> dict[str, Path]:
-    """``$TABBOOK_PYTHON`` (``--python`` sets it): ``pytorch=/opt/conda/bin/python,jax=...``."""
+def chosen_interpreters(tabs: tuple[str, ...], given: Sequence[str] = ()) -> dict[str, Path]:
+    """``$TABBOOK_PYTHON`` then ``given`` (``--python`` items): ``pytorch=/opt/conda/bin/python,jax=...``;
+    a later item for a tab wins."""
     chosen: dict[str, Path] = {}
-    for item in os.environ.get(PYTHON_ENV, "").replace(";", ",").split(","):
+    for item in [*os.environ.get(PYTHON_ENV, "").replace(";", ",").split(","), *given]:
         if not item.strip():
             continue
         tab, sep, path = item.partition("=")
@@ -496,18 +719,20 @@ class _Files:
                 raise self.error(section, key, f"is not a key of [{section}] (its keys: {', '.join(sorted(known))})")
 
 
-def load_config(root: Path, overlay: Path | None = None) -> Config:
+def load_config(root: Path, overlay: Path | None = None, interpreters: Sequence[str] = ()) -> Config:
     """Read ``root/config.ini`` and the overlay; every problem is a :class:`BookError` naming the file
-    (and the line, for a bad value). ``overlay``: the overlay to read, given explicitly (a Dask
-    worker gets the client's); None: :func:`overlay_path`'s choice."""
+    (and the line, for a bad value). ``overlay``: the overlay to read, given explicitly (``--overlay``;
+    a Dask worker gets the client's); None: :func:`overlay_path`'s choice. ``interpreters``:
+    ``--python TAB=PATH`` items, after ``$TABBOOK_PYTHON``'s."""
     root = root.resolve()
     overlay = overlay or overlay_path(root)
     files = _Files(root, overlay.resolve() if overlay is not None else None)
     book = files.read(Config)
     files.check_known_keys("site", Site)
     site = Site(**files.read(Site))
+    sections = {cls: cls(**files.read(cls)) for cls in (Html, Pdf, Colab, Deploy, Unused)}
     tabs: tuple[str, ...] = book["tabs"]
-    chosen = chosen_interpreters(tabs)
+    chosen = chosen_interpreters(tabs, interpreters)
     frameworks: dict[str, Framework] = {}
     for tab in tabs:
         label, module, import_name = KNOWN_FRAMEWORKS.get(tab, (tab, tab, tab))
@@ -518,14 +743,25 @@ def load_config(root: Path, overlay: Path | None = None) -> Config:
         context = {"known": (label, module, import_name), "chosen": chosen.get(tab),
                    "python_default": "current" if one_language else "3.11"}
         values = files.read(Framework, f"framework:{tab}", context)
-        frameworks[tab] = Framework(name=tab, library=library_keys(files.parser, tab), **values)
-    return Config(root=root, site=site, frameworks=frameworks, overlay=files.overlay, **book)
+        library = library_keys(files.parser, tab)
+        for section, key, value in ((f"library-{tab}", "lib_file", library.lib_file),
+                                    ("library", "version_file", library.version_file)):
+            if why := leaves_book(root, value):
+                raise files.error(section, key, why)
+        frameworks[tab] = Framework(name=tab, library=library, **values)
+    return Config(root=root, site=site, frameworks=frameworks, overlay=files.overlay, html=sections[Html],
+                  pdf=sections[Pdf], colab=sections[Colab], deploy=sections[Deploy], unused=sections[Unused],
+                  chosen_interpreters=tuple(chosen.items()), **book)
+
+
+#: Every class whose fields are keys, in the order README lists them.
+KEY_CLASSES: tuple[type, ...] = (Config, Site, Framework, Html, Pdf, Colab, Deploy, Unused)
 
 
 def key_reference() -> str:
     """README's list of the keys (Markdown), written from their declarations."""
     out = ["| key | default | in an overlay | meaning |", "| --- | --- | --- | --- |"]
-    for cls in (Config, Site, Framework):
+    for cls in KEY_CLASSES:
         for _, decl in settings_of(cls):
             names = " / ".join(f"`[{s.replace(':*', ':TAB')}] {k}`" for s, k in ((decl.section, decl.key), *decl.aliases))
             if decl.default is None:
@@ -533,6 +769,6 @@ def key_reference() -> str:
             elif not isinstance(decl.default, str):
                 default = "(see meaning)"
             else:
-                default = f"`{decl.default}`" if decl.default else "(empty)"
+                default = f"`{' '.join(decl.default.split())}`" if decl.default else "(empty)"
             out.append(f"| {names} | {default} | {'yes' if decl.overlay else 'no'} | {decl.help} |")
     return "\n".join(out) + "\n"

@@ -44,3 +44,36 @@ class BookErrors(BookError):
 
     def location_message(self) -> str:  # noqa: D102 - same contract as parent
         return "\n".join(e.location_message() for e in getattr(self, "errors", []))
+
+
+def raise_all(errors: list[BookError]) -> None:
+    """Raise every problem of ``errors`` at once: the one error itself, or :class:`BookErrors`
+    of them all; nothing when there is none.
+
+    Why one helper: reading, checking, planning and rendering each report all they found
+    together, and each used to spell out "one error, or several" by hand."""
+    if errors:
+        raise errors[0] if len(errors) == 1 else BookErrors(list(errors))
+
+
+class Interrupted(KeyboardInterrupt):
+    """A signal other than Ctrl-C asked the command to stop (SIGTERM, SIGHUP).
+
+    A :class:`KeyboardInterrupt`, so every clean-up that Ctrl-C runs (kernels shut down, an
+    early Sphinx called off, temporary files removed) runs for it too; the command then exits
+    with ``128 + signum``, as a shell reports a process the signal ended.
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def raise_interrupted(signum: int, frame: object) -> None:
+    """A signal handler: unwind the command as Ctrl-C does, remembering which signal it was."""
+    raise Interrupted(signum)
+
+
+def interrupted_status(exc: KeyboardInterrupt) -> int:
+    """The exit status of a command a signal interrupted: 128 + the signal (Ctrl-C: 130)."""
+    return 128 + getattr(exc, "signum", 2)

@@ -9,26 +9,36 @@ temporary file is made by :func:`tempfile.mkstemp` in the target's folder (the r
 one file system, so it is atomic), it gets the mode a plain ``open()`` would give (mkstemp
 makes it 0600: a web server could not read the site), and it is removed when anything fails,
 so a reader sees the old file or the new one, never half of one, and no temporary is left.
+The data is synced before the rename and the folder after it (:data:`FSYNC`), so a crash or a
+power loss leaves the old file or the new one too, not an empty one under the new name.
 
 It also owns the user-wide cache folder (framework environments, KaTeX), which every process
 of every book shares, and the lock that lets one build of a book run at a time
 (:func:`book_lock`): unique names keep two writers from publishing each other's half files, but
 two builds would still interleave whole stages (one deletes what the other is about to read).
-It imports nothing of tabbook: every stage may use it.
+And it owns ``build/`` (:class:`BuildDir`: its folders, records and memos) and the one way
+something is kept there between commands (:class:`Memo`, keyed by named parts and the
+:func:`builder_fingerprint`). It imports nothing of tabbook: every stage may use it.
 """
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
+import json
 import os
 import re
 import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 #: Environment variable that moves the user-wide cache (tests give each book its own).
 CACHE_ENV = "TABBOOK_CACHE"
@@ -61,6 +71,36 @@ def new_file_mode() -> int:
     return 0o666 & ~mask
 
 
+#: Whether writes are made durable (``fsync`` of the file before its rename, of its folder after).
+#: Why: a rename is atomic for readers, but after a power loss or a kernel crash the file system
+#: may have kept the rename and not the data (ext4's delayed allocation: a zero-length entry in
+#: ``_freeze/``). The cost is measured by ``bench/fsync.py`` (BENCHMARKS.md); only that benchmark
+#: and ``$TABBOOK_NO_FSYNC`` (a throwaway CI build) turn it off.
+FSYNC = not os.environ.get("TABBOOK_NO_FSYNC")
+
+
+def _sync_file(fd: int) -> None:
+    if FSYNC:
+        os.fsync(fd)
+
+
+def sync_folder(folder: Path) -> None:
+    """Make a rename in ``folder`` durable (its entry written to disk); a no-op where a folder
+    cannot be opened for that (some file systems refuse: the rename is still atomic)."""
+    if not FSYNC:
+        return
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 #: What :func:`_temp_beside` names its files: ``.<target name>.<mkstemp's 8 characters>.tmp``.
 TEMP_NAME = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$")
 
@@ -88,9 +128,13 @@ def write_beside(path: Path, data: str | bytes) -> Path:
         if isinstance(data, bytes):
             with os.fdopen(fd, "wb") as fb:
                 fb.write(data)
+                fb.flush()
+                _sync_file(fb.fileno())
         else:
             with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as ft:
                 ft.write(data)
+                ft.flush()
+                _sync_file(ft.fileno())
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -106,6 +150,7 @@ def write_atomic(path: Path, data: str | bytes) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    sync_folder(path.parent)
 
 
 def write_if_changed(path: Path, data: str | bytes) -> bool:
@@ -133,10 +178,17 @@ def atomic_target(path: Path) -> Iterator[Path]:
     os.close(fd)
     try:
         yield tmp
+        if FSYNC:
+            sync_fd = os.open(tmp, os.O_RDONLY)
+            try:
+                os.fsync(sync_fd)
+            finally:
+                os.close(sync_fd)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    sync_folder(path.parent)
 
 
 def copy_atomic(src: Path, dst: Path) -> None:
@@ -267,3 +319,235 @@ def sweep_stale_temps(stamp_dir: Path, folders: Iterable[Path], older_than: floa
     except OSError:
         pass
     return removed
+
+
+# --- the builder's fingerprint, and what is kept in build/ ---------------------------------------
+
+#: Distributions whose version decides what the builder makes of the same inputs (the parser,
+#: Sphinx and its extensions): a new one invalidates every memo, as new builder code does.
+FINGERPRINT_DISTS = ("markdown-it-py", "nbformat", "sphinx", "myst-nb", "myst-parser", "sphinx-design", "furo",
+                     "sphinxcontrib-bibtex")
+
+
+@cache
+def builder_fingerprint() -> str:
+    """The builder itself, as one hash: every file of the ``tabbook`` package (code, templates,
+    static files; not ``node_modules``, not bytecode) and the versions of
+    :data:`FINGERPRINT_DISTS`. Computed once per process.
+
+    Why one: what a memo in ``build/`` holds (parsed pages, the generated library, merged
+    pages, decks, the reader's notebooks, Sphinx's settings) was made by this code; there used
+    to be three hashes of it (all ``.py``, ``render/`` only, two files), each a different
+    answer to "is this the builder that made it". A change to any file costs one cold build,
+    never a wrong one. Freeze keys (``_freeze/``) do not include it: the store holds what the
+    kernel computed, which the builder's code does not change."""
+    h = hashlib.sha256()
+    package = Path(__file__).resolve().parent
+    for folder, dirs, names in os.walk(package):
+        dirs[:] = sorted(d for d in dirs if d not in ("__pycache__", "node_modules"))
+        for name in sorted(names):
+            if not name.endswith(".pyc"):
+                path = Path(folder, name)
+                h.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    for installed in _installed(FINGERPRINT_DISTS):
+        h.update(installed.encode() + b"\0")
+    return h.hexdigest()
+
+
+def _installed(dists: Iterable[str]) -> list[str]:
+    """``name-version`` of each of ``dists`` installed on ``sys.path``, read from the names of
+    their ``.dist-info`` folders: one listing per path entry, where ``importlib.metadata``
+    scans every entry once per distribution (a tenth of a second, on every command)."""
+    wanted = {re.sub(r"[-_.]+", "_", d).lower() for d in dists}
+    found = []
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for name in names:
+            if name.endswith(".dist-info"):
+                dist, _, version = name[:-len(".dist-info")].partition("-")
+                if dist.lower() in wanted:
+                    found.append(f"{dist.lower()}-{version}")
+    return sorted(found)
+
+
+def memo_key(parts: Mapping[str, Any]) -> str:
+    """One hash of named parts (JSON-able; ``Path`` and other values by their ``str``) and the
+    builder's fingerprint."""
+    data = json.dumps([builder_fingerprint(), parts], sort_keys=True, default=str)
+    return hashlib.sha256(data.encode()).hexdigest()
+
+
+class Memo:
+    """One value kept in a file between commands, valid while its key (named parts and the
+    builder's fingerprint, :func:`memo_key`) is the one it was saved under.
+
+    Why one helper: every cache of ``build/`` did its own load, validate and save, each with
+    its own idea of which errors mean "make it again". Here a file that is missing, damaged,
+    from another key or of another format reads as nothing (:meth:`load` returns ``None``); a
+    file that cannot be written is not written; either only costs time. A ``.pickle`` file
+    holds any picklable value, any other a JSON one. Saving is atomic and skipped when the
+    value is what was loaded. Made by :meth:`BuildDir.memo`, which names the file.
+    """
+
+    def __init__(self, path: Path, parts: Mapping[str, Any]) -> None:
+        self.path = path
+        self.key = memo_key(parts)
+        self._loaded: Any = None
+
+    def load(self) -> Any | None:
+        """The value saved under this key, or None."""
+        try:
+            if self.path.suffix == ".pickle":
+                import pickle
+
+                key, value = pickle.loads(self.path.read_bytes())
+            else:
+                stored = json.loads(self.path.read_text(encoding="utf-8"))
+                key, value = stored["key"], stored["value"]
+        except Exception:  # missing, damaged, another format or another builder's classes
+            return None
+        if key != self.key:
+            return None
+        self._loaded = value
+        return value
+
+    def save(self, value: Any) -> None:
+        """Keep ``value`` under this key (atomically), unless it is what :meth:`load` read."""
+        if value is None or value == self._loaded:
+            return
+        try:
+            if self.path.suffix == ".pickle":
+                import pickle
+
+                data: str | bytes = pickle.dumps((self.key, value), protocol=pickle.HIGHEST_PROTOCOL)
+            else:
+                data = json.dumps({"key": self.key, "value": value}, sort_keys=True)
+            write_atomic(self.path, data)
+        except (OSError, TypeError, ValueError, AttributeError, RecursionError):
+            return  # a memo that cannot be written only costs time
+        except Exception as exc:  # pickle.PicklingError and kin, without importing pickle here
+            if type(exc).__module__ not in ("pickle", "_pickle"):
+                raise
+            return
+        self._loaded = value
+
+    def get(self, make: Callable[[], T]) -> T:
+        """The saved value, or ``make()``'s, saved for next time."""
+        value = self.load()
+        if value is None:
+            value = make()
+            self.save(value)
+        return value
+
+
+class BuildDir:
+    """``build/``: every folder and file a build keeps there, named here and nowhere else.
+
+    Why an object: the layout used to be spelled out in nine modules (``build_dir / "src"``,
+    ``"linemaps"``, ``"sources-memo.json"``, …), so moving or clearing one part meant finding
+    them all. As :class:`tabbook.execute.store.FreezeStore` owns ``_freeze/``, this owns
+    ``build/``: the stages ask it for a folder, a file, or a :class:`Memo`.
+    """
+
+    #: The memos kept in ``build/``, by name: each is one file (``.pickle`` holds Python objects).
+    MEMOS = {
+        "pages": "pages-cache.pickle",  # parsed pages by their bytes (tabbook.book.PageCache)
+        "library": "library-cache.json",  # the generated library (tabbook.library.cache)
+        "apiref": "apiref-cache.json",  # the API page (tabbook.render.sources)
+        "sources": "sources-memo.json",  # what each page of build/src was made from
+        "slides": "slides-cache.json",  # what each deck was made from (tabbook.render.slides)
+    }
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def memo(self, name: str, **parts: Any) -> Memo:
+        """The memo ``name`` (one of :data:`MEMOS`) under the key of ``parts``."""
+        return Memo(self.path / self.MEMOS[name], parts)
+
+    # What Sphinx reads and writes.
+    @property
+    def src(self) -> Path:
+        """Sphinx's sources: merged notebooks and MyST pages (:mod:`tabbook.render.sources`)."""
+        return self.path / "src"
+
+    def out(self, builder: str) -> Path:
+        """A Sphinx builder's output: ``build/html``, ``build/latex``…"""
+        return self.path / builder
+
+    @property
+    def html(self) -> Path:
+        return self.out("html")
+
+    def doctrees(self, builder: str = "") -> Path:
+        """Sphinx's pickled environments, one folder per builder (all of them without one)."""
+        return self.path / "doctrees" / builder
+
+    @property
+    def sphinx_conf(self) -> Path:
+        """The generated ``conf.py`` folder."""
+        return self.path / "sphinx-conf"
+
+    @property
+    def warnings(self) -> Path:
+        """Per run, the warnings Sphinx recorded (:mod:`tabbook.render.diagnostics`)."""
+        return self.path / "warnings"
+
+    def line_map(self, stem: str) -> Path:
+        """The line map of the generated page ``<stem>.ipynb``/``<stem>.md`` (beside the
+        sources, not among them: Sphinx reads ``src/``, the warnings step this)."""
+        return self.path / "linemaps" / f"{stem}.json"
+
+    # What the PDFs are made in.
+    @property
+    def pdf(self) -> Path:
+        return self.path / "pdf"
+
+    def latex(self, framework: str) -> Path:
+        return self.path / "latex" / framework
+
+    # What execution needs.
+    @property
+    def jupyter(self) -> Path:
+        """Project-local kernelspecs (:mod:`tabbook.execute.envs`)."""
+        return self.path / "jupyter"
+
+    @property
+    def pylib(self) -> Path:
+        """A folder holding only a link to the generated package, put on kernels' PYTHONPATH."""
+        return self.path / "pylib"
+
+    def checked(self, name: str) -> Path:
+        """The record that an existing interpreter imports its framework."""
+        return self.path / "checked" / name
+
+    @property
+    def dist(self) -> Path:
+        """The library's wheel (``make libtest``)."""
+        return self.path / "dist"
+
+    @property
+    def wheelhouse(self) -> Path:
+        return self.path / "wheelhouse"
+
+    # Records of the last run.
+    @property
+    def report(self) -> Path:
+        """``report.json``: every unit's outcome and the stages' times."""
+        return self.path / "report.json"
+
+    @property
+    def warm_modules(self) -> Path:
+        """The modules the last HTML run imported, which a warm process imports first."""
+        return self.path / "warm-modules.json"
+
+    @property
+    def warm_log(self) -> Path:
+        return self.path / "warm.log"
+
+    @property
+    def lock(self) -> Path:
+        return self.path / LOCK_NAME

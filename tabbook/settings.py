@@ -126,6 +126,21 @@ def positive(unit: str) -> Parse:
     return parse
 
 
+def byte_size(value: str, at: At) -> int:
+    """A size in bytes: a number with an optional K, M, G or T (powers of 1024: ``4G``, ``512M``);
+    "" is none (0)."""
+    text = value.strip().upper()
+    if not text:
+        return 0
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?", text)
+    if not m:
+        raise ValueError(f"must be a size such as 4G, 512M or a number of bytes, not {value.strip()!r}")
+    number = int(float(m.group(1)) * 1024 ** " KMGT".index(m.group(2) or " "))
+    if number < 1024**3:
+        raise ValueError("must be at least 1G (an idle Python kernel's address space is close to that)")
+    return number
+
+
 def env_names(value: str, at: At) -> tuple[str, ...]:
     """Names of environment variables (letters, digits, underscores; not starting with a digit)."""
     import re
@@ -145,9 +160,40 @@ def choice(*allowed: str, why: str) -> Parse:
     return parse
 
 
+def leaves_book(root: Path, value: str) -> str | None:
+    """Why ``value`` (a path relative to the book's root ``root``) is not inside the book, or None.
+
+    Why every configured path is checked: the builder writes under some of them (the store,
+    the library) and publishes others (resources, root files, the bibliography) on the site;
+    ``../elsewhere`` or ``/etc`` would write or publish outside the book. Symbolic links are
+    followed: what counts is where the path really leads."""
+    if not value.strip():
+        return None
+    try:
+        (root / value.strip()).resolve().relative_to(root.resolve())
+    except ValueError:
+        return f"names {value.strip()}, which is outside the book's folder (book paths are relative to " \
+               "the book's root and stay inside it)"
+    return None
+
+
 def in_book(value: str, at: At) -> Path:
-    """A path relative to the book's root."""
+    """A path relative to the book's root, inside the book."""
+    if why := leaves_book(at.root, value):
+        raise ValueError(why)
     return at.root / value.strip()
+
+
+def book_folder(value: str, at: At) -> Path:
+    """A folder the builder writes (the store, the library): inside the book, and neither the
+    book's root (``clean`` would empty the book) nor inside ``build/`` (``clean`` removes it)."""
+    path = in_book(value, at)
+    rel = path.resolve().relative_to(at.root.resolve())
+    if not rel.parts:
+        raise ValueError(f"names {value.strip() or '(nothing)'}, the book's root itself: name a folder inside it")
+    if rel.parts[0] == "build":
+        raise ValueError(f"names {value.strip()}, inside build/, which tabbook clean removes")
+    return path
 
 
 def page_title(page: Path) -> str:
@@ -164,7 +210,15 @@ def page_title(page: Path) -> str:
 
 
 def book_paths(value: str, at: At) -> tuple[Path, ...]:
-    return tuple(at.root / v for v in value.split())
+    return tuple(in_book(v, at) for v in value.split())
+
+
+def book_files(value: str, at: At) -> tuple[str, ...]:
+    """Whitespace-separated root-relative paths, each inside the book."""
+    names = words(value, at)
+    for name in names:
+        in_book(name, at)
+    return names
 
 
 def existing_file(value: str, at: At) -> Path | None:
@@ -242,12 +296,15 @@ def one_of_the_tabs(value: str, at: At) -> str:
 
 
 def resource_list(value: str, at: At) -> tuple[str, ...]:
-    return tuple(r.rstrip("/") for r in value.split() if r.strip("/"))
+    names = tuple(r.rstrip("/") for r in value.split() if r.strip("/"))
+    for name in names:
+        in_book(name, at)
+    return names
 
 
 def bibliography(value: str, at: At) -> Path | None:
     """d2lbook's bibfile: used when it exists (a book may name one it does not have yet)."""
-    path = at.root / value.strip()
+    path = in_book(value, at)
     return path if path.is_file() else None
 
 
@@ -290,3 +347,77 @@ def check_import_stack(source: str) -> str | None:
     if not tree.body or not all(isinstance(n, (ast.Import, ast.ImportFrom)) for n in tree.body):
         return "must be import statements only, e.g. import jax, flax.linen, optax"
     return None
+
+
+# -- d2lbook's [html], [pdf], [colab] and [build] keys -----------------------------------------
+
+
+def comma_items(value: str) -> list[str]:
+    """d2lbook's comma lists: items split by commas and newlines, blanks dropped."""
+    return [item.strip() for line in value.splitlines() for item in line.split(",") if item.strip()]
+
+
+def header_links(value: str, at: At) -> tuple[tuple[str, str, str], ...]:
+    """``[html] header_links``: (name, URL, Font Awesome icon) triples, comma-separated over one
+    or more lines (d2l-en ends each line with a comma)."""
+    items = comma_items(value)
+    if len(items) % 3:
+        raise ValueError(f"has {len(items)} items, not triples of name, URL, icon (e.g. GitHub, "
+                         "https://github.com/o/r, fab fa-github)")
+    return tuple((items[i], items[i + 1], items[i + 2]) for i in range(0, len(items), 3))
+
+
+def book_file(value: str, at: At) -> Path | None:
+    """A file of the book, relative to its root (d2lbook's paths are); "" is none."""
+    if not value.strip():
+        return None
+    target = at.root / value.strip()
+    if not target.is_file():
+        raise ValueError(f"names {value.strip()}, which does not exist")
+    return target
+
+
+def python_statements(value: str, at: At) -> str:
+    """Python statements (``[build] sphinx_configs``), checked to parse; d2lbook pastes them into conf.py."""
+    source = "\n".join(line.strip() for line in value.splitlines())
+    if isinstance(tree := _parsed(source), str):
+        raise ValueError(tree)
+    return source
+
+
+def colab_libs(value: str, at: At) -> tuple[tuple[str, str, str], ...]:
+    """``[colab] libs``: lines of ``TAB, import name, pip argument`` (``import name, pip argument``
+    in a book without tabs: the tab is then empty, meaning every tab)."""
+    out = []
+    for line in value.splitlines():
+        items = [item.strip() for item in line.split(",") if item.strip()]
+        if not items:
+            continue
+        if len(items) == 2:
+            items = ["", *items]
+        if len(items) != 3:
+            raise ValueError(f"{line.strip()!r}: each line is TAB, LIBRARY, PIP ARGUMENT "
+                             "(or LIBRARY, PIP ARGUMENT in a book without tabs)")
+        out.append((items[0], items[1], items[2]))
+    return tuple(out)
+
+
+def prefix_url(value: str, at: At) -> tuple[str, str] | None:
+    """``[colab] replace_svg_url``: ``FOLDER, URL`` (d2l-en: ``img, http://d2l.ai/_images``)."""
+    items = comma_items(value)
+    if not items:
+        return None
+    if len(items) != 2:
+        raise ValueError("must be FOLDER, URL (e.g. img, https://example.org/_images)")
+    return items[0].strip("/"), items[1].rstrip("/")
+
+
+def book_globs(value: str, at: At) -> tuple[str, ...]:
+    """Root-relative globs (``**`` crosses folders; a folder means every file in it), each of
+    which must name a file of the book: a pattern naming nothing is a typo."""
+    patterns = tuple(value.split())
+    for pattern in patterns:
+        target = at.root / pattern
+        if not (target.is_dir() or any(p.is_file() for p in at.root.glob(pattern))):
+            raise ValueError(f"names no file of the book: {pattern}")
+    return patterns

@@ -10,7 +10,8 @@ from pathlib import Path
 from tabbook.config import Config, load_config
 from tabbook.errors import BookError
 from tabbook.library.generate import generate_library
-from tabbook.source.read import Section, read_section
+from tabbook.source.model import Section
+from tabbook.source.read import read_section
 
 ROOT = Path(__file__).resolve().parent.parent
 RUFF = Path(sys.executable).parent / "ruff"

@@ -3,24 +3,15 @@ is read by load_config, an overlay's values count, and a bad value is an error a
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
-from tabbook.config import OVERLAY_ENV, Config, Framework, Site, key_reference, load_config, settings_of
+from tabbook.config import KEY_CLASSES, OVERLAY_ENV, key_reference, load_config, settings_of
 from tabbook.errors import BookError
 from tabbook.render.site import load_site_options
 
 ROOT = Path(__file__).resolve().parent.parent
-FIXTURE = ROOT / "tests" / "fixtures" / "book"
-
-
-@pytest.fixture
-def book(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.delenv(OVERLAY_ENV, raising=False)
-    shutil.copytree(FIXTURE, tmp_path / "book")
-    return tmp_path / "book"
 
 
 def _line(path: Path, starts: str) -> int:
@@ -108,9 +99,9 @@ def test_d2lbooks_defaults_fill_what_config_ini_leaves_out(tmp_path: Path, monke
 def test_every_key_is_declared_once_with_its_help() -> None:
     """One declaration per (section, key); each has help; README lists them all (written from
     the declarations by key_reference)."""
-    declared = [(d.section, d.key) for cls in (Config, Site, Framework) for _, d in settings_of(cls)]
+    declared = [(d.section, d.key) for cls in KEY_CLASSES for _, d in settings_of(cls)]
     assert len(declared) == len(set(declared)) and len(declared) > 30
-    assert all(d.help for cls in (Config, Site, Framework) for _, d in settings_of(cls))
+    assert all(d.help for cls in KEY_CLASSES for _, d in settings_of(cls))
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert key_reference() in readme, "README's key list is stale: paste tabbook.config.key_reference()"
 

@@ -7,26 +7,17 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 from pathlib import Path
 
 import pytest
 from test_d2lbook_build import make_book, tabbook
 
-from tabbook.config import OVERLAY_ENV, load_config
+from tabbook.config import load_config
 from tabbook.errors import BookError
 from tabbook.execute.envs import kernel_env
 from tabbook.execute.worker import cap_outputs
 
 ROOT = Path(__file__).resolve().parent.parent
-FIXTURE = ROOT / "tests" / "fixtures" / "book"
-
-
-@pytest.fixture
-def book(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.delenv(OVERLAY_ENV, raising=False)
-    shutil.copytree(FIXTURE, tmp_path / "book")
-    return tmp_path / "book"
 
 
 @pytest.mark.parametrize("value", ["0", "-5"])

@@ -74,3 +74,65 @@ def test_the_cache_folder_follows_the_environment(tmp_path: Path, monkeypatch: p
     monkeypatch.delenv(files.CACHE_ENV)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert files.cache_dir() == tmp_path / "xdg" / "tabbook"
+
+
+def test_a_memo_is_read_back_only_under_its_own_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One helper for every cache of build/: the same named parts and builder read the value
+    back; other parts, another builder, or a damaged file read as nothing, and a value that
+    did not change is not written again."""
+    from tabbook import files
+
+    build = files.BuildDir(tmp_path / "build")
+    made: list[int] = []
+
+    def make() -> dict[str, int]:
+        made.append(1)
+        return {"a": 1}
+
+    assert build.memo("apiref", library="x").get(make) == {"a": 1}
+    assert build.memo("apiref", library="x").get(make) == {"a": 1}
+    assert len(made) == 1
+    assert build.memo("apiref", library="y").load() is None
+    memo = build.memo("apiref", library="x")
+    assert memo.load() == {"a": 1}
+    before = memo.path.stat().st_mtime_ns
+    memo.save({"a": 1})
+    assert memo.path.stat().st_mtime_ns == before  # unchanged: not written
+    monkeypatch.setattr(files, "builder_fingerprint", lambda: "another builder")
+    assert build.memo("apiref", library="x").load() is None
+    monkeypatch.undo()
+    memo.path.write_text("{not json")
+    assert build.memo("apiref", library="x").load() is None
+    pages = build.memo("pages", tabs=["a"])  # a .pickle memo holds Python objects
+    pages.save({"p.md": ("digest", Path("x"))})
+    assert build.memo("pages", tabs=["a"]).load() == {"p.md": ("digest", Path("x"))}
+    assert not list(build.path.glob(".*.tmp"))
+
+
+def test_a_write_is_synced_before_its_rename_and_its_folder_after(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Durability: the data reaches the disk before the rename publishes it, and the rename
+    itself (the folder's entry) after; ``FSYNC`` off (the benchmark's baseline) does neither."""
+    events: list[str] = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd: int) -> None:
+        events.append("fsync folder" if os.path.isdir(f"/proc/self/fd/{fd}") else "fsync file")
+        real_fsync(fd)
+
+    def replace(src: str, dst: str) -> None:
+        events.append("rename")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(files.os, "fsync", fsync)
+    monkeypatch.setattr(files.os, "replace", replace)
+    files.write_atomic(tmp_path / "a.json", "{}")
+    assert events == ["fsync file", "rename", "fsync folder"]
+    events.clear()
+    files.copy_atomic(tmp_path / "a.json", tmp_path / "b.json")
+    assert events == ["fsync file", "rename", "fsync folder"]
+    events.clear()
+    monkeypatch.setattr(files, "FSYNC", False)
+    files.write_atomic(tmp_path / "c.json", "{}")
+    assert events == ["rename"]
+    assert (tmp_path / "c.json").read_text() == "{}"

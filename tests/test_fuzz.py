@@ -20,7 +20,8 @@ from runtime_tab import RuntimeTab
 from tabbook.errors import BookError, BookErrors
 from tabbook.render.merge import merge_section
 from tabbook.render.myst import cell_to_myst, to_myst
-from tabbook.source.read import LABEL_LINE, Section, read_section
+from tabbook.source.model import Section
+from tabbook.source.read import LABEL_LINE, read_section
 from tabbook.source.split import resolve_tabs, split_section
 
 TABS = ("pytorch", "jax", "tensorflow", "mxnet")

@@ -17,7 +17,7 @@ import pytest
 
 from tabbook.execute.gpus import ALL, Devices, Gpu, Placement, detect, guess_need, parse_query, visible
 from tabbook.execute.runner import Runner, Unit
-from tabbook.source.read import Cell
+from tabbook.source.model import Cell
 from tabbook.source.split import FrameworkCell
 
 H100 = "NVIDIA H100 80GB HBM3"

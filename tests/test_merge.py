@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from tabbook.render.merge import FW_PREFIX, PROVENANCE_CLASS, RUN_PREFIX, merge_section
-from tabbook.source.read import Section, read_section
+from tabbook.source.model import Section
+from tabbook.source.read import read_section
 from tabbook.source.split import split_section
 
 TABS = ("pytorch", "jax", "tensorflow", "mxnet")

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from tabbook.errors import BookError, BookErrors
-from tabbook.source.read import Cell, Section, parse_tab_names, read_section, strip_slide_marks
+from tabbook.source.model import Cell, Section
+from tabbook.source.read import parse_tab_names, read_section, strip_slide_marks
 
 TABS = ("pytorch", "jax", "tensorflow", "mxnet")
 FIXTURES = Path(__file__).parent / "fixtures" / "dialect"
@@ -198,9 +199,27 @@ def test_blank_lines_before_tab_line_are_allowed() -> None:
     assert cell.tabs == ("jax",) and cell.source_lines == (4,)
 
 
-def test_legacy_tab_later_in_cell_is_a_comment() -> None:
+def test_legacy_tab_later_in_cell_is_a_mark_as_in_d2lbook() -> None:
+    # d2lbook finds ``#@tab`` anywhere in a cell: the first one names the cell's tabs, and every
+    # such line is dropped from the code it shows (d2l-en's utils.md repeats it mid-cell).
     (cell,) = code(read("```{.python .input}\nx = 1\n#@tab jax\n```\n"))
-    assert cell.tabs == ("pytorch",) and cell.source == "x = 1\n#@tab jax"
+    assert cell.tabs == ("jax",) and cell.source == "x = 1"
+    (cell,) = code(read("```{.python .input}\n#@tab jax\nx = 1\n#@tab pytorch, jax\ny = 2\n```\n"))
+    assert cell.tabs == ("jax",) and cell.source == "x = 1\ny = 2" and cell.source_lines == (3, 5)
+
+
+def test_commented_tab_magic_names_the_tabs() -> None:
+    # ``# %%tab jax`` (d2l-en's resnet.md): d2lbook's pattern finds the magic in the comment.
+    (cell,) = code(read("```{.python .input}\n# %%tab jax\nx = 1\n```\n"))
+    assert cell.tabs == ("jax",) and cell.source == "x = 1"
+
+
+def test_display_math_followed_by_text_is_a_paragraph() -> None:
+    sec = read("Data from\n\n$$y = x,$$ with $x$ small.\n\nNext.\n")
+    kinds = [b.kind for c in sec.cells for b in c.blocks]
+    assert "math" not in kinds
+    sec = read("$$y = x.$$\n\nNext.\n")
+    assert [b.kind for c in sec.cells for b in c.blocks][0] == "math"
 
 
 def test_default_tab_is_configurable() -> None:

@@ -226,12 +226,12 @@ def test_new_rendering_code_rewrites_pages_sphinx_would_keep(tmp_path: Path) -> 
     a new tabbook left pages as the old one wrote them (a script the new one no longer links).
     The rendering code's hash is a config value, so a new value rewrites every page; a change
     to conf.py that Sphinx does not see keeps them."""
-    from tabbook.render.sphinx import _render_code_hash
+    from tabbook.files import builder_fingerprint
     from tabbook.render.sphinx_conf import sphinx_settings
 
     book = tmp_path / "book"
     shutil.copytree(FIXTURE, book)
-    assert sphinx_settings(book)["tabbook_code"] == _render_code_hash()
+    assert sphinx_settings(book)["tabbook_code"] == builder_fingerprint()
     proc = _tabbook(book, "build")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     page = book / "build" / "html" / "sec.html"

@@ -10,7 +10,8 @@ from tabbook.check import check_book
 from tabbook.config import load_config
 from tabbook.render.slides import Code, Renderer, build_deck, deck_html, lecture_code, marks, write_decks
 from tabbook.source.dialect import unclosed_slide_marks
-from tabbook.source.read import Section, read_section
+from tabbook.source.model import Section
+from tabbook.source.read import read_section
 
 TABS = ("pytorch", "jax")
 
@@ -114,6 +115,19 @@ def test_deck_page_is_self_contained_and_shows_outputs_as_text() -> None:
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "<script>alert" not in page
     assert "http://" not in page and "https://" not in page
     assert page.count("<section>") == 3
+
+
+def test_a_print_cut_into_two_stream_messages_makes_the_same_deck() -> None:
+    """A kernel may send ``print(x)`` as ``x`` and then a newline (it depends on timing): the deck
+    is the same either way, one output block, as the page shows it."""
+    whole = executed(("import torch\nx = torch.ones(2)", []), ("print(x.device)", [stream("cpu\n")]),
+                     ("print('hidden output')", []))
+    cut = executed(("import torch\nx = torch.ones(2)", []),
+                   ("print(x.device)", [stream("cpu"), stream("\n")]), ("print('hidden output')", []))
+    pages = [deck_html(d, Renderer(katex=None)) for nb in (whole, cut)
+             if (d := build_deck(section(), "pytorch", "PyTorch", nb)) is not None]
+    assert len(pages) == 2 and pages[0] == pages[1]
+    assert pages[1].count('<pre class="output stdout">') == 1
 
 
 def test_write_decks_renders_only_what_changed_and_removes_decks_without_marks(tmp_path: Path) -> None:

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from tabbook.errors import BookError
-from tabbook.source.read import Section, read_section
+from tabbook.source.model import Section
+from tabbook.source.read import read_section
 from tabbook.source.split import resolve_tabs, split_section
 
 TABS = ("pytorch", "jax", "tensorflow", "mxnet")

@@ -208,6 +208,13 @@ class ClusterRunner(Runner):
 
     def _connect(self) -> Any:
         distributed = require_distributed()
+        if self.address.startswith("tls://"):
+            security = distributed.Security()  # Dask's own settings: DASK_DISTRIBUTED__COMM__TLS__*
+            if not (security.tls_ca_file and security.tls_client_cert):
+                raise BookError(f"--scheduler {self.address}: no TLS credentials for the client: set "
+                                "DASK_DISTRIBUTED__COMM__TLS__CA_FILE, DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT "
+                                "and DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY (or distributed.comm.tls in a "
+                                "Dask configuration file); README: Building a large book")
         try:
             # Dask's own connect timeout (distributed.comm.timeouts.connect, 30 s unless configured).
             client = distributed.Client(self.address, set_as_default=False)

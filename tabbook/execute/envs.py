@@ -24,7 +24,7 @@ from typing import Any
 
 from tabbook.config import Config, Framework
 from tabbook.errors import BookError
-from tabbook.files import cache_dir, exclusive, write_atomic
+from tabbook.files import BuildDir, cache_dir, exclusive, write_atomic
 
 MARKER = ".tabbook-complete"
 
@@ -230,7 +230,7 @@ def checked_env(config: Config, fw: Framework, env: Env) -> str:
     if fw.interpreter is not None:  # not ours to write into: the record lives in build/
         stat = fw.interpreter.resolve().stat()
         tag = hashlib.sha256(f"{fw.interpreter}:{stat.st_mtime_ns}:{stat.st_size}".encode()).hexdigest()[:16]
-        record = config.build_dir / "checked" / f"{fw.name}-{tag}"
+        record = BuildDir(config.build_dir).checked(f"{fw.name}-{tag}")
         record.parent.mkdir(parents=True, exist_ok=True)
     else:
         record = env.python.parent.parent / CHECKED
@@ -276,12 +276,12 @@ def check_env(config: Config, fw: Framework, env: Env) -> str:
 
 
 def jupyter_dir(config: Config) -> Path:
-    return config.build_dir / "jupyter"
+    return BuildDir(config.build_dir).jupyter
 
 
 def pylib_dir(config: Config) -> Path:
     """A folder holding only a link to the generated ``d2l`` package, put on PYTHONPATH."""
-    return config.build_dir / "pylib"
+    return BuildDir(config.build_dir).pylib
 
 
 def ensure_pylib(config: Config) -> Path:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from tabbook.config import Config
-from tabbook.errors import BookError, BookErrors
+from tabbook.errors import BookError, raise_all
 from tabbook.execute.store import META, FreezeStore, KeyParts, entry_problem, gpu_entry_current
 from tabbook.files import write_atomic
 
@@ -112,7 +112,7 @@ def merge_stores(config: Config, sources: list[Path], target: Path,
                 continue
             found.setdefault((cand.meta["section"], cand.meta["framework"]), []).append(cand)
     if errors:
-        raise errors[0] if len(errors) == 1 else BookErrors(errors)
+        raise_all(errors)
 
     result = MergeResult()
     writes: list[tuple[Path, str]] = []

@@ -1,9 +1,10 @@
-"""Stage 3, execute: decide which (section, framework) units run, run them, store what they made.
+"""Execute: decide which (section, framework) units run, run them, store what they made.
 
 :func:`plan` looks every unit up in the freeze store by its key (what the kernel
 would run, the environment's lock files, the library definitions it can reach,
 Python, kernel) and sorts it into reused, to run, or skipped (not selected),
-recording for each why (:class:`UnitPlan`, what ``build --dry-run`` prints); a
+recording for each why in its one record (:class:`UnitOutcome`, what ``build --dry-run``
+prints and, once run, what ``build/report.json`` says of it); a
 ``--frozen`` build turns every unit to run into a located error instead. :func:`run` starts
 only the kernels the plan needs, runs the units in parallel (:mod:`.runner`)
 and writes each successful result into the store (:class:`.store.FreezeStore`).
@@ -16,18 +17,19 @@ it failed) still has a notebook for the page: its code without outputs
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from tabbook.config import Config
-from tabbook.errors import BookError, BookErrors
+from tabbook.errors import BookError, raise_all
 from tabbook.execute.gpus import ALL, guess_need
 from tabbook.execute.runner import Runner, Unit, build_notebook
 from tabbook.execute.store import META, FreezeStore, KeyParts, cells_hash, entry_problem, match, text_hash
 from tabbook.execute.store import provenance as store_provenance
 from tabbook.library.reach import HEADER, changed_names
-from tabbook.source.read import Section
+from tabbook.source.model import Section
 from tabbook.source.split import FrameworkCell, split_section
 
 Notebooks = dict[tuple[str, str], dict[str, Any]]
@@ -52,34 +54,56 @@ class Selection:
 
 
 @dataclass
-class UnitStatus:
-    section: str
-    framework: str
-    status: str  # executed | reused | failed | skipped | not-executed
-    seconds: float = 0.0
-    error: str | None = None
+class UnitOutcome:
+    """One (section, framework) unit from plan to report: what the plan decided and why, and
+    what came of it. One record per unit, where there used to be four parallel dicts and lists
+    (notebooks, origins, statuses, plan lines) that had to be kept in step.
 
+    ``state`` (the plan's decision, a ``--dry-run`` line): ``reuse`` (its entry is current),
+    ``run`` (stale, executes in this build), ``stale`` (stale, but execution is off: shown as
+    code only), ``outdated`` (stale, its entry kept: this machine cannot stand in for the one
+    that computed it), ``skip`` (not selected in this build: ``--only``, ``--frameworks``,
+    another ``--shard``). ``why``: which inputs changed since the entry was stored (its code,
+    library names, a lock file, Python, the kernel), or why it is reused.
 
-@dataclass
-class UnitPlan:
-    """What the plan decided for one unit and why: a ``--dry-run`` line, a JSON object.
-
-    ``state``: ``reuse`` (its entry is current), ``run`` (stale, executes in this build),
-    ``stale`` (stale, but execution is off: shown as code only), ``skip`` (not selected in
-    this build: ``--only``, ``--frameworks``, another ``--shard``). ``why``: which inputs
-    changed since the entry was stored (its code, library names, a lock file, Python, the
-    kernel), or why it is reused. ``placement`` is left for the GPU machine plan (issue 31).
+    ``status`` (the report's): ``reused``, ``executed``, ``failed``, ``skipped``,
+    ``not-executed``, ``outdated``; None for a unit another shard runs. ``notebook``: what its
+    page shows. ``origin``: where that notebook came from when it is not new in this build
+    (the store file's signature, or why it shows code only), for the sources step's memo.
     """
 
     section: str
     framework: str
-    state: str
+    state: str = "reuse"
     why: list[str] = field(default_factory=list)
     library_names: list[str] = field(default_factory=list)  # the library names that changed, if any
     library_whole: str | None = None  # why the key covers the whole library, if it does
     placement: str | None = None
+    status: str | None = None
+    seconds: float = 0.0
+    error: str | None = None
+    notebook: dict[str, Any] | None = None
+    origin: str | None = None
+
+    @property
+    def id(self) -> tuple[str, str]:
+        return (self.section, self.framework)
+
+    def show(self, notebook: dict[str, Any], origin: str | None, status: str | None = None) -> None:
+        """What the unit's page shows, where it came from, and (if given) the report's status."""
+        self.notebook, self.origin = notebook, origin
+        if status is not None:
+            self.status = status
+
+    @property
+    def device(self) -> str:
+        """Where the outputs its page shows were computed ("1× NVIDIA H100…", "CPU only"; "" when
+        it shows none), read from the notebook's provenance."""
+        prov = store_provenance(self.notebook) if self.notebook is not None else None
+        return "" if not prov or prov.get("not_executed") else str(prov.get("device", ""))
 
     def as_json(self) -> dict[str, Any]:
+        """The plan's decision (``build --dry-run --json``)."""
         out: dict[str, Any] = {"page": self.section, "framework": self.framework, "state": self.state,
                                "why": self.why}
         if self.library_names:
@@ -89,6 +113,12 @@ class UnitPlan:
         if self.placement is not None:
             out["placement"] = self.placement
         return out
+
+    def as_report(self) -> dict[str, Any]:
+        """What came of it (``build/report.json``)."""
+        return {"section": self.section, "framework": self.framework, "status": self.status,
+                "seconds": round(self.seconds, 3), **({"error": self.error} if self.error else {}),
+                **({"device": self.device} if self.device else {})}
 
 
 def explain(entry: dict[str, Any] | None, parts: KeyParts) -> tuple[list[str], list[str]]:
@@ -111,6 +141,8 @@ def explain(entry: dict[str, Any] | None, parts: KeyParts) -> tuple[list[str], l
         why.append("Python")
     if stored.get("kernel") != parts.kernel:
         why.append("the kernel")
+    if stored.get("depends", "") != parts.depends:
+        why.append("[build] dependencies")
     old_names = stored.get("library_names")
     legacy = not isinstance(old_names, dict)  # a version-1 entry: its library part is the whole file's hash
     if stored.get("library") != (parts.library_file if legacy else parts.library):
@@ -132,17 +164,11 @@ def explain(entry: dict[str, Any] | None, parts: KeyParts) -> tuple[list[str], l
 
 @dataclass
 class Plan:
-    notebooks: Notebooks = field(default_factory=dict)  # current entries, reused as they are
-    # Where each notebook came from, for units whose notebook is not new in this build: the
-    # store file's size and time, or why it shows code only. The sources step skips merging
-    # a page whose notebooks and text are what they were (render/sources.py).
-    origins: dict[tuple[str, str], str] = field(default_factory=dict)
+    outcomes: dict[tuple[str, str], UnitOutcome] = field(default_factory=dict)  # every unit, in book order
     todo: list[tuple[Unit, KeyParts]] = field(default_factory=list)
-    statuses: list[UnitStatus] = field(default_factory=list)
-    units: list[UnitPlan] = field(default_factory=list)
     # Stale units whose entries are kept because this machine cannot stand in for the one that
     # computed them (:func:`lesser_host`): warnings, errors in a strict build.
-    outdated: list[BookError] = field(default_factory=list)  # every unit's decision and why (--dry-run)
+    outdated: list[BookError] = field(default_factory=list)
     # Current entries stored under their version-1 key: re-stamped with the new key by a build
     # that may write the store (:func:`upgrade_keys`), never by --frozen or --dry-run.
     upgrades: list[tuple[str, str, KeyParts]] = field(default_factory=list)
@@ -150,12 +176,39 @@ class Plan:
     deferred: dict[tuple[str, str], Section] = field(default_factory=dict)
     library: dict[str, str] = field(default_factory=dict)  # the generated files the keys were made from
 
+    @property
+    def units(self) -> list[UnitOutcome]:
+        """Every unit's record, in book order."""
+        return list(self.outcomes.values())
+
+    @property
+    def notebooks(self) -> Notebooks:
+        """What each unit's page shows (so far: the reused entries before :func:`run`)."""
+        return {k: o.notebook for k, o in self.outcomes.items() if o.notebook is not None}
+
+    @property
+    def origins(self) -> dict[tuple[str, str], str]:
+        """Where each notebook not new in this build came from (the sources step skips merging
+        a page whose notebooks and text are what they were: render/sources.py)."""
+        return {k: o.origin for k, o in self.outcomes.items() if o.origin is not None}
+
     def keys_for_todo(self, config: Config) -> None:
         """Complete the keys of the units about to run and be stored (see :func:`unit_key`)."""
         for i, (unit, _) in enumerate(self.todo):
             section = self.deferred.pop((unit.section, unit.framework), None)
             if section is not None:
                 self.todo[i] = (unit, unit_key(config, section, unit.framework, self.library)[0])
+
+
+def dependencies_hash(config: Config) -> str:
+    """The contents of the files ``[build] dependencies`` names ("" when it names none): part of
+    every unit's key, so changing one re-runs the book, as d2lbook rebuilds everything then."""
+    if not config.dependencies:
+        return ""
+    parts = []
+    for path in config.files(config.dependencies):
+        parts += [config.rel(path), hashlib.sha256(path.read_bytes()).hexdigest()]
+    return text_hash("\0".join(parts))
 
 
 def unit_key(config: Config, section: Section, fw: str, library: dict[str, str],
@@ -198,7 +251,7 @@ def unit_key(config: Config, section: Section, fw: str, library: dict[str, str],
         cells=cells_part, env=lock_hash(framework), library=library_part,
         python=framework.python, kernel=framework.kernel_name,
         library_file=file_part, library_names=names, library_whole=whole,
-        library_others=other_parts, library_rules=RULES,
+        library_others=other_parts, library_rules=RULES, depends=dependencies_hash(config),
     )
     return parts, cells
 
@@ -240,81 +293,85 @@ def plan(config: Config, sections: list[Section], library: dict[str, str], store
                     damaged.append(err)  # all of them reported together, before anything runs
                     continue
                 entry = None  # --force on it: executed anew, the damaged file replaced
-            parts, cells = unit_key(config, section, fw, library, entry, analyse=entry is not None)
-            if not cells:
-                continue
-            matched = match(entry, parts)
-            selected = selection.selects(section.path, fw)
-            record = UnitPlan(section.path, fw, "reuse", library_whole=parts.library_whole)
-            out.units.append(record)
-            declared = config.declared_gpus(section.path)
-            need = declared if declared is not None else guess_need("\n".join(c.source for c in cells))
-            alone = config.runs_alone(section.path)
-            record.placement = describe_need(need, alone)
-            if matched and not (selection.force and selected):
-                out.notebooks[(section.path, fw)] = entry  # type: ignore[assignment]
-                out.origins[(section.path, fw)] = store.signature(section.path, fw)
-                out.statuses.append(UnitStatus(section.path, fw, "reused"))
-                record.why = [REUSE_WHY[matched]]
-                if needs_upgrade(entry, matched) and not selection.frozen_only:
-                    out.upgrades.append((section.path, fw, parts))
-                continue
-            record.state = "run"
-            if matched:
-                record.why = ["forced (--force)"]
-            else:
-                record.why, record.library_names = explain(entry, parts)
-            held_back = None if selection.execute_here or not selected else lesser_host(entry, declared, host_gpus)
-            if held_back:
-                # Kept as it is, marked on the page and in the report; --frozen fails on it below.
-                record.state = "outdated"
-                record.why = [*record.why, f"kept: {held_back} (--execute-here runs it anyway)"]
-                out.notebooks[(section.path, fw)] = mark_outdated(entry, f"{', '.join(record.why[:-1])} changed; "
-                                                                  f"{held_back}")  # type: ignore[arg-type]
-                out.origins[(section.path, fw)] = "outdated: " + store.signature(section.path, fw)
-                kept = BookError(f"[{fw}] outputs kept from an earlier version of the code: {held_back}",
-                                 section.path, cells[0].cell.line)
-                out.outdated.append(kept)
-                out.statuses.append(UnitStatus(section.path, fw, "outdated", error=kept.location_message()))
-                if not selection.frozen_only:
-                    continue
-            if selection.frozen_only:
-                why = "missing" if entry is None else f"stale ({', '.join(record.why)} changed)"
-                rel = config.rel(store.path(section.path, fw))
-                # At the unit's first code cell: the store keeps no finer record of what changed.
-                stale.append(BookError(f"[{fw}] freeze entry {rel} is {why}", section.path, cells[0].cell.line))
-                continue
-            framework = config.framework(fw)
-            unit = Unit(
-                section=section.path, framework=fw, cells=tuple(cells),
-                kernel_name=framework.kernel_name, import_name=framework.import_name,
-                cwd=(config.root / section.path).parent, timeout=config.cell_timeout,
-                stderr_filters=config.stderr_filters, max_output_bytes=config.max_output_bytes,
-                gpu_probe=framework.gpu_probe,
-                gpus=need, alone=alone,
-            )
-            if selected:
-                out.todo.append((unit, parts))
-                if not parts.library:
-                    out.deferred[(section.path, fw)] = section
-            else:
-                record.state = "skip"
-                record.why = ["not selected in this build", *record.why]
-                out.statuses.append(UnitStatus(section.path, fw, "skipped"))
-                out.notebooks[(section.path, fw)] = code_only_notebook(unit, "not run in this build")
-                out.origins[(section.path, fw)] = "code only: not run in this build"
+            stale += _plan_unit(out, config, section, fw, entry, store, selection, host_gpus)
     if damaged or stale:
-        raise damaged[0] if len(damaged) == 1 and not stale else BookErrors(damaged + stale)
+        raise_all(damaged + stale)
     if selection.shard:
-        i, n = selection.shard
-        by_unit = {(u.section, u.framework): u for u in out.units}
-        for unit, _ in out.todo[:i] + [t for k, t in enumerate(out.todo[i:]) if k % n]:
-            out.notebooks[(unit.section, unit.framework)] = code_only_notebook(unit, "run by another shard")
-            out.origins[(unit.section, unit.framework)] = "code only: run by another shard"
-            by_unit[(unit.section, unit.framework)].state = "skip"
-            by_unit[(unit.section, unit.framework)].why.insert(0, "run by another shard")
-        out.todo = out.todo[i::n]
+        _keep_shard(out, *selection.shard)
     return out
+
+
+def _plan_unit(out: Plan, config: Config, section: Section, fw: str, entry: dict[str, Any] | None,
+               store: FreezeStore, selection: Selection, host_gpus: int | None) -> list[BookError]:
+    """Decide one unit (its record goes into ``out``); returns its ``--frozen`` error, if any."""
+    parts, cells = unit_key(config, section, fw, library=out.library, entry=entry, analyse=entry is not None)
+    if not cells:
+        return []
+    matched = match(entry, parts)
+    selected = selection.selects(section.path, fw)
+    record = out.outcomes[(section.path, fw)] = UnitOutcome(section.path, fw, library_whole=parts.library_whole)
+    declared = config.declared_gpus(section.path)
+    need = declared if declared is not None else guess_need("\n".join(c.source for c in cells))
+    alone = config.runs_alone(section.path)
+    record.placement = describe_need(need, alone)
+    if matched and not (selection.force and selected):
+        record.show(entry, store.signature(section.path, fw), "reused")  # type: ignore[arg-type]
+        record.why = [REUSE_WHY[matched]]
+        if needs_upgrade(entry, matched) and not selection.frozen_only:
+            out.upgrades.append((section.path, fw, parts))
+        return []
+    record.state = "run"
+    if matched:
+        record.why = ["forced (--force)"]
+    else:
+        record.why, record.library_names = explain(entry, parts)
+    held_back = None if selection.execute_here or not selected else lesser_host(entry, declared, host_gpus)
+    if held_back:
+        # Kept as it is, marked on the page and in the report; --frozen fails on it below.
+        record.state = "outdated"
+        record.why = [*record.why, f"kept: {held_back} (--execute-here runs it anyway)"]
+        kept = BookError(f"[{fw}] outputs kept from an earlier version of the code: {held_back}",
+                         section.path, cells[0].cell.line)
+        record.show(mark_outdated(entry, f"{', '.join(record.why[:-1])} changed; {held_back}"),  # type: ignore[arg-type]
+                    "outdated: " + store.signature(section.path, fw), "outdated")
+        record.error = kept.location_message()
+        out.outdated.append(kept)
+        if not selection.frozen_only:
+            return []
+    if selection.frozen_only:
+        why = "missing" if entry is None else f"stale ({', '.join(record.why)} changed)"
+        rel = config.rel(store.path(section.path, fw))
+        # At the unit's first code cell: the store keeps no finer record of what changed.
+        return [BookError(f"[{fw}] freeze entry {rel} is {why}", section.path, cells[0].cell.line)]
+    framework = config.framework(fw)
+    unit = Unit(
+        section=section.path, framework=fw, cells=tuple(cells),
+        kernel_name=framework.kernel_name, import_name=framework.import_name,
+        cwd=(config.root / section.path).parent, timeout=config.cell_timeout,
+        stderr_filters=config.stderr_filters, max_output_bytes=config.max_output_bytes,
+        memory_limit=config.memory_limit,
+        gpu_probe=framework.gpu_probe,
+        gpus=need, alone=alone,
+    )
+    if selected:
+        out.todo.append((unit, parts))
+        if not parts.library:
+            out.deferred[(section.path, fw)] = section
+    else:
+        record.state = "skip"
+        record.why = ["not selected in this build", *record.why]
+        record.show(code_only_notebook(unit, "not run in this build"), "code only: not run in this build", "skipped")
+    return []
+
+
+def _keep_shard(out: Plan, i: int, n: int) -> None:
+    """``--shard i/n``: this build runs units i, i+n, …; the others show code only."""
+    for unit, _ in out.todo[:i] + [t for k, t in enumerate(out.todo[i:]) if k % n]:
+        record = out.outcomes[(unit.section, unit.framework)]
+        record.show(code_only_notebook(unit, "run by another shard"), "code only: run by another shard")
+        record.state = "skip"
+        record.why.insert(0, "run by another shard")
+    out.todo = out.todo[i::n]
 
 
 def describe_need(need: int, alone: bool) -> str:
@@ -356,7 +413,7 @@ def upgrade_keys(the_plan: Plan, store: FreezeStore) -> None:
         entry = store.load(section, fw)
         if entry is not None and needs_upgrade(entry, match(entry, parts)):
             store.upgrade(section, fw, entry, parts)
-            the_plan.origins[(section, fw)] = store.signature(section, fw)
+            the_plan.outcomes[(section, fw)].origin = store.signature(section, fw)
     the_plan.upgrades = []
 
 
@@ -369,12 +426,10 @@ def code_only_notebook(unit: Unit, why: str) -> dict[str, Any]:
 
 def skip_execution(the_plan: Plan) -> Notebooks:
     """Execution off: every unit to run is shown as code without outputs instead."""
-    notebooks = dict(the_plan.notebooks)
     for unit, _ in the_plan.todo:
-        notebooks[(unit.section, unit.framework)] = code_only_notebook(unit, "execution is off")
-        the_plan.origins[(unit.section, unit.framework)] = "code only: execution is off"
-        the_plan.statuses.append(UnitStatus(unit.section, unit.framework, "not-executed"))
-    return notebooks
+        the_plan.outcomes[(unit.section, unit.framework)].show(
+            code_only_notebook(unit, "execution is off"), "code only: execution is off", "not-executed")
+    return the_plan.notebooks
 
 
 def run(config: Config, the_plan: Plan, store: FreezeStore,
@@ -387,10 +442,9 @@ def run(config: Config, the_plan: Plan, store: FreezeStore,
     a Dask cluster's workers: :mod:`.cluster`), called only when a unit is to run, since
     preparing kernels costs time; the results are stored here all the same.
     """
-    notebooks = dict(the_plan.notebooks)
     upgrade_keys(the_plan, store)
     if not the_plan.todo:
-        return notebooks, []
+        return the_plan.notebooks, []
     the_plan.keys_for_todo(config)
     runner = make_runner()
     # Longest first (the time each took when last run; never run: first of all), so the
@@ -400,32 +454,33 @@ def run(config: Config, the_plan: Plan, store: FreezeStore,
     ran = runner.run([the_plan.todo[i][0] for i in order])
     results = [res for _, res in sorted(zip(order, ran, strict=True))]
     failures: list[BookError] = []
-    statuses = the_plan.statuses
     for (unit, parts), res in zip(the_plan.todo, results, strict=False):
-        if not res.ok or res.notebook is None:
-            statuses.append(UnitStatus(unit.section, unit.framework, "failed", res.seconds, res.error))
-            failures.append(BookError(res.error or "failed"))
-            notebooks[(unit.section, unit.framework)] = code_only_notebook(unit, "execution failed")
-            the_plan.origins[(unit.section, unit.framework)] = "code only: execution failed"
-            continue
-        nb = res.notebook
-        if (problem := entry_problem(nb)) is not None:  # a Dask worker's reply, a broken kernel
-            error = f"{unit.section}: [{unit.framework}] the result is not a notebook ({problem}); nothing was stored"
-            statuses.append(UnitStatus(unit.section, unit.framework, "failed", res.seconds, error))
-            failures.append(BookError(error))
-            notebooks[(unit.section, unit.framework)] = code_only_notebook(unit, "execution failed")
-            the_plan.origins[(unit.section, unit.framework)] = "code only: execution failed"
-            continue
-        for cell in nb["cells"]:
-            cell.get("metadata", {}).pop("tabbook", None)  # the runner's per-cell job data
-        try:
-            store.store(unit.section, unit.framework, nb, parts, res.provenance, res.seconds)
-        except OSError as exc:
-            statuses.append(UnitStatus(unit.section, unit.framework, "failed", res.seconds, str(exc)))
-            target = config.rel(store.path(unit.section, unit.framework))
-            failures.append(BookError(f"cannot write {target}: {exc.strerror or exc}", unit.section))
-            continue
-        notebooks[(unit.section, unit.framework)] = nb
-        the_plan.origins[(unit.section, unit.framework)] = store.signature(unit.section, unit.framework)
-        statuses.append(UnitStatus(unit.section, unit.framework, "executed", res.seconds))
-    return notebooks, failures
+        record = the_plan.outcomes[(unit.section, unit.framework)]
+        record.seconds = res.seconds
+        failure = _store_result(config, store, unit, parts, res, record)
+        if failure is not None:
+            failures.append(failure)
+    return the_plan.notebooks, failures
+
+
+def _store_result(config: Config, store: FreezeStore, unit: Unit, parts: KeyParts, res: Any,
+                  record: UnitOutcome) -> BookError | None:
+    """One unit's result: stored and shown, or a failure (shown as code only when it ran and failed)."""
+    error = res.error or "failed" if not res.ok or res.notebook is None else None
+    if error is None and (problem := entry_problem(res.notebook)) is not None:  # a Dask worker's reply, a broken kernel
+        error = f"{unit.section}: [{unit.framework}] the result is not a notebook ({problem}); nothing was stored"
+    if error is not None:
+        record.status, record.error = "failed", res.error if not res.ok or res.notebook is None else error
+        record.show(code_only_notebook(unit, "execution failed"), "code only: execution failed")
+        return BookError(error)
+    nb = res.notebook
+    for cell in nb["cells"]:
+        cell.get("metadata", {}).pop("tabbook", None)  # the runner's per-cell job data
+    try:
+        store.store(unit.section, unit.framework, nb, parts, res.provenance, res.seconds)
+    except OSError as exc:
+        record.status, record.error = "failed", str(exc)
+        target = config.rel(store.path(unit.section, unit.framework))
+        return BookError(f"cannot write {target}: {exc.strerror or exc}", unit.section)
+    record.show(nb, store.signature(unit.section, unit.framework), "executed")
+    return None

@@ -21,6 +21,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -47,6 +48,7 @@ class Unit:
     timeout: int
     stderr_filters: tuple[str, ...] = ()
     max_output_bytes: int = 0  # output one cell keeps ([build] max_output_bytes); 0 = all of it
+    memory_limit: int = 0  # bytes of address space the kernel may use ([build] memory_limit); 0 = no cap
     gpu_probe: str = ""  # config.ini's gpu_probe of the framework ("" = no GPUs reported)
     gpus: int = 0  # GPUs it needs (gpus.ALL: every one of the machine); 0 = it sees none
     alone: bool = False  # timing code: nothing else runs on the machine meanwhile
@@ -100,6 +102,25 @@ def build_notebook(unit: Unit) -> dict[str, Any]:
 
 Progress = Callable[[str], None]
 
+#: Characters of a worker's own output (its log, shown when it fails) the builder keeps: the end.
+LOG_TAIL = 64_000
+
+
+def _tail(proc: subprocess.Popen) -> str:
+    """The last :data:`LOG_TAIL` characters a worker wrote, read until it exits. Why not
+    ``communicate()``: it keeps everything, and a process a cell started may write to the
+    worker's output without end."""
+    assert proc.stdout is not None
+    chunks: deque[str] = deque()
+    size = 0
+    while chunk := proc.stdout.read(65536):
+        chunks.append(chunk)
+        size += len(chunk)
+        while size - len(chunks[0]) >= LOG_TAIL:
+            size -= len(chunks.popleft())
+    proc.wait()
+    return "".join(chunks)[-LOG_TAIL:]
+
 
 # How often a unit waiting for a device held by another build on the machine asks again.
 POLL_SECONDS = 0.5
@@ -152,6 +173,7 @@ class Runner:
                 "timeout": unit.timeout,
                 "stderr_filters": list(unit.stderr_filters),
                 "max_output_bytes": unit.max_output_bytes,
+                "memory_limit": unit.memory_limit,
                 "section": unit.section,
                 "framework": unit.framework,
             }))
@@ -162,7 +184,7 @@ class Runner:
             )
             with self._lock:
                 self._procs.add(proc)
-            log, _ = proc.communicate()
+            log = _tail(proc)
             with self._lock:
                 self._procs.discard(proc)
             seconds = time.monotonic() - t0

@@ -50,16 +50,23 @@ class KeyParts:
     library_whole: str | None = None  # why the library part covers the whole module, if it does
     library_others: tuple[tuple[str, str], ...] = ()  # other generated modules the unit imports: hashes
     library_rules: str = ""  # the version of the reach rules that computed ``library``
+    # In the key only when set: the contents of [build] dependencies (d2lbook's files whose change
+    # rebuilds everything); a book without them keeps the keys it had.
+    depends: str = ""
+
+    def _extra(self) -> tuple[str, ...]:
+        return (self.depends,) if self.depends else ()
 
     @property
     def key(self) -> str:
-        return _key(KEY_VERSION, self.cells, self.env, self.library, self.python, self.kernel)
+        return _key(KEY_VERSION, self.cells, self.env, self.library, self.python, self.kernel, *self._extra())
 
     @property
     def legacy_key(self) -> str:
         """The version-1 key of the same unit: equal to an entry's key, the entry ran this very
         code against this very library, so it is current whatever the new key says."""
-        return _key(LEGACY_KEY_VERSION, self.cells, self.env, self.library_file, self.python, self.kernel)
+        return _key(LEGACY_KEY_VERSION, self.cells, self.env, self.library_file, self.python, self.kernel,
+                    *self._extra())
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -73,6 +80,8 @@ class KeyParts:
             out["library_others"] = dict(self.library_others)
         if self.library_rules:
             out["library_rules"] = self.library_rules
+        if self.depends:
+            out["depends"] = self.depends
         return out
 
 
@@ -119,7 +128,8 @@ def gpu_entry_current(nb: dict[str, Any] | None, parts: KeyParts) -> bool:
     gpus = (meta.get("provenance") or {}).get("gpus") or []
     # A version-1 entry's library part is the whole module's hash: current while it is unchanged.
     same_library = stored.get("library") == (parts.library if "library_names" in stored else parts.library_file)
-    return bool(gpus) and stored.get("cells") == parts.cells and same_library
+    return (bool(gpus) and stored.get("cells") == parts.cells and same_library
+            and stored.get("depends", "") == parts.depends)
 
 
 def match(nb: dict[str, Any] | None, parts: KeyParts) -> str | None:

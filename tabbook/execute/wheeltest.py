@@ -35,7 +35,7 @@ from pathlib import Path
 from tabbook.config import Config
 from tabbook.errors import BookError
 from tabbook.execute.envs import MARKER, ensure_env
-from tabbook.files import cache_dir
+from tabbook.files import BuildDir, cache_dir
 
 PIP = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
 
@@ -49,7 +49,7 @@ class Outcome:
 
 def build_wheel(config: Config, log=print) -> Path:
     """``pip wheel . --no-deps -w build/dist``; returns the wheel of the current version."""
-    dist = config.build_dir / "dist"
+    dist = BuildDir(config.build_dir).dist
     dist.mkdir(parents=True, exist_ok=True)
     for old in dist.glob("d2l-*.whl"):
         old.unlink()

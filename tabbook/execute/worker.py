@@ -3,7 +3,9 @@
 ``python -m tabbook.execute.worker job.json result.json``. The result file is written
 only at the end (atomically), holding the executed notebook or an error naming
 ``file.md:LINE`` of the failing cell. SIGTERM becomes KeyboardInterrupt so that
-nbclient's context manager shuts the kernel down before the worker exits.
+nbclient's context manager shuts the kernel down before the worker exits. The worker is a
+subreaper: when the unit ends, every process its cells started (daemons included) is killed.
+Each cell's output is capped while it runs, and the kernel's memory on request.
 """
 
 from __future__ import annotations
@@ -161,17 +163,19 @@ def _head(text: str | list[str], limit: int) -> str:
     return joined.encode("utf-8", "surrogatepass")[:max(limit, 0)].decode("utf-8", "ignore")
 
 
-def cap_outputs(cell: dict[str, Any], limit: int) -> None:
+def cap_outputs(cell: dict[str, Any], limit: int, produced: int = 0) -> None:
     """Keep at most ``limit`` bytes of a cell's output (``[build] max_output_bytes``; 0: all).
 
     Why: outputs are committed in the store and published on the page; a cell printing 100 MB by
     mistake would put all of it in git and in every reader's browser. Text is kept up to the
     limit, a display that does not fit whole is dropped, and a note at the end says how much
-    there was. Error outputs are kept: they explain a failure or a ``#@raises`` cell."""
+    there was. Error outputs are kept: they explain a failure or a ``#@raises`` cell.
+    ``produced``: the bytes the cell sent while it ran (:func:`capped_client` dropped what was
+    over the limit then, so the outputs alone no longer say how much there was)."""
     if limit <= 0 or cell.get("cell_type") != "code":
         return
     outputs = cell.get("outputs", [])
-    total = sum(_output_size(o) for o in outputs if o.get("output_type") != "error")
+    total = max(produced, sum(_output_size(o) for o in outputs if o.get("output_type") != "error"))
     if total <= limit:
         return
     kept: list[Any] = []
@@ -199,6 +203,158 @@ def cap_outputs(cell: dict[str, Any], limit: int) -> None:
     cell["outputs"] = kept
 
 
+def _message_size(msg: dict[str, Any]) -> int:
+    """Bytes of an output message's text or data, as :func:`_output_size` counts them stored."""
+    content = msg.get("content") or {}
+    if msg.get("msg_type") == "stream":
+        return _size(content.get("text", ""))
+    data = content.get("data")
+    return sum(_size(v) for v in data.values()) if isinstance(data, dict) else 0
+
+
+def capped_client(base: type, limit: int, produced: dict[int, int]) -> type:
+    """``base`` (nbclient's NotebookClient) keeping at most ``limit`` bytes of each cell's output
+    while the cell runs; ``produced`` receives, per cell index, how many bytes it sent.
+
+    Why while it runs: a cell printing 100 MB in a loop would otherwise be held whole by this
+    worker, in its result file and in the builder that reads it, before :func:`cap_outputs`
+    cut it. Output past the limit is dropped as it arrives (text is cut at the limit, a display
+    that does not fit is dropped, and so is everything after it, so the order stays);
+    :func:`cap_outputs` then adds the note saying how much there was. Errors are never dropped."""
+
+    class Capped(base):  # type: ignore[misc, valid-type]
+        def output(self, outs: list[Any], msg: dict[str, Any], display_id: str | None,
+                   cell_index: int) -> Any:
+            kind = msg.get("msg_type")
+            if limit <= 0 or kind not in ("stream", "display_data", "execute_result"):
+                return super().output(outs, msg, display_id, cell_index)
+            size = _message_size(msg)
+            before = produced.get(cell_index, 0)
+            produced[cell_index] = before + size
+            room = limit - before
+            if size <= room:
+                return super().output(outs, msg, display_id, cell_index)
+            if kind == "stream" and room > 0:
+                text = _head(msg["content"].get("text", ""), room)
+                msg = {**msg, "content": {**msg["content"], "text": text}}
+                return super().output(outs, msg, display_id, cell_index)
+            return None
+
+    return Capped
+
+
+def limit_memory(pid: int, limit: int) -> None:
+    """Cap process ``pid``'s address space at ``limit`` bytes (``[build] memory_limit``).
+
+    Why RLIMIT_AS, set from outside: it needs no cgroup (rarely delegated to a user), a cell
+    cannot raise it again (the hard limit is lowered too), and an allocation past it fails in
+    the cell, as a ``MemoryError`` at its line, instead of the machine swapping or the kernel's
+    OOM killer choosing a victim. It counts address space, not resident memory: GPU frameworks
+    reserve much of it, so the key is for CPU code or must be set generously."""
+    import resource
+
+    resource.prlimit(pid, resource.RLIMIT_AS, (limit, limit))
+
+
+def _kernel_pid(client: Any) -> int | None:
+    provisioner = getattr(getattr(client, "km", None), "provisioner", None)
+    pid = getattr(provisioner, "pid", None)
+    return pid if isinstance(pid, int) else None
+
+
+def _size_text(size: int) -> str:
+    for unit, scale in (("T", 1024**4), ("G", 1024**3), ("M", 1024**2)):
+        if size >= scale and size % scale == 0:
+            return f"{size // scale}{unit}"
+    return f"{size:,} bytes"
+
+
+def _out_of_memory(cell: dict[str, Any] | None) -> bool:
+    return cell is not None and any("MemoryError" in (o.get("ename") or "") for o in _error_outputs(cell))
+
+
+# --- every process of a unit ends with it -------------------------------------------------------
+
+#: prctl(2)'s option that makes orphaned descendants children of this process (Linux >= 3.4).
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def become_subreaper() -> bool:
+    """Make this worker the parent of every orphan among its descendants; True if it is.
+
+    Why: a cell may start a process that detaches (``setsid``, a double fork: a server, a
+    ``nohup`` job). Its parent exits, so it is no longer below the kernel, and the worker's
+    process group or session does not hold it either; without a subreaper it becomes init's
+    and outlives the build. As a subreaper, the worker finds it among its own children when the
+    unit ends (:func:`end_descendants`). Not Linux, or refused: False, and only processes still
+    below the worker are ended."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (children first), from ``/proc``'s parent links."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+            ppid = int(text[text.rfind(")") + 2:].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue  # ended meanwhile
+        children.setdefault(ppid, []).append(int(stat.parent.name))
+    out: list[int] = []
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def end_descendants(seconds: float = 10.0) -> int:
+    """Kill (SIGKILL) and reap every process below this worker; how many there were.
+
+    Called when the unit ends, its kernel already shut down: what is left is what the cells
+    started and did not stop. Killed processes' own children are orphaned to this subreaper,
+    so it repeats until none is left (or ``seconds`` pass)."""
+    import time
+
+    me = os.getpid()
+    seen: set[int] = set()
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        pids = descendants(me)
+        if not pids:
+            break
+        for pid in pids:
+            seen.add(pid)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        _reap()
+        time.sleep(0.02)
+    _reap()
+    return len(seen)
+
+
+def _reap() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
 def run(job: dict[str, Any]) -> dict[str, Any]:
     import nbformat
     from nbclient import NotebookClient
@@ -213,6 +369,18 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
         current["index"] = cell_index
 
     fw = job["framework"]
+    produced: dict[int, int] = {}
+    client_class = capped_client(NotebookClient, job.get("max_output_bytes", 0), produced)
+    memory = job.get("memory_limit", 0)
+    clients: list[Any] = []
+
+    def on_notebook_start(notebook: Any) -> None:
+        """Before the first cell: the kernel's memory cap."""
+        if memory:
+            pid = _kernel_pid(clients[-1])
+            if pid is None:
+                raise RuntimeError("[build] memory_limit: the kernel's process is not known, so it cannot be capped")
+            limit_memory(pid, memory)
 
     def failing_cell() -> dict[str, Any] | None:
         i = current["index"]
@@ -221,19 +389,29 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
     # A kernel can die before its first reply when parallel kernels race for
     # ports; nothing has run yet then, so starting it again is safe.
     for attempt in range(START_ATTEMPTS):
-        client = NotebookClient(
+        produced.clear()
+        client = client_class(
             nb, timeout=job["timeout"], kernel_name=job["kernel_name"],
             resources={"metadata": {"path": job["cwd"]}}, allow_errors=False,
             record_timing=False, on_cell_start=on_cell_start, interrupt_on_timeout=False,
+            on_notebook_start=on_notebook_start,
         )
+        clients.append(client)
+        memory_note = (f" (with [build] memory_limit = {_size_text(memory)}, it may have run out of memory)"
+                       if memory else "")
         try:
             client.execute()
             break
         except CellTimeoutError:
             return {"error": f"{_where(job, failing_cell())}: [{fw}] cell exceeded the {job['timeout']} s timeout"}
         except DeadKernelError as exc:
-            return {"error": f"{_where(job, failing_cell())}: [{fw}] the kernel died while running this cell ({exc})"}
+            return {"error": f"{_where(job, failing_cell())}: [{fw}] the kernel died while running this cell "
+                             f"({exc}){memory_note}"}
         except CellExecutionError as exc:
+            if memory and _out_of_memory(failing_cell()):
+                return {"error": f"{_raising_line(job, failing_cell())}: [{fw}] MemoryError: the cell needed more "
+                                 f"memory than [build] memory_limit = {_size_text(memory)} allows (use less, or "
+                                 f"raise the key):\n{_strip_ansi(str(exc))}"}
             return {"error": f"{_raising_line(job, failing_cell())}: [{fw}] unexpected error:\n{_strip_ansi(str(exc))}"}
         except RuntimeError as exc:
             if current["index"] is None and attempt + 1 < START_ATTEMPTS:
@@ -257,10 +435,10 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
         got = errors[0].get("ename", "")
         if expected and got != expected and not got.endswith("." + expected):
             return {"error": f"{_where(job, cell)}: [{fw}] cell raised {got}, but is marked #@raises {expected}"}
-    for cell in nb.cells:
+    for index, cell in enumerate(nb.cells):
         cell.get("metadata", {}).pop("execution", None)
         drop_noise(cell, job.get("stderr_filters", []))
-        cap_outputs(cell, job.get("max_output_bytes", 0))
+        cap_outputs(cell, job.get("max_output_bytes", 0), produced.get(index, 0))
     gpus = info.get("gpus", [])
     provenance = {
         "framework": fw,
@@ -305,9 +483,13 @@ def _stop_when_orphaned() -> None:
 
 def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, _raise_interrupt)
+    become_subreaper()
     _stop_when_orphaned()
     job = json.loads(Path(argv[0]).read_text())
-    result = run(job)
+    try:
+        result = run(job)
+    finally:  # the kernel is shut down; what its cells started goes too, even on SIGTERM
+        end_descendants()
     write_atomic(Path(argv[1]), json.dumps(result, default=str))
     return 0
 

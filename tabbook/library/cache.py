@@ -3,22 +3,20 @@
 Why here and not on the :class:`~tabbook.book.Book`: the book is read before the library
 exists (the pipeline imports only downward), so the stage that generates the library also
 remembers it: in the book's :attr:`~tabbook.book.Book.derived` for the rest of the command
-(``check`` and the build ask for it, generation runs once), and in ``build/library-cache.json``
-between commands, keyed by what the library depends on (not the prose: a prose edit, or a
+(``check`` and the build ask for it, generation runs once), and in ``build/``'s ``library``
+memo between commands, keyed by what the library depends on (not the prose: a prose edit, or a
 no-op rebuild, generates nothing).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
+from typing import Any
 
-from tabbook.book import Book, _builder_code_hash
-from tabbook.files import write_atomic
+from tabbook.book import Book
+from tabbook.files import BuildDir, Memo
 from tabbook.library import generate
 from tabbook.source.dialect import SAVE_MARK
 
-LIBRARY_CACHE = "library-cache.json"
 _DERIVED = "library"
 
 
@@ -50,40 +48,33 @@ def saves_anything(book: Book) -> bool:
 def _generate_or_reuse(book: Book) -> dict[str, str]:
     sections = book.library_sections  # the toc's pages; a partial build's: the whole book's
     tops = generate.hand_written_tops(book.config)
-    key = library_key(book, tops)
-    cache = book.config.build_dir / LIBRARY_CACHE
+    memo = library_memo(book, tops)
     pages = [book.page_hashes.get(s.path) for s in sections]
+    cached = memo.load()
     try:
-        cached = json.loads(cache.read_text(encoding="utf-8"))
         # Problems name Markdown lines, which prose edits move: kept only for the same pages.
-        if cached.get("key") == key and (not cached["problems"] or cached.get("pages") == pages):
+        if cached is not None and (not cached["problems"] or cached.get("pages") == pages):
             book.library_problems.extend(generate.CallTimeName(m, p, n) for m, p, n in cached["problems"])
             return dict(cached["files"])
-    except (OSError, ValueError, KeyError, TypeError):
-        pass  # no cache, or an unreadable one: generate
+    except (KeyError, TypeError, ValueError, AttributeError):
+        pass  # a record of another shape: generate
     # Looked up on the module at call time: a test counts the generations by replacing it.
     files = generate.generate_library(book.config, sections, tops, book.library_problems)
-    record = {"key": key, "files": files, "pages": pages,
-              "problems": [[e.message, e.path, e.line] for e in book.library_problems]}
-    try:
-        write_atomic(cache, json.dumps(record))
-    except OSError:
-        pass  # a cache that cannot be written only costs time
+    memo.save({"files": files, "pages": pages,
+               "problems": [[e.message, e.path, e.line] for e in book.library_problems]})
     return files
 
 
-def library_key(book: Book, tops: dict[str, str]) -> str:
+def library_memo(book: Book, tops: dict[str, str]) -> Memo:
     """What the generated library depends on: each library page's title and code cells (their
     text, tabs and marks; not the prose, which saves nothing), in their order, the
-    configuration, the hand-written tops and the builder's code. Equal keys: the same files,
-    so a no-op rebuild, and a prose edit, skip the generation (a second on this book's
-    chapter; more on a book of hundreds of sections)."""
+    configuration, the hand-written tops and the builder (the memo's fingerprint). Equal keys:
+    the same files, so a no-op rebuild, and a prose edit, skip the generation (a second on this
+    book's chapter; more on a book of hundreds of sections)."""
     config = book.config
-    code = [(page.path, page.title,
-             [(c.source, c.tabs, sorted(c.flags), c.raises, c.every_tab)
-              for c in page.cells if c.kind == "code"]) for page in book.library_sections]
-    parts = [_builder_code_hash(), [config.rel(f) for f in (config.root / "config.ini", config.overlay) if f],
-             [(f.read_bytes() if f and f.is_file() else b"").hex()
-              for f in (config.root / "config.ini", config.overlay)],
-             tops, code, str(config.root)]
-    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+    code: list[Any] = [(page.path, page.title,
+                        [(c.source, c.tabs, sorted(c.flags), c.raises, c.every_tab)
+                         for c in page.cells if c.kind == "code"]) for page in book.library_sections]
+    settings = [(config.rel(f), (f.read_bytes() if f.is_file() else b"").hex())
+                for f in (config.root / "config.ini", config.overlay) if f]
+    return BuildDir(config.build_dir).memo("library", settings=settings, tops=tops, code=code, root=config.root)

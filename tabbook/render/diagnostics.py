@@ -33,7 +33,8 @@ from typing import Any
 
 from tabbook.config import Config
 from tabbook.errors import BookError
-from tabbook.render.sources import line_map_path, source_dir
+from tabbook.files import BuildDir
+from tabbook.render.sources import source_dir
 
 _LOCATION = re.compile(r"^(?P<path>.*?)(?::(?P<line>\d+))?$")
 #: The (first) line of myst-nb's numbering for cell ``i`` is ``(i + 1) * CELL_BASE + 1``.
@@ -73,7 +74,7 @@ def source_line(config: Config, generated: Path, line: int | None) -> tuple[str,
     except ValueError:
         return None
     stem = rel.with_suffix("").as_posix()
-    data = _load(line_map_path(config, stem))
+    data = _load(BuildDir(config.build_dir).line_map(stem))
     if data is None:
         return None
     page = data["source"]
@@ -183,7 +184,7 @@ def collect(config: Config, records_file: Path, strict: bool = False, mark: bool
     for path in touched:
         os.utime(path)  # newer than Sphinx's record of reading it: read again next time
     if everything:
-        for pickle in (config.build_dir / "doctrees").glob("*/environment.pickle"):
+        for pickle in BuildDir(config.build_dir).doctrees("").glob("*/environment.pickle"):
             pickle.unlink()
     for listed in (found.errors, found.warnings):
         listed.sort(key=lambda e: (e.path or "", e.line or 0))

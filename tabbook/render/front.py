@@ -32,7 +32,7 @@ from tabbook.render.myst import convert_roles
 from tabbook.render.names import SYNC_GROUP
 from tabbook.render.site import NO_PDF_NOTE, compact_css, compact_js, zip_target
 from tabbook.source.dialect import ATTR_LINE, BEGIN_TAB, BIBLIOGRAPHY, END_TAB, strip_slide_marks
-from tabbook.source.read import Section
+from tabbook.source.model import Section
 from tabbook.source.toc import page_entries
 
 #: The front page's own style, inlined into it so that no other page loads it.
@@ -81,7 +81,7 @@ def one_line(section: Section) -> str:
             continue
         in_fence = False
         paragraph: list[str] = []
-        for raw in strip_slide_marks(cell.source).splitlines() + [""]:
+        for raw in (cell.prose or strip_slide_marks(cell.source)).splitlines() + [""]:
             stripped = raw.strip()
             if stripped.startswith(("```", "~~~")):
                 in_fence = not in_fence

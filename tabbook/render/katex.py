@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 
 from tabbook.files import (  # one cache for venvs and KaTeX
+    Memo,
     atomic_target,
     cache_dir,
     copy_atomic,
@@ -223,15 +224,13 @@ def publish_fonts(package: Path, static_dir: Path, glyphs: set[str], state: Path
     (out / "fonts").mkdir(parents=True, exist_ok=True)
     if (package / "LICENSE").is_file():
         write_if_changed(out / "LICENSE.txt", (package / "LICENSE").read_bytes())
-    try:
-        known = json.loads(state.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        known = {}
+    memo = Memo(state, {"katex": str(package)})
+    known = memo.load() or {}
     union = set(glyphs)
     fonts = sorted((dist / "fonts").glob("*.woff2"))
     # A site without formulas (empty union) is current too: its cut fonts are cut again only
     # when a formula appears. Whole fonts (no fontTools) are recorded as not subsetted.
-    fresh = known.get("katex") == str(package) and known.get("subsetted") is True and \
+    fresh = known.get("subsetted") is True and \
         set(known.get("glyphs", "")) == union and all((out / "fonts" / f.name).is_file() for f in fonts)
     if fresh:
         return out
@@ -242,6 +241,5 @@ def publish_fonts(package: Path, static_dir: Path, glyphs: set[str], state: Path
         if not subset_font(font, dst, text):
             copy_atomic(font, dst)
             subsetted = False
-    write_atomic(state, json.dumps({"katex": str(package), "glyphs": text if subsetted else "",
-                                    "subsetted": subsetted}))
+    memo.save({"glyphs": text if subsetted else "", "subsetted": subsetted})
     return out

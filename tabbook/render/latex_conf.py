@@ -15,10 +15,13 @@ apart by a rule, SVG figures converted to PDF (vector) by rsvg-convert.
 
 from __future__ import annotations
 
+import functools
+import subprocess
 from pathlib import Path
 from typing import Any
 
-from tabbook.config import load_config
+from tabbook.config import Config, config_error, load_config
+from tabbook.errors import BookError
 
 #: Our LaTeX style, package data of tabbook (installed with it; a book may override it with
 #: its own ``static/latex/tabbook.sty``).
@@ -26,14 +29,50 @@ BUILDER_STY = Path(__file__).resolve().parent / "latex" / "tabbook.sty"
 #: The root document's LaTeX file; ``tabbook.render.pdf`` renames the PDF per framework.
 TEX_NAME = "book.tex"
 
+#: tabbook's fonts: [pdf] main_font, sans_font, mono_font (d2lbook's keys) replace them when installed.
+DEFAULT_FONTS = {"main_font": "TeX Gyre Pagella", "sans_font": "TeX Gyre Heros", "mono_font": "Inconsolata"}
 FONTS = r"""
 \usepackage{unicode-math}
-\setmainfont{TeX Gyre Pagella}
-\setsansfont{TeX Gyre Heros}[Scale=MatchLowercase]
-\setmonofont{Inconsolata}[Scale=MatchLowercase, AutoFakeBold=2.5, AutoFakeSlant=0.15]
+\setmainfont{MAIN_FONT}
+\setsansfont{SANS_FONT}[Scale=MatchLowercase]
+\setmonofont{MONO_FONT}[Scale=MatchLowercase, AutoFakeBold=2.5, AutoFakeSlant=0.15]
 \setmathfont{TeX Gyre Pagella Math}
 \setmathfont{TeX Gyre Pagella Math}[version=bold, FakeBold=2]
 """
+
+
+@functools.lru_cache(maxsize=1)
+def installed_fonts() -> frozenset[str]:
+    """The font families fontconfig knows (``fc-list : family``), lower-cased; xelatex finds
+    fonts through fontconfig. Empty when fc-list is missing (then no named font is used)."""
+    try:
+        out = subprocess.run(["fc-list", ":", "family"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return frozenset()
+    return frozenset(name.strip().lower() for line in out.splitlines() for name in line.split(","))
+
+
+def chosen_fonts(book: Config) -> tuple[dict[str, str], list[BookError]]:
+    """The PDF's fonts: each ``[pdf] *_font`` the book names when it is installed, tabbook's
+    otherwise; and a warning at the key's line for each one that falls back."""
+    fonts, warnings = dict(DEFAULT_FONTS), []
+    for key in DEFAULT_FONTS:
+        wanted = getattr(book.pdf, key)
+        if not wanted:
+            continue
+        if wanted.lower() in installed_fonts():
+            fonts[key] = wanted
+        else:
+            warnings.append(config_error(book, "pdf", key, f"{wanted!r} is not installed (fc-list knows no "
+                                         f"such family): falling back to {DEFAULT_FONTS[key]}"))
+    return fonts, warnings
+
+
+def fonts_preamble(book: Config) -> str:
+    text = FONTS
+    for key, family in chosen_fonts(book)[0].items():
+        text = text.replace(key.upper(), family.replace("\\", "").replace("{", "").replace("}", ""))
+    return text
 
 # Sphinx's \sphinxsetup keys (see "LaTeX customization" in Sphinx's docs).
 SPHINXSETUP = ",".join([
@@ -72,7 +111,10 @@ def style_file(root: Path) -> Path:
 def latex_settings(root: Path) -> dict[str, Any]:
     """The ``latex_*`` (and LaTeX mime priority) settings of the book at ``root``."""
     book = load_config(root)
+    # [pdf] latex_logo: Sphinx copies it beside the .tex file; the title page (tabbook.sty) shows it.
+    logo = {"latex_logo": str(book.pdf.latex_logo)} if book.pdf.latex_logo else {}
     return {
+        **logo,
         "latex_engine": "xelatex",
         "latex_documents": [
             (book.rel(book.index).removesuffix(".md"), TEX_NAME, _escape(book.title), _escape(book.author).replace(", ", r" \and "),
@@ -88,11 +130,12 @@ def latex_settings(root: Path) -> dict[str, Any]:
             "papersize": "letterpaper",
             "pointsize": "10pt",
             "classoptions": ",openany,oneside",  # read on screen: no blank left pages
-            "fontpkg": FONTS,
+            "fontpkg": fonts_preamble(book),
             "fncychap": "",  # our own chapter heads (tabbook.sty)
             "releasename": "Version",
             "sphinxsetup": SPHINXSETUP,
-            "preamble": "\\usepackage{tabbook}\n",
+            "preamble": ("\\newcommand{\\tabbooklogo}{\\sphinxlogo\\vspace{12pt}}\n" if logo else "")
+            + "\\usepackage{tabbook}\n",
             "printindex": "",  # the book has no index entries; no empty "Index" chapter
             "makeindex": "",
             "figure_align": "htbp",

@@ -15,7 +15,7 @@ from typing import Any
 from tabbook.execute.store import provenance as store_provenance
 from tabbook.render.myst import cell_to_myst_lines, toc_to_toctree, wrap_div, wrap_div_lines
 from tabbook.render.names import FW_PREFIX, PROVENANCE_CLASS, RUN_PREFIX
-from tabbook.source.read import Section
+from tabbook.source.model import Section
 
 
 def _md(source: str) -> dict[str, Any]:
@@ -167,26 +167,39 @@ def merge_section(
             cells.append(new)
             origin[id(new)] = list(cell.source_lines) or [cell.line]
     provenance = {fw: store_provenance(nb) for fw, nb in executed.items()}
-    reasons = {p.get("not_executed") for p in provenance.values()}
-    if provenance and len(provenance) == len(executed) and len(reasons) == 1 and None not in reasons:
-        # Nothing ran (execution off): one line, not one per framework.
-        cells.append(_md(wrap_div(f"Code shown without outputs ({reasons.pop()}).", [PROVENANCE_CLASS])))
-    elif provenance:
-        lines = []
-        for fw in tabs:
-            if fw not in provenance:
-                continue
-            text = describe_provenance(labels.get(fw, fw), provenance[fw])
-            if downloads and fw in downloads:
-                text += f" {downloads[fw]}"
-            lines.append(f"- {text}")
-        cells.append(_md(wrap_div("\n".join(lines), [PROVENANCE_CLASS])))
+    cells += _provenance_cells(provenance, len(executed), tabs, labels, downloads)
     if notice := outdated_notice(labels, provenance):
         cells.insert(min(1, len(cells)), _md(notice))
     if multi:
         cells = share_identical_runs(cells, tabs)
     if line_maps is not None:
         line_maps[:] = [origin.get(id(cell), []) for cell in cells]  # []: the builder's own cell
+    return _notebook(cells)
+
+
+def _provenance_cells(provenance: dict[str, dict[str, Any]], units: int, tabs: tuple[str, ...],
+                      labels: dict[str, str], downloads: dict[str, str] | None) -> list[dict[str, Any]]:
+    """Where each framework's outputs were computed, as one cell at the page's end (none
+    when nothing was executed for the page)."""
+    reasons = {p.get("not_executed") for p in provenance.values()}
+    if provenance and len(provenance) == units and len(reasons) == 1 and None not in reasons:
+        # Nothing ran (execution off): one line, not one per framework.
+        return [_md(wrap_div(f"Code shown without outputs ({reasons.pop()}).", [PROVENANCE_CLASS]))]
+    if not provenance:
+        return []
+    lines = []
+    for fw in tabs:
+        if fw not in provenance:
+            continue
+        text = describe_provenance(labels.get(fw, fw), provenance[fw])
+        if downloads and fw in downloads:
+            text += f" {downloads[fw]}"
+        lines.append(f"- {text}")
+    return [_md(wrap_div("\n".join(lines), [PROVENANCE_CLASS]))]
+
+
+def _notebook(cells: list[dict[str, Any]]) -> dict[str, Any]:
+    """The merged notebook of ``cells``, each with a stable id."""
     for i, cell in enumerate(cells):
         cell["id"] = f"cell-{i}"
     return {

@@ -10,7 +10,7 @@ becomes a numbered ``{table}`` (a ``~~~`` fence when the caption holds a role: a
 backtick fence's info string may hold no backtick); inline roles map to Sphinx roles; a
 ```` ```toc ```` block becomes a ``{toctree}``, an ```` ```eval_rst ```` block an
 ``{eval-rst}`` one, a ``:bibliography:`` line a ``{bibliography}``. Slide marks
-are removed.
+were removed when the page was read (``Cell.prose``).
 
 Nothing here finds fences, math or tables in the text: the structure is the
 blocks of the dialect's one markdown-it parse (:class:`~tabbook.source.read.Block`),
@@ -24,7 +24,6 @@ from collections.abc import Sequence
 
 from tabbook.source.dialect import (
     ATTR_LINE,
-    IMAGE_LINE,
     IMAGE_PARAGRAPH,
     MATH_EQLABEL,
     ROLE,
@@ -33,7 +32,8 @@ from tabbook.source.dialect import (
     strip_slide_marks,
     sub_roles,
 )
-from tabbook.source.read import Block, Cell, parse_blocks
+from tabbook.source.model import Block, Cell
+from tabbook.source.read import parse_blocks
 
 
 def convert_roles(line: str) -> str:
@@ -111,172 +111,233 @@ def emit_myst_rows(lines: list[str], blocks: Sequence[Block]) -> tuple[str, list
     every other row are converted. Output rows are tagged with the row that owns
     them, so a label lands above its block even after earlier rewrites of it.
     """
-    copied: set[int] = set()
-    refence: dict[int, str] = {}  # fence rows rewritten longer (:func:`_longer_fence`)
-    math: set[int] = set()
-    tocs: dict[int, int] = {}
-    attrs: dict[int, Block] = {}
-    rst: set[int] = set()  # opening rows of ```eval_rst fences
-    bibliography: set[int] = set()
-    math_label: dict[int, str] = {}  # closing row of display math -> the :eqlabel: on it
-    math_break: dict[int, str] = {}  # first row of display math that continues a paragraph -> blank row
-    after: dict[int, Block] = {}  # row of an attribute line -> the block after it
-    for k, b in enumerate(blocks):
-        if b.kind in ("literal", "code", "rst", "indented", "html"):
-            copied.update(range(b.start, b.end))
-            if b.kind in ("literal", "rst"):
-                refence.update(_longer_fence(lines, b))
-            if b.kind == "rst":
-                rst.add(b.start)
-        elif b.kind == "bibliography":
-            bibliography.add(b.start)
-        elif b.kind == "math":
-            math.update(range(b.start, b.end))
-            if b.attr:
-                math_label[b.end - 1] = b.attr
-            before = blocks[k - 1] if k else None
-            if (before is not None and before.kind == "text" and before.level == b.level
-                    and before.end == b.start and b.start < len(lines)):
-                # MyST's $$ cannot interrupt a paragraph: a blank row (inside the same container) first
-                row = lines[b.start]
-                math_break[b.start] = row[:row.find("$$")].rstrip() if "$$" in row else ""
-        elif b.kind == "toc":
-            tocs[b.start] = b.end
-        elif b.kind == "attr":
-            attrs[b.start] = b
-            if k + 1 < len(blocks):
-                after[b.start] = blocks[k + 1]
-    targets = _targets(blocks)
-    out: list[str] = []
-    owner: list[int] = []  # the source row each output row belongs to (-1: the cell's top)
-    figured: set[int] = set()  # image rows already turned into figures
+    return _Emitter(lines, blocks).emit()
 
-    def anchor(row: int) -> int:
+
+class RowWriter:
+    """The MyST being written, each output row with the source row that owns it (-1: the
+    cell's top). Emitters append rows, or rewrite everything from a block's first row on (a
+    label above it, a figure or table made of it)."""
+
+    def __init__(self) -> None:
+        self.out: list[str] = []
+        self.owner: list[int] = []
+
+    def add(self, text: str, row: int) -> None:
+        self.out.append(text)
+        self.owner.append(row)
+
+    def anchor(self, row: int) -> int:
         """Output index of the first row owned by source row ``row`` (0 when there is none)."""
-        return next((k for k, o in enumerate(owner) if o == row), 0)
+        return next((k for k, o in enumerate(self.owner) if o == row), 0)
 
-    i = 0
-    n = len(lines)
-    while i < n:
-        raw = lines[i]
-        if i in tocs:
-            end = min(max(tocs[i], i + 2), n)
-            out.append(toc_to_toctree("\n".join(lines[i:end])))
-            owner.append(i)
-            i = end
-            continue
-        raw = refence.get(i, raw)
-        if i in rst:
-            m = re.match(r"^(\s*)(`{3,}|~{3,})", raw)
-            out.append(f"{m.group(1)}{m.group(2)}{{eval-rst}}" if m else raw)
-            owner.append(i)
-            i += 1
-            continue
-        if i in bibliography:
-            # sphinxcontrib-bibtex's directive; with no file given it lists the cited entries of
-            # the conf's bibtex_bibfiles (the file the dialect names is config's business).
-            indent = raw[:len(raw) - len(raw.lstrip())]
-            out += [f"{indent}```{{bibliography}}", f"{indent}```"]
-            owner += [i, i]
-            i += 1
-            continue
-        if i in copied or i in math:
-            if i in math_break:
-                out.append(math_break[i])
-                owner.append(i)
-            if i in math_label:
-                raw = MATH_EQLABEL.sub(lambda m, name=math_label[i]: f"$$ ({name})", raw)
-            out.append(raw)
-            owner.append(i)
-            i += 1
-            continue
-        attr = attrs.get(i)
-        if attr is None:
-            out.append(convert_roles(raw))
-            owner.append(i)
-            i += 1
-            continue
-        target = targets.get(i)
-        t_row = target.start if target is not None else -1
-        kind = attr.attr
-        value = _attr_value(raw)
-        if (target is not None and target.kind == "image" and t_row not in figured and kind != "eqlabel"
-                and all(r in attrs or not lines[r].strip() for r in range(target.end, i))
-                and owner and owner[-1] in range(t_row, i)):
-            # An image paragraph (its alt text on one line or several) followed by :label: and/or
-            # :width: (either order, blank lines between allowed, as d2lbook reads them) → figure.
-            name = width = None
-            while i < n and i in attrs and attrs[i].attr in ("label", "width"):
-                v = _attr_value(lines[i])
-                if attrs[i].attr == "label" and name is None:
-                    name = v
-                elif attrs[i].attr == "width" and width is None:
-                    width = v
-                else:
-                    break
+    def replace_from(self, at: int, rows: list[str], row: int) -> None:
+        """Output rows ``at`` onwards become ``rows``, all owned by ``row``."""
+        self.out[at:] = rows
+        self.owner[at:] = [row] * len(rows)
+
+    def result(self) -> tuple[str, list[int]]:
+        """The text (blank rows at either end dropped) and each of its lines' source row."""
+        rows: list[int] = []
+        for text, row in zip(self.out, self.owner, strict=True):
+            rows += [max(row, 0)] * (text.count("\n") + 1)
+        joined = "\n".join(self.out)
+        lead = len(joined) - len(joined.lstrip("\n"))
+        text = joined.strip("\n")
+        return text, rows[lead:lead + text.count("\n") + 1]
+
+
+class _Emitter:
+    """One pass over a prose cell's rows: what each block kind starts is found first
+    (:meth:`_scan`), then each row goes to the emitter of the block it is in, which writes its
+    MyST and says where the next row to emit is."""
+
+    def __init__(self, lines: list[str], blocks: Sequence[Block]) -> None:
+        self.lines, self.blocks = lines, blocks
+        self.w = RowWriter()
+        self.copied: set[int] = set()
+        self.refence: dict[int, str] = {}  # fence rows rewritten longer (:func:`_longer_fence`)
+        self.math: set[int] = set()
+        self.tocs: dict[int, int] = {}
+        self.attrs: dict[int, Block] = {}
+        self.rst: set[int] = set()  # opening rows of ```eval_rst fences
+        self.bibliography: set[int] = set()
+        self.math_label: dict[int, str] = {}  # closing row of display math -> the :eqlabel: on it
+        self.math_break: dict[int, str] = {}  # first row of display math that continues a paragraph -> blank row
+        self.after: dict[int, Block] = {}  # row of an attribute line -> the block after it
+        self.figured: set[int] = set()  # image rows already turned into figures
+        self._scan()
+        self.targets = _targets(blocks)
+
+    def _scan(self) -> None:
+        lines, blocks = self.lines, self.blocks
+        for k, b in enumerate(blocks):
+            if b.kind in ("literal", "code", "rst", "indented", "html"):
+                self.copied.update(range(b.start, b.end))
+                if b.kind in ("literal", "rst"):
+                    self.refence.update(_longer_fence(lines, b))
+                if b.kind == "rst":
+                    self.rst.add(b.start)
+            elif b.kind == "bibliography":
+                self.bibliography.add(b.start)
+            elif b.kind == "math":
+                self.math.update(range(b.start, b.end))
+                if b.attr:
+                    self.math_label[b.end - 1] = b.attr
+                before = blocks[k - 1] if k else None
+                if (before is not None and before.kind == "text" and before.level == b.level
+                        and before.end == b.start and b.start < len(lines)):
+                    # MyST's $$ cannot interrupt a paragraph: a blank row (inside the same container) first
+                    row = lines[b.start]
+                    self.math_break[b.start] = row[:row.find("$$")].rstrip() if "$$" in row else ""
+            elif b.kind == "toc":
+                self.tocs[b.start] = b.end
+            elif b.kind == "attr":
+                self.attrs[b.start] = b
+                if k + 1 < len(blocks):
+                    self.after[b.start] = blocks[k + 1]
+
+    def emit(self) -> tuple[str, list[int]]:
+        i, n = 0, len(self.lines)
+        while i < n:
+            if i in self.tocs:
+                i = self._toc(i)
+            elif i in self.rst:
+                i = self._eval_rst(i)
+            elif i in self.bibliography:
+                i = self._bibliography(i)
+            elif i in self.copied or i in self.math:
+                i = self._copied(i)
+            elif i in self.attrs:
+                i = self._attribute(i)
+            else:
+                self.w.add(convert_roles(self.lines[i]), i)
                 i += 1
-                j = i
-                while j < n and not lines[j].strip() and j not in copied and j not in math:
-                    j += 1
-                if j in attrs and attrs[j].attr in ("label", "width"):
-                    i = j  # the blank rows between two attribute lines go with them
-            at = anchor(t_row)
-            fig = _figure([x for x, o in zip(out[at:], owner[at:], strict=True) if o < target.end], name, width)
-            out[at:] = fig
-            owner[at:] = [t_row] * len(fig)
-            figured.add(t_row)
-            continue
+        return self.w.result()
+
+    def _toc(self, i: int) -> int:
+        end = min(max(self.tocs[i], i + 2), len(self.lines))
+        self.w.add(toc_to_toctree("\n".join(self.lines[i:end])), i)
+        return end
+
+    def _eval_rst(self, i: int) -> int:
+        raw = self.refence.get(i, self.lines[i])
+        m = re.match(r"^(\s*)(`{3,}|~{3,})", raw)
+        self.w.add(f"{m.group(1)}{m.group(2)}{{eval-rst}}" if m else raw, i)
+        return i + 1
+
+    def _bibliography(self, i: int) -> int:
+        # sphinxcontrib-bibtex's directive; with no file given it lists the cited entries of
+        # the conf's bibtex_bibfiles (the file the dialect names is config's business).
+        raw = self.refence.get(i, self.lines[i])
+        indent = raw[:len(raw) - len(raw.lstrip())]
+        self.w.add(f"{indent}```{{bibliography}}", i)
+        self.w.add(f"{indent}```", i)
+        return i + 1
+
+    def _copied(self, i: int) -> int:
+        """A row of a literal block or display math: as it is (a fence made longer, a math
+        label written after its closing ``$$``, a blank row before math in a paragraph)."""
+        raw = self.refence.get(i, self.lines[i])
+        if i in self.math_break:
+            self.w.add(self.math_break[i], i)
+        if i in self.math_label:
+            raw = MATH_EQLABEL.sub(lambda m, name=self.math_label[i]: f"$$ ({name})", raw)
+        self.w.add(raw, i)
+        return i + 1
+
+    def _attribute(self, i: int) -> int:
+        """An attribute line (``:label:``, ``:width:``, ``:eqlabel:``), applied to its block."""
+        attr, target = self.attrs[i], self.targets.get(i)
+        t_row = target.start if target is not None else -1
+        kind, value = attr.attr, _attr_value(self.lines[i])
+        if (target is not None and target.kind == "image" and t_row not in self.figured and kind != "eqlabel"
+                and all(r in self.attrs or not self.lines[r].strip() for r in range(target.end, i))
+                and self.w.owner and self.w.owner[-1] in range(t_row, i)):
+            return self._figure(i, target)
         i += 1
         if value is None or kind == "width":
-            continue  # a width without an image to size
+            return i  # a width without an image to size
         if kind == "eqlabel":
-            for k in range(len(out) - 1, -1, -1):
-                if owner[k] in math and out[k].rstrip().endswith("$$"):
-                    out[k] = out[k].rstrip() + f" ({value})"
-                    break
-            continue
-        at = anchor(t_row) if target is not None else 0
-        table = after.get(i - 1)
+            self._equation_label(value)
+            return i
+        at = self.w.anchor(t_row) if target is not None else 0
+        table = self.after.get(i - 1)
         if (kind == "label" and target is not None and target.kind == "text" and target.end - target.start == 1
-                and TABLE_CAPTION.match(lines[t_row]) and table is not None and table.kind == "table"
-                and table.level == attr.level and not any(x.strip() for x in lines[i:table.start])):
-            # d2l's order: a ":Caption" line, the :label: line, then the table → a numbered {table}.
-            caption = TABLE_CAPTION.match(out[at]) if out[at:] else None
-            rows = [convert_roles(x) for x in lines[table.start:table.end] if x.strip()]
-            block = _table(caption.group(1) if caption else "", value, rows)
-            out[at:] = block
-            owner[at:] = [t_row] * len(block)
-            i = table.end
-            continue
+                and TABLE_CAPTION.match(self.lines[t_row]) and table is not None and table.kind == "table"
+                and table.level == attr.level and not any(x.strip() for x in self.lines[i:table.start])):
+            return self._captioned_table(at, t_row, value, table)
         if target is not None and target.kind == "table":
-            # A pipe table followed by :label: → a numbered {table}; its caption is a
-            # ": caption" line just above the table (pandoc's spelling).
-            caption = ""
-            j = at - 1
-            while j >= 0 and not out[j].strip():
-                j -= 1
-            cap = TABLE_CAPTION.match(out[j]) if j >= 0 else None
-            if cap and owner[j] not in copied and owner[j] not in math:
-                caption = cap.group(1)
-                del out[j:at], owner[j:at]
-                at = j
-            body = [x for x in out[at:] if x.strip()]
-            table = _table(caption, value, body)
-            out[at:] = table
-            owner[at:] = [t_row] * len(table)
-            continue
-        out.insert(at, f"({value})=")
-        owner.insert(at, t_row)
-        if at > 0 and out[at - 1].strip():
-            out.insert(at, "")
-            owner.insert(at, t_row)
-    rows: list[int] = []
-    for text, row in zip(out, owner, strict=True):
-        rows += [max(row, 0)] * (text.count("\n") + 1)
-    joined = "\n".join(out)
-    lead = len(joined) - len(joined.lstrip("\n"))
-    text = joined.strip("\n")
-    return text, rows[lead:lead + text.count("\n") + 1]
+            self._labelled_table(at, t_row, value)
+            return i
+        self._label(at, t_row, value)
+        return i
+
+    def _figure(self, i: int, target: Block) -> int:
+        """An image paragraph (its alt text on one line or several) followed by :label: and/or
+        :width: (either order, blank lines between allowed, as d2lbook reads them) → figure."""
+        lines, attrs, n = self.lines, self.attrs, len(self.lines)
+        name = width = None
+        while i < n and i in attrs and attrs[i].attr in ("label", "width"):
+            v = _attr_value(lines[i])
+            if attrs[i].attr == "label" and name is None:
+                name = v
+            elif attrs[i].attr == "width" and width is None:
+                width = v
+            else:
+                break
+            i += 1
+            j = i
+            while j < n and not lines[j].strip() and j not in self.copied and j not in self.math:
+                j += 1
+            if j in attrs and attrs[j].attr in ("label", "width"):
+                i = j  # the blank rows between two attribute lines go with them
+        w, t_row = self.w, target.start
+        at = w.anchor(t_row)
+        w.replace_from(at, _figure([x for x, o in zip(w.out[at:], w.owner[at:], strict=True) if o < target.end],
+                                   name, width), t_row)
+        self.figured.add(t_row)
+        return i
+
+    def _equation_label(self, value: str) -> None:
+        """``:eqlabel:`` on its own line: written after the last display math's closing ``$$``."""
+        w = self.w
+        for k in range(len(w.out) - 1, -1, -1):
+            if w.owner[k] in self.math and w.out[k].rstrip().endswith("$$"):
+                w.out[k] = w.out[k].rstrip() + f" ({value})"
+                break
+
+    def _captioned_table(self, at: int, t_row: int, value: str, table: Block) -> int:
+        """d2l's order: a ":Caption" line, the :label: line, then the table → a numbered {table}."""
+        w = self.w
+        caption = TABLE_CAPTION.match(w.out[at]) if w.out[at:] else None
+        rows = [convert_roles(x) for x in self.lines[table.start:table.end] if x.strip()]
+        w.replace_from(at, _table(caption.group(1) if caption else "", value, rows), t_row)
+        return table.end
+
+    def _labelled_table(self, at: int, t_row: int, value: str) -> None:
+        """A pipe table followed by :label: → a numbered {table}; its caption is a
+        ": caption" line just above the table (pandoc's spelling)."""
+        w = self.w
+        caption = ""
+        j = at - 1
+        while j >= 0 and not w.out[j].strip():
+            j -= 1
+        cap = TABLE_CAPTION.match(w.out[j]) if j >= 0 else None
+        if cap and w.owner[j] not in self.copied and w.owner[j] not in self.math:
+            caption = cap.group(1)
+            del w.out[j:at], w.owner[j:at]
+            at = j
+        w.replace_from(at, _table(caption, value, [x for x in w.out[at:] if x.strip()]), t_row)
+
+    def _label(self, at: int, t_row: int, value: str) -> None:
+        """A ``(label)=`` target above the block the label names (a blank row before it)."""
+        w = self.w
+        w.out.insert(at, f"({value})=")
+        w.owner.insert(at, t_row)
+        if at > 0 and w.out[at - 1].strip():
+            w.out.insert(at, "")
+            w.owner.insert(at, t_row)
 
 
 def _table(caption: str, name: str, rows: list[str]) -> list[str]:
@@ -323,35 +384,20 @@ def to_myst_rows(text: str) -> tuple[str, list[int]]:
     return emit_myst_rows(text.split("\n"), blocks)
 
 
-def _shape(line: str) -> tuple:
-    s = line.strip()
-    return (line[:len(line) - len(line.lstrip())], s[:1], s[-1:], s.count("|"), s.count("$$"), s.count("`"),
-            bool(IMAGE_LINE.match(line)))
-
-
 def cell_to_myst(cell: Cell) -> str:
-    """MyST for a prose cell, from the blocks reading found in it (no second parse).
-
-    Slide marks are stripped first (as :func:`to_myst` does); where that could
-    change the block structure (a line's start, end, table pipes, math or
-    emptiness changed) the stripped text is parsed again instead.
-    """
+    """MyST for a prose cell, from the text and blocks reading recorded (no second parse)."""
     return cell_to_myst_lines(cell)[0]
 
 
 def cell_to_myst_lines(cell: Cell) -> tuple[str, list[int]]:
-    """:func:`cell_to_myst`, and the 1-based line of ``cell.path`` each result line came from."""
-    if not cell.blocks:
-        text, rows = to_myst_rows(cell.source)
+    """:func:`cell_to_myst`, and the 1-based line of ``cell.path`` each result line came from.
+
+    Reading strips the slide marks and records the blocks of what is left
+    (:func:`tabbook.source.read.prose_cell`); a cell made otherwise (no blocks) is parsed here."""
+    if cell.blocks:
+        text, rows = emit_myst_rows(cell.prose.split("\n"), cell.blocks)
     else:
-        stripped = strip_slide_marks(cell.source)
-        lines = stripped.split("\n")
-        before = cell.source.split("\n")
-        if stripped != cell.source and (len(before) != len(lines) or any(
-                a != b and _shape(a) != _shape(b) for a, b in zip(before, lines, strict=True))):
-            text, rows = to_myst_rows(cell.source)
-        else:
-            text, rows = emit_myst_rows(lines, cell.blocks)
+        text, rows = to_myst_rows(cell.source)
     return text, [cell.line + r for r in rows]
 
 

@@ -22,14 +22,15 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from tabbook.config import Config
-from tabbook.errors import BookError, BookErrors
-from tabbook.files import copy_atomic
-from tabbook.render.latex_conf import TEX_NAME
+from tabbook.config import Config, config_error
+from tabbook.errors import BookError, raise_all
+from tabbook.files import BuildDir, copy_atomic
+from tabbook.render.latex_conf import TEX_NAME, chosen_fonts
 from tabbook.render.sphinx import sphinx_command, sphinx_env
 
 TOOLS = ("xelatex", "latexmk", "rsvg-convert")
@@ -44,16 +45,16 @@ UNDEFINED_REF = re.compile(r"LaTeX Warning: (?:Hyper r|R)eference `([^']*)' on p
 
 def pdf_paths(config: Config) -> dict[str, Path]:
     """Framework name → where ``make pdf`` writes its PDF (``build/pdf/<book>-<fw>.pdf``)."""
-    return {fw: config.build_dir / "pdf" / f"{config.name}-{fw}.pdf" for fw in config.tabs}
+    return {fw: BuildDir(config.build_dir).pdf / f"{config.name}-{fw}.pdf" for fw in config.tabs}
 
 
 def tex_dir(config: Config, framework: str) -> Path:
-    return config.build_dir / "latex" / framework
+    return BuildDir(config.build_dir).latex(framework)
 
 
 def doctree_dir(config: Config) -> Path:
     """The LaTeX doctree cache: the same one ``build(..., Options(builder="latex"))`` fills."""
-    return config.build_dir / "doctrees" / "latex"
+    return BuildDir(config.build_dir).doctrees("latex")
 
 
 def missing_tools() -> list[str]:
@@ -162,7 +163,7 @@ def write_latex(config: Config, framework: str, log=print) -> Path:
     """Sphinx LaTeX builder → ``build/latex/<fw>/book.tex``, from the shared doctree cache."""
     out = tex_dir(config, framework)
     cmd = sphinx_command(config, "latex", out, {"tabbook_framework": framework})
-    proc = subprocess.run(cmd, env=sphinx_env(), capture_output=True, text=True)
+    proc = subprocess.run(cmd, env=sphinx_env(config), capture_output=True, text=True)
     for line in proc.stderr.splitlines():
         log(f"[pdf:{framework}] {line}")
     if proc.returncode != 0 or not (out / TEX_NAME).is_file():
@@ -171,12 +172,29 @@ def write_latex(config: Config, framework: str, log=print) -> Path:
     return out / TEX_NAME
 
 
+def post_latex(config: Config, framework: str, tex_path: Path, log=print) -> None:
+    """``[pdf] post_latex``: the book's script run on the written .tex file before it is typeset,
+    as d2lbook runs it (``python SCRIPT FILE.tex`` from the book's root; a failure stops the PDF).
+    Its Python is the builder's own, which d2lbook's ``python`` is too."""
+    script = config.pdf.post_latex
+    if script is None:
+        return
+    proc = subprocess.run([sys.executable, str(script), str(tex_path)], cwd=config.root,
+                          capture_output=True, text=True)
+    for line in proc.stdout.splitlines():
+        log(f"[pdf:{framework}] {line}")
+    if proc.returncode != 0:
+        said = "\n".join(proc.stderr.strip().splitlines()[-15:]) or "(nothing on stderr)"
+        raise config_error(config, "pdf", "post_latex", f"{config.rel(script)} failed on "
+                           f"{config.rel(tex_path)} (exit {proc.returncode}):\n{_indent(said)}")
+
+
 def typeset(config: Config, framework: str, tex_path: Path, log=print) -> Path:
     """latexmk + xelatex in the .tex file's folder; returns the finished PDF in build/pdf/."""
     cmd = ["latexmk", "-xelatex", "-interaction=nonstopmode", "-halt-on-error", "-file-line-error",
            tex_path.name]
     proc = subprocess.run(cmd, cwd=tex_path.parent, capture_output=True, text=True,
-                          env={**sphinx_env(), "max_print_line": "200"})
+                          env={**sphinx_env(config), "max_print_line": "200"})
     log_path = tex_path.with_suffix(".log")
     log_text = log_path.read_text(encoding="utf-8", errors="replace") if log_path.is_file() else ""
     built = tex_path.with_suffix(".pdf")
@@ -203,6 +221,8 @@ def write_pdfs(config: Config, wanted: tuple[str, ...], jobs: int = 0, log=print
     """Each framework's LaTeX from the doctree cache a ``latex`` build filled, typeset;
     returns framework → PDF. (:func:`tabbook.build.build_pdfs` runs that build first.)"""
     workers = max(1, min(jobs or os.cpu_count() or 1, len(wanted), 2))
+    for warning in chosen_fonts(config)[1]:  # [pdf] *_font not installed: tabbook's font instead
+        log(f"warning: {warning.location_message()}")
     done: dict[str, Path] = {}
     failures: list[BookError] = []
     with ThreadPoolExecutor(workers) as pool:
@@ -210,6 +230,7 @@ def write_pdfs(config: Config, wanted: tuple[str, ...], jobs: int = 0, log=print
         for fw in wanted:  # Sphinx runs one at a time: they share one doctree cache
             try:
                 tex = write_latex(config, fw, log=log)
+                post_latex(config, fw, tex, log=log)
             except BookError as err:
                 failures.append(err)
                 continue
@@ -222,5 +243,5 @@ def write_pdfs(config: Config, wanted: tuple[str, ...], jobs: int = 0, log=print
             except BookError as err:
                 failures.append(err)
     if failures:
-        raise failures[0] if len(failures) == 1 else BookErrors(failures)
+        raise_all(failures)
     return done

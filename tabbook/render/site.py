@@ -27,7 +27,7 @@ from typing import Any
 
 from tabbook.config import Config
 from tabbook.execute.store import FreezeStore, public_copy, read_entry
-from tabbook.files import write_atomic, write_if_changed
+from tabbook.files import BuildDir, Memo, write_if_changed
 
 COLAB_GITHUB = "https://colab.research.google.com/github/{repo}/blob/{branch}/{path}"
 DOWNLOADS = "_downloads"  # under the HTML output directory
@@ -51,13 +51,27 @@ class SiteOptions:
     colab_url: str
     slides_dir: str = ""  # absolute: where the decks are written (build/html/_slides)
     front_page: bool = True
+    # [html] header_links: (name, URL, Font Awesome icon) above every page.
+    header_links: tuple[tuple[str, str, str], ...] = ()
+    # d2lbook's [colab] keys, applied to the notebooks offered for download (tabbook makes no
+    # Colab copies): (tab or "" for every tab, import name, pip argument) …
+    libs: tuple[tuple[str, str, str], ...] = ()
+    libs_header: str = ""
+    gpu_pattern: str = ""
+    version: str = ""
+    # [build] non-notebooks: Markdown files (root-relative) copied as they are into each tab's zip.
+    non_notebooks: tuple[str, ...] = ()
+    trusted_outputs: bool = False  # [site] trusted_outputs: downloads keep script (render/sanitize.py)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SiteOptions:
-        return cls(**{**data, "tabs": tuple(data["tabs"])})
+        return cls(**{**data, "tabs": tuple(data["tabs"]),
+                      "header_links": tuple(tuple(x) for x in data.get("header_links", ())),
+                      "libs": tuple(tuple(x) for x in data.get("libs", ())),
+                      "non_notebooks": tuple(data.get("non_notebooks", ()))})
 
 
 def github_repo(url: str) -> str:
@@ -83,13 +97,20 @@ def load_site_options(book: Config) -> SiteOptions:
         default_tab=book.default_tab,
         root=str(book.root),
         freeze_dir=str(book.freeze_dir),
-        pdf_dir=str(book.build_dir / "pdf"),
+        pdf_dir=str(BuildDir(book.build_dir).pdf),
         pdf_url=book.site.pdf_url,
         repo=repo or book.repository,
         branch=book.site.branch,
         colab_url=colab if book.repository else "",
-        slides_dir=str(book.build_dir / "html" / SLIDES),
+        slides_dir=str(BuildDir(book.build_dir).html / SLIDES),
         front_page=book.site.front_page,
+        header_links=book.html.header_links,
+        libs=book.colab.libs,
+        libs_header=book.colab.libs_header,
+        gpu_pattern=book.colab.gpu_pattern,
+        version=book.version,
+        non_notebooks=tuple(book.rel(p) for p in book.files(book.non_notebooks)),
+        trusted_outputs=book.site.trusted_outputs,
     )
 
 
@@ -189,13 +210,100 @@ def available_pdfs(opts: SiteOptions) -> set[str]:
     return {fw for fw in opts.tabs if (Path(opts.pdf_dir) / f"{opts.name}-{fw}.pdf").is_file()}
 
 
-def reader_notebook(nb: dict[str, Any]) -> dict[str, Any]:
+def reader_notebook(nb: dict[str, Any], trusted: bool = False) -> dict[str, Any]:
     """A freeze entry as a reader gets it: a plain Python 3 kernel, the provenance kept, the store's
-    bookkeeping (keys, hashes) dropped."""
-    out = public_copy(nb)
+    bookkeeping (keys, hashes) dropped, its outputs cleaned unless the book trusts them."""
+    from tabbook.render.sanitize import untrusted_notebook
+
+    out = public_copy(nb if trusted else untrusted_notebook(nb))
     meta = out.setdefault("metadata", {})
     meta["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
     return out
+
+
+# ---- d2lbook's [colab] keys, on the notebooks a reader downloads ---------------------------------
+
+IMPORTED = re.compile(r"^\s*(?:from\s+([\w]+)[\w.]*\s+import|import\s+([\w]+))", re.M)
+
+
+def install_cell(nb: dict[str, Any], libs: list[tuple[str, str]], version: str) -> str:
+    """``[colab] libs``: the pip lines for the libraries the notebook's code imports ("" for none),
+    ``==RELEASE`` standing for the book's version, as d2lbook writes them for Colab."""
+    wanted = dict(libs)
+    found: list[str] = []
+    for cell in nb.get("cells", []):
+        if cell.get("cell_type") != "code":
+            continue
+        source = "".join(cell.get("source", "")) if isinstance(cell.get("source"), list) else cell.get("source", "")
+        for m in IMPORTED.finditer(source):
+            name = m.group(1) or m.group(2)
+            if name in wanted and name not in found:
+                found.append(name)
+    return "".join(f"!pip install {wanted[n].replace('==RELEASE', f'=={version}')}\n" for n in found)
+
+
+def _text(cell: dict[str, Any]) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else source
+
+
+def for_colab(nb: dict[str, Any], opts: SiteOptions, fw: str) -> dict[str, Any]:
+    """A reader's notebook with d2lbook's ``[colab]`` keys applied: a first cell installing the
+    ``libs`` its code imports (under ``libs_header``), and ``accelerator: GPU`` when its code
+    contains ``gpu_pattern`` (what Colab reads when the notebook is opened there). Pure."""
+    cells = nb.get("cells", [])
+    code = [_text(c) for c in cells if c.get("cell_type") == "code"]
+    if opts.gpu_pattern and any(opts.gpu_pattern in source for source in code):
+        nb.setdefault("metadata", {})["accelerator"] = "GPU"
+    libs = [(lib, pip) for tab, lib, pip in opts.libs if tab in ("", fw)]
+    pip = install_cell(nb, libs, opts.version) if libs else ""
+    if pip:
+        first = [{"cell_type": "code", "execution_count": None, "id": "tabbook-install", "metadata": {},
+                  "outputs": [], "source": pip}]
+        if opts.libs_header:
+            first.insert(0, {"cell_type": "markdown", "id": "tabbook-install-header", "metadata": {},
+                             "source": opts.libs_header})
+        nb["cells"] = first + cells
+    return nb
+
+
+# ---- [html] header_links ----------------------------------------------------------------------
+
+#: Font Awesome names (what d2lbook books write) → the bundled Octicons drawn for them; any
+#: other name gets a plain link icon.
+ICONS = {
+    "fa-file-pdf": "file", "fa-file": "file", "fa-python": "file-code", "fa-github": "mark-github",
+    "fa-book": "book", "fa-user-graduate": "mortar-board", "fa-graduation-cap": "mortar-board",
+    "fa-external-link-alt": "link-external", "fa-external-link": "link-external",
+    "fa-external-link-square-alt": "link-external", "fa-download": "download", "fa-home": "home",
+    "fa-globe": "globe", "fa-comment": "comment", "fa-comments": "comment-discussion",
+    "fa-youtube": "video", "fa-video": "video", "fa-file-archive": "file-zip", "fa-code": "code",
+    "fa-link": "link", "fa-users": "people", "fa-user": "person", "fa-play": "play",
+}
+
+
+def icon_svg(fontawesome: str) -> str:
+    """An inline SVG for a Font Awesome class list (``fas fa-file-pdf``), from sphinx-design's
+    bundled Octicons: nothing is fetched from a CDN."""
+    from sphinx_design.icons import get_octicon
+
+    name = next((ICONS[c] for c in fontawesome.split() if c in ICONS), "link")
+    return get_octicon(name, height="1em", classes=["tabbook-header-icon"])
+
+
+def header_links_html(links: tuple[tuple[str, str, str], ...], to_root: str) -> str:
+    """The ``[html] header_links`` bar; a relative URL is relative to the site's root (``to_root``:
+    the page's way there). Empty without links."""
+    from html import escape
+
+    if not links:
+        return ""
+    items = []
+    for name, url, icon in links:
+        href = url if re.match(r"^[a-z][a-z0-9+.-]*:|^/|^#", url, re.I) else to_root + url
+        items.append(f'<a class="tabbook-header-link" href="{escape(href)}">{icon_svg(icon)}'
+                     f"<span>{escape(name)}</span></a>")
+    return f'<nav class="tabbook-header-links" aria-label="Book links">{"".join(items)}</nav>'
 
 
 def zip_bytes(files: dict[str, str]) -> bytes:
@@ -228,13 +336,18 @@ def _copy_if_changed(src: Path, dst: Path) -> None:
 PUBLISHED = ".{}-downloads.json"
 
 
-def _reader_code() -> str:
-    """The code that turns an entry into its reader's copy: a new builder republishes all."""
+def _reader_code(opts: SiteOptions | None = None) -> str:
+    """The options an entry's reader copy depends on besides the builder (which every memo key
+    holds): the ``[colab]`` keys and the ``non-notebooks`` files."""
     import hashlib
 
-    from tabbook.execute import store
-
-    return hashlib.sha256(Path(__file__).read_bytes() + Path(store.__file__).read_bytes()).hexdigest()
+    h = hashlib.sha256()
+    if opts is not None:
+        h.update(json.dumps([opts.libs, opts.libs_header, opts.gpu_pattern, opts.version]).encode())
+        for rel in opts.non_notebooks:
+            path = Path(opts.root) / rel
+            h.update(rel.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"") + b"\0")
+    return h.hexdigest()
 
 
 def publish_downloads(opts: SiteOptions, docnames: list[str], outdir: Path) -> int:
@@ -248,13 +361,11 @@ def publish_downloads(opts: SiteOptions, docnames: list[str], outdir: Path) -> i
     its copy still in place, is skipped (the record: ``PUBLISHED``, beside the site).
     """
 
-    record_path = outdir.parent / PUBLISHED.format(outdir.name)
-    try:
-        record = json.loads(record_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        record = {}
-    code = _reader_code()
-    before = record.get("entries", {}) if record.get("code") == code else {}
+    # A memo beside the site (any outdir, not only build/html); a new builder, other [colab]
+    # options or another trust setting republish all.
+    memo = Memo(outdir.parent / PUBLISHED.format(outdir.name),
+                {"site": outdir.name, "reader": _reader_code(opts), "trusted": opts.trusted_outputs})
+    before = memo.load() or {}
     published: dict[str, list[int]] = {}
     count = 0
     per_fw: dict[str, dict[str, str]] = {}  # framework -> {path in its zip: notebook text}
@@ -271,19 +382,22 @@ def publish_downloads(opts: SiteOptions, docnames: list[str], outdir: Path) -> i
             if before.get(target) == seen and dst.is_file():
                 text = dst.read_text(encoding="utf-8")  # for the zip: the copy is what it would be
             else:
-                text = json.dumps(reader_notebook(read_entry(src)),
+                text = json.dumps(for_colab(reader_notebook(read_entry(src), trusted=opts.trusted_outputs), opts, fw),
                                   indent=1, ensure_ascii=False) + "\n"
                 write_if_changed(dst, text)
                 dirty.add(fw)
             per_fw.setdefault(fw, {})[f"{opts.name}-{fw}/{docname}.ipynb"] = text
     for fw, files in per_fw.items():
+        for rel in opts.non_notebooks:  # [build] non-notebooks: Markdown as it is, beside the notebooks
+            path = Path(opts.root) / rel
+            if path.is_file():
+                files[f"{opts.name}-{fw}/{rel}"] = path.read_text(encoding="utf-8")
         zipped = outdir / zip_target(opts.name, fw)
         # Zipping every notebook again costs what the book weighs: only when one changed.
         if fw in dirty or published != before or not zipped.is_file():
             write_zip(zipped, files)
         count += 1
-    if published != before or record.get("code") != code:
-        write_atomic(record_path, json.dumps({"code": code, "entries": published}, sort_keys=True))
+    memo.save(published)
     if not opts.pdf_url:
         for fw in sorted(available_pdfs(opts)):
             _copy_if_changed(Path(opts.pdf_dir) / f"{opts.name}-{fw}.pdf", outdir / pdf_target(opts.name, fw))

@@ -30,16 +30,15 @@ import re
 import tokenize
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 from tabbook.config import Config
 from tabbook.execute.store import entry_key
-from tabbook.files import write_atomic, write_if_changed
+from tabbook.files import BuildDir, write_atomic, write_if_changed
 from tabbook.render.site import SLIDES, deck_target
 from tabbook.source.dialect import ROLE
-from tabbook.source.read import Section
+from tabbook.source.model import Section
 
 #: ``[**…**]``/``[~~…~~]`` (not a link's text: no ``(`` right after) or ``(**…**)``/``(~~…~~)``.
 MARK = re.compile(r"\[(\*\*|~~)(?P<new>.+?)\1\](?!\()|\((\*\*|~~)(?P<more>.+?)\3\)", re.S)
@@ -291,9 +290,24 @@ def _items(items: list[str | Code], r: Renderer) -> list[str]:
         if isinstance(item, str):
             out.append(f'<div class="tabbook-deck-text">{r.markdown(item)}</div>')
         else:
-            outs = "".join(r.output(o) for o in item.outputs)
+            outs = "".join(r.output(o) for o in coalesced(item.outputs))
             out.append(f'<div class="tabbook-deck-cell">{r.code(item.source)}'
                        + (f'<div class="tabbook-deck-out">{outs}</div>' if outs else "") + "</div>")
+    return out
+
+
+def coalesced(outputs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Consecutive stream outputs of one stream as one, as the page shows them: how a kernel cuts
+    what a cell prints into messages depends on timing (``print(x)`` may arrive as ``x`` and then
+    ``\\n``), and a deck must not depend on it."""
+    out: list[dict[str, Any]] = []
+    for o in outputs:
+        last = out[-1] if out else None
+        if (last is not None and o.get("output_type") == "stream" and last.get("output_type") == "stream"
+                and o.get("name") == last.get("name")):
+            out[-1] = {**last, "text": _text(last.get("text", "")) + _text(o.get("text", ""))}
+        else:
+            out.append(o)
     return out
 
 
@@ -337,19 +351,11 @@ def publish_reveal(html_dir: Path) -> None:
         write_if_changed(dst, src.read_bytes())
 
 
-@cache
-def _code_hash() -> str:
-    """This module and the decks' own files: a change to either renders every deck again."""
-    h = hashlib.sha256(Path(__file__).read_bytes())
-    for path in sorted(STATIC.iterdir()):
-        h.update(path.name.encode() + path.read_bytes())
-    return h.hexdigest()
-
-
 def deck_key(section: Section, framework: str, executed: dict[str, Any] | None) -> str:
-    """What a deck is made of: the section's cells, the framework, its executed notebook (the
-    store's key for it when it has one: the key decides the outputs) and the deck code."""
-    h = hashlib.sha256(f"{_code_hash()}\0{framework}\0".encode())
+    """What a deck is made of: the section's cells, the framework and its executed notebook (the
+    store's key for it when it has one: the key decides the outputs); the deck code is the
+    slides memo's builder fingerprint."""
+    h = hashlib.sha256(f"{framework}\0".encode())
     for cell in section.cells:
         h.update(f"{cell.kind}\0{','.join(cell.tabs)}\0{','.join(sorted(cell.flags))}\0{cell.source}\0".encode())
     key = entry_key(executed)
@@ -367,11 +373,8 @@ def write_decks(config: Config, sections: Sequence[Section], notebooks: dict[tup
     wanted: set[Path] = set()
     renderer: Renderer | None = None
     katex = None
-    manifest_path = config.build_dir / "slides-cache.json"
-    try:
-        known = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        known = {}
+    memo = BuildDir(config.build_dir).memo("slides")
+    known = memo.load() or {}
     keys: dict[str, str] = {}
     try:
         for section in sections:
@@ -419,6 +422,5 @@ def write_decks(config: Config, sections: Sequence[Section], notebooks: dict[tup
             if path not in wanted:
                 path.unlink()
                 result.removed += 1
-    if keys != known:
-        write_atomic(manifest_path, json.dumps(keys, indent=0, sort_keys=True))
+    memo.save(keys)
     return result

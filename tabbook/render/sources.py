@@ -13,15 +13,16 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tabbook.config import Config
 from tabbook.errors import BookError
-from tabbook.files import write_atomic, write_if_changed
+from tabbook.files import BuildDir, write_if_changed
 from tabbook.render.front import hide_root_toctree
 from tabbook.render.names import APPENDIX_CAPTION
-from tabbook.source.read import Section
+from tabbook.source.model import Section
 
 #: d2lbook's role that places the bibliography on a page of the book's own.
 BIBLIOGRAPHY_ROLE = ":bibliography:`"
@@ -30,7 +31,8 @@ AUTODOC = re.compile(r"^\s*\.\. auto(class|function|module|data|exception)::", r
 
 
 def source_dir(config: Config) -> Path:
-    return config.build_dir / "src"
+    """``build/src`` (:class:`tabbook.files.BuildDir`)."""
+    return BuildDir(config.build_dir).src
 
 
 def extra_pages(config: Config, library: dict[str, str], sections: Sequence[Section] = ()) -> dict[str, str]:
@@ -61,39 +63,17 @@ def _cached_api_reference(config: Config, library: dict[str, str], make: Any) ->
     Making it parses the whole generated library, on every build: a cost that grows with the
     book and that a prose edit or a no-op rebuild should not pay (issue 14).
     """
-    import hashlib
-
-    from tabbook.book import _builder_code_hash
-
     settings = [f.read_bytes().hex() if f and f.is_file() else "" for f in (config.root / "config.ini", config.overlay)]
-    key = hashlib.sha256(json.dumps([_builder_code_hash(), settings, str(config.root), library],
-                                    sort_keys=True).encode()).hexdigest()
-    cache = config.build_dir / "apiref-cache.json"
-    try:
-        cached = json.loads(cache.read_text(encoding="utf-8"))
-        if cached.get("key") == key:
-            return str(cached["text"])
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        pass
-    text = make(config, library)
-    try:
-        write_atomic(cache, json.dumps({"key": key, "text": text}))
-    except OSError:
-        pass  # only slower next time
-    return text
-
-
-#: Per generated page, what it was made from at the last build (see :func:`write_sources`).
-SOURCES_MEMO = "sources-memo.json"
+    memo = BuildDir(config.build_dir).memo("apiref", settings=settings, root=config.root, library=library)
+    return str(memo.get(lambda: make(config, library)))
 
 
 def _page_key(config: Config, section: Section, labels: dict[str, str],
               origins: dict[tuple[str, str], str], page_hashes: dict[str, str], orphan: bool = False) -> str | None:
-    """What a generated page is made from, as one hash; None when that cannot be said cheaply
-    (a notebook made in this build, a page whose text was not hashed)."""
+    """What a generated page is made from, as one hash (the builder is the sources memo's
+    fingerprint); None when that cannot be said cheaply (a notebook made in this build, a page
+    whose text was not hashed)."""
     import hashlib
-
-    from tabbook.book import _builder_code_hash
 
     page = page_hashes.get(section.path)
     if page is None or config.root / section.path == config.index or (section.toc and not section.code_cells):
@@ -106,8 +86,35 @@ def _page_key(config: Config, section: Section, labels: dict[str, str],
             units.append([fw, origins[(section.path, fw)]])
         elif section.code_cells and any(fw in c.tabs for c in section.code_cells):
             return None  # executed now (or unknown): merge it
-    return hashlib.sha256(json.dumps([_builder_code_hash(), page, section.path, list(config.tabs), labels,
+    return hashlib.sha256(json.dumps([page, section.path, list(config.tabs), labels,
                                       units, orphan]).encode()).hexdigest()
+
+
+@dataclass
+class PageJob:
+    """One page of ``build/src`` as the planner sees it: where it goes, what it is made from
+    (``key``, None when that cannot be said), and whether the file there is already it."""
+
+    section: Section
+    stem: str
+    out: Path
+    key: str | None
+    orphan: bool
+    current: bool
+
+
+@dataclass
+class SourceTree:
+    """What the writers did to ``build/src``: the files that belong there, and how many
+    were written or removed (0: Sphinx would read what it read last time)."""
+
+    src: Path
+    wanted: set[Path] = field(default_factory=set)
+    changed: int = 0
+
+    def write(self, path: Path, text: str) -> None:
+        self.changed += write_if_changed(path, text)
+        self.wanted.add(path)
 
 
 def write_sources(
@@ -128,87 +135,116 @@ def write_sources(
     ``orphans``: pages no toc lists, marked so for Sphinx (``orphan`` front matter), which
     then builds them without its "not included in any toctree" warning, as d2lbook's does.
     """
-    from tabbook.render.merge import merge_section
-
-    src = source_dir(config)
-    src.mkdir(parents=True, exist_ok=True)
-    changed = 0
+    build = BuildDir(config.build_dir)
+    tree = SourceTree(build.src)
+    tree.src.mkdir(parents=True, exist_ok=True)
     labels = {fw: config.framework(fw).label for fw in config.tabs}
-    wanted: set[Path] = set()
-    memo_path = config.build_dir / SOURCES_MEMO
-    try:
-        memo_before = json.loads(memo_path.read_text(encoding="utf-8")) if origins is not None else {}
-    except (OSError, ValueError):
-        memo_before = {}
-    memo: dict[str, str] = {}
+    memo = build.memo("sources") if origins is not None else None
+    before = (memo.load() if memo is not None else None) or {}
+    jobs = plan_pages(config, build, sections, labels, before, origins, page_hashes or {}, orphans)
+    for job in jobs:
+        if job.current:
+            tree.wanted.add(job.out)
+            continue
+        executed = {fw: notebooks[(job.section.path, fw)] for fw in config.tabs
+                    if (job.section.path, fw) in notebooks}
+        if job.section.code_cells:
+            line_map = _write_notebook_page(tree, job, executed, config.tabs, labels)
+        else:
+            line_map = _write_prose_page(tree, job, config, sections, notebooks, labels, extra)
+        write_if_changed(build.line_map(job.stem), json.dumps(line_map))
+    for rel, text in (extra or {}).items():
+        tree.write(tree.src / rel, text)
+    _write_rsts(tree, config)
+    _link_book_files(tree, config)
+    _remove_unwanted(tree)
+    if memo is not None:
+        memo.save({job.stem: job.key for job in jobs if job.key is not None})
+    return tree.changed
+
+
+def plan_pages(config: Config, build: BuildDir, sections: list[Section], labels: dict[str, str],
+               before: dict[str, str], origins: dict[tuple[str, str], str] | None,
+               page_hashes: dict[str, str], orphans: Collection[str]) -> list[PageJob]:
+    """Each page's job: its target, its key, and whether the last build left it current
+    (the same key in the sources memo, its file and line map still there)."""
+    jobs = []
     for section in sections:
         stem = section.path[:-3]
         orphan = section.path in orphans
-        key = _page_key(config, section, labels, origins, page_hashes or {}, orphan) \
-            if origins is not None else None
-        out = src / f"{stem}.ipynb" if section.code_cells else src / f"{stem}.md"
-        if key is not None and memo_before.get(stem) == key and out.is_file() \
-                and line_map_path(config, stem).is_file():
-            memo[stem] = key
-            wanted.add(out)
-            continue
-        if key is not None:
-            memo[stem] = key
-        executed = {fw: notebooks[(section.path, fw)] for fw in config.tabs if (section.path, fw) in notebooks}
-        maps: list[list[int]] = []
-        if section.code_cells:
-            doc = merge_section(section, executed, config.tabs, labels, line_maps=maps)
-            if orphan:
-                doc["metadata"]["orphan"] = True  # myst-nb passes it on as front matter
-            # Compact JSON: Python's C encoder only serves dumps without indent, and every build
-            # serializes every page to compare it with the file (a tenth of a second per hundred
-            # pages with indent). Sphinx and the line maps count cells, never file lines.
-            changed += write_if_changed(src / f"{stem}.ipynb",
-                                        json.dumps(doc, ensure_ascii=False, sort_keys=True))
-            wanted.add(src / f"{stem}.ipynb")
-            line_map = {"source": section.path, "cells": maps}
-        else:
-            doc = merge_section(section, {}, config.tabs, labels, line_maps=maps)
-            is_root = config.root / section.path == config.index
-            front = front_page(config, section, sections, notebooks) if is_root else ""
-            if front:
-                for cell in doc["cells"]:
-                    cell["source"] = hide_root_toctree(cell["source"])
-            text = "\n\n".join(c["source"] for c in doc["cells"])
-            lines: list[int] = []
-            for cell, rows in zip(doc["cells"], maps, strict=True):
-                if lines:
-                    lines.append(lines[-1])  # the blank line between two cells
-                n = cell["source"].count("\n") + 1
-                lines += (rows + [rows[-1] if rows else 0] * n)[:n]  # 0: a line the builder wrote
-            if orphan:
-                text, lines = "---\norphan: true\n---\n" + text, [0, 0, 0, *lines]
-            if front:
-                text += "\n\n" + front
-            elif section.toc and not is_root:
-                from tabbook.render.front import where_line
+        key = _page_key(config, section, labels, origins, page_hashes, orphan) if origins is not None else None
+        out = build.src / f"{stem}.ipynb" if section.code_cells else build.src / f"{stem}.md"
+        current = key is not None and before.get(stem) == key and out.is_file() and build.line_map(stem).is_file()
+        jobs.append(PageJob(section, stem, out, key, orphan, current))
+    return jobs
 
-                where = where_line(section, {s.path: s for s in sections}, labels, notebooks)
-                if where:
-                    text += "\n\n" + where
-            if is_root and extra:
-                pages = "\n".join(p[:-3] for p in extra)
-                text += f"\n\n```{{toctree}}\n:caption: {APPENDIX_CAPTION}\n:maxdepth: 1\n\n{pages}\n```"
-            changed += write_if_changed(src / f"{stem}.md", text + "\n")
-            wanted.add(src / f"{stem}.md")
-            line_map = {"source": section.path, "lines": lines}
-        # Beside the sources, not among them: Sphinx reads build/src, the warnings step this.
-        write_if_changed(line_map_path(config, stem), json.dumps(line_map))
-    for rel, text in (extra or {}).items():
-        changed += write_if_changed(src / rel, text)
-        wanted.add(src / rel)
-    for name in config.resources:  # d2lbook's [build] resources: what pages refer to, seen in place
+
+def _write_notebook_page(tree: SourceTree, job: PageJob, executed: dict[str, dict[str, Any]],
+                         tabs: tuple[str, ...], labels: dict[str, str]) -> dict[str, Any]:
+    """A page with code: its executed notebooks merged into one; returns its line map."""
+    from tabbook.render.merge import merge_section
+
+    maps: list[list[int]] = []
+    doc = merge_section(job.section, executed, tabs, labels, line_maps=maps)
+    if job.orphan:
+        doc["metadata"]["orphan"] = True  # myst-nb passes it on as front matter
+    # Compact JSON: Python's C encoder only serves dumps without indent, and every build
+    # serializes every page to compare it with the file (a tenth of a second per hundred
+    # pages with indent). Sphinx and the line maps count cells, never file lines.
+    tree.write(job.out, json.dumps(doc, ensure_ascii=False, sort_keys=True))
+    return {"source": job.section.path, "cells": maps}
+
+
+def _write_prose_page(tree: SourceTree, job: PageJob, config: Config, sections: list[Section],
+                      notebooks: dict[tuple[str, str], dict[str, Any]], labels: dict[str, str],
+                      extra: dict[str, str] | None) -> dict[str, Any]:
+    """A page of prose: MyST, with the front page under the root page's prose, a chapter
+    index's "where computed" line and the generated pages' toctree; returns its line map."""
+    from tabbook.render.merge import merge_section
+
+    section = job.section
+    maps: list[list[int]] = []
+    doc = merge_section(section, {}, config.tabs, labels, line_maps=maps)
+    is_root = config.root / section.path == config.index
+    front = front_page(config, section, sections, notebooks) if is_root else ""
+    if front:
+        for cell in doc["cells"]:
+            cell["source"] = hide_root_toctree(cell["source"])
+    text = "\n\n".join(c["source"] for c in doc["cells"])
+    lines: list[int] = []
+    for cell, rows in zip(doc["cells"], maps, strict=True):
+        if lines:
+            lines.append(lines[-1])  # the blank line between two cells
+        n = cell["source"].count("\n") + 1
+        lines += (rows + [rows[-1] if rows else 0] * n)[:n]  # 0: a line the builder wrote
+    if job.orphan:
+        text, lines = "---\norphan: true\n---\n" + text, [0, 0, 0, *lines]
+    if front:
+        text += "\n\n" + front
+    elif section.toc and not is_root:
+        from tabbook.render.front import where_line
+
+        where = where_line(section, {s.path: s for s in sections}, labels, notebooks)
+        if where:
+            text += "\n\n" + where
+    if is_root and extra:
+        pages = "\n".join(p[:-3] for p in extra)
+        text += f"\n\n```{{toctree}}\n:caption: {APPENDIX_CAPTION}\n:maxdepth: 1\n\n{pages}\n```"
+    tree.write(job.out, text + "\n")
+    return {"source": section.path, "lines": lines}
+
+
+def _link_book_files(tree: SourceTree, config: Config) -> None:
+    """What pages refer to, seen in place: d2lbook's ``[build] resources`` (linked),
+    ``root_files`` (linked at the root, by name) and the bib file (copied)."""
+    src = tree.src
+    for name in config.resources:
         target, link = config.root / name, src / name
         if target.exists() and not link.exists() and not link.is_symlink():
             link.parent.mkdir(parents=True, exist_ok=True)
             link.symlink_to(target.resolve(), target_is_directory=target.is_dir())
-            changed += 1
-    for name in config.root_files:  # [build] root_files: at the root of the sources, by name
+            tree.changed += 1
+    for name in config.root_files:
         target, link = config.root / name, src / Path(name).name
         if not target.is_file():
             where = config.rel(config.overlay) if config.overlay else "config.ini"
@@ -216,17 +252,30 @@ def write_sources(
         if not link.is_symlink() or link.resolve() != target.resolve():
             link.unlink(missing_ok=True)
             link.symlink_to(target.resolve())
-            changed += 1
+            tree.changed += 1
     if config.bibfile is not None:
-        changed += write_if_changed(src / config.bibfile.name, config.bibfile.read_text(encoding="utf-8"))
+        tree.changed += write_if_changed(src / config.bibfile.name, config.bibfile.read_text(encoding="utf-8"))
+
+
+def _remove_unwanted(tree: SourceTree) -> None:
+    """Pages no longer in the book leave ``build/src`` (not those under a linked folder)."""
+    src = tree.src
     for path in list(src.rglob("*")):
-        if path.suffix in (".md", ".ipynb") and path.is_file() and path not in wanted \
+        if path.suffix in (".md", ".ipynb", ".rst") and path.is_file() and path not in tree.wanted \
                 and not any(p.is_symlink() for p in path.parents if src in p.parents):
             path.unlink()
-            changed += 1
-    if origins is not None and memo != memo_before:
-        write_atomic(memo_path, json.dumps(memo, sort_keys=True))
-    return changed
+            tree.changed += 1
+
+
+def _write_rsts(tree: SourceTree, config: Config) -> None:
+    """``[build] rsts``: the book's reStructuredText pages, at their place in the sources (Sphinx
+    reads them beside the Markdown). A toc lists Markdown pages only, so each is an orphan, reached
+    by the links to it, as the API pages of a d2lbook book are."""
+    for path in config.files(config.rsts):
+        text = path.read_text(encoding="utf-8")
+        if not text.lstrip().startswith(":orphan:"):
+            text = ":orphan:\n\n" + text
+        tree.write(tree.src / config.rel(path), text)
 
 
 def front_page(config: Config, root: Section, sections: list[Section],
@@ -239,10 +288,3 @@ def front_page(config: Config, root: Section, sections: list[Section],
     if not load_site_options(config).front_page:
         return ""
     return front_matter(front_page_facts(config, root, {s.path: s for s in sections}, notebooks))
-
-
-def line_map_path(config: Config, stem: str) -> Path:
-    """Where the line map of the generated page ``<stem>.ipynb``/``<stem>.md`` is kept."""
-    return config.build_dir / "linemaps" / f"{stem}.json"
-
-

@@ -6,8 +6,8 @@ builds each reuse their own. Its messages pass through to the user's terminal.
 
 A book written for d2lbook has no ``conf.py`` (d2lbook generates its own): such a
 book gets one written under ``build/`` that applies the same defaults
-(:func:`tabbook.render.sphinx_conf.sphinx_settings`), with the overlay in effect
-when it was written, so ``serve``'s Sphinx runs see the same configuration.
+(:func:`tabbook.render.sphinx_conf.sphinx_settings`); the overlay reaches it, as it reaches a
+book's own ``conf.py``, in the environment each run is given (:func:`sphinx_env`).
 
 **A no-op build runs no Sphinx.** When the sources step wrote nothing and the
 inputs Sphinx reads besides them are the same as at its last successful run
@@ -16,11 +16,11 @@ inputs Sphinx reads besides them are the same as at its last successful run
 Sphinx and its extensions, the built PDFs and which slide decks exist), the output is current; Sphinx's own incremental
 check costs seconds on a book of hundreds of pages.
 
-**In a warm builder** (:mod:`tabbook.warm`), which has Sphinx and the extensions imported
-already, :data:`IN_PROCESS` is set and each run is a fork of that process
-(:class:`ForkedSphinx`) instead of a new interpreter: the same command line, gate and
-diagnostics, without the second of imports. A fork per run keeps one run's module state out of
-the next.
+**How Sphinx starts is the caller's** (:data:`Launcher`): a new interpreter by default; in the
+warm builder (:mod:`tabbook.warm`), which has Sphinx and the extensions imported already, a fork
+of that process (``build.Options.sphinx``): the same command line, environment, gate and
+diagnostics, without the second of imports. Either way an interrupted build ends its Sphinx
+before it returns.
 """
 
 from __future__ import annotations
@@ -28,14 +28,16 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
-from functools import cache
-from importlib import metadata
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Protocol
 
 from tabbook.config import Config
-from tabbook.errors import BookError
+from tabbook.errors import BookError, raise_all
+from tabbook.files import BuildDir, builder_fingerprint
 from tabbook.render.sources import source_dir
 
 
@@ -43,16 +45,13 @@ def conf_dir(config: Config) -> Path:
     """The folder of the ``conf.py`` Sphinx reads: the book's own, or one written for it."""
     if (config.root / "conf.py").is_file():
         return config.root
-    from tabbook.config import OVERLAY_ENV
     from tabbook.files import write_if_changed
 
-    folder = config.build_dir / "sphinx-conf"
+    folder = BuildDir(config.build_dir).sphinx_conf
     folder.mkdir(parents=True, exist_ok=True)
-    overlay = f"os.environ.setdefault({OVERLAY_ENV!r}, {str(config.overlay)!r})\n" if config.overlay else ""
     write_if_changed(folder / "conf.py", (
         "# Written by tabbook for a book without a conf.py of its own: its defaults, nothing else.\n"
-        "import os\nfrom pathlib import Path\n\n"
-        f"{overlay}"
+        "from pathlib import Path\n\n"
         "from tabbook.render.sphinx_conf import sphinx_settings\n\n"
         f"globals().update(sphinx_settings(Path({str(config.root)!r})))\n"))
     return folder
@@ -61,10 +60,11 @@ def conf_dir(config: Config) -> Path:
 def sphinx_command(config: Config, builder: str = "html", out: Path | None = None,
                    overrides: dict[str, str] | None = None, jobs: int = 1) -> list[str]:
     """The ``sphinx-build`` command line tabbook runs (also what ``serve`` hands to sphinx-autobuild)."""
-    out = out or config.build_dir / builder
+    build = BuildDir(config.build_dir)
+    out = out or build.out(builder)
     cmd = [
         sys.executable, "-m", "sphinx", "-b", builder, "-c", str(conf_dir(config)),
-        str(source_dir(config)), str(out), "-d", str(config.build_dir / "doctrees" / builder),
+        str(build.src), str(out), "-d", str(build.doctrees(builder)),
         "-q", "--keep-going",
     ]
     if jobs != 1:
@@ -74,49 +74,29 @@ def sphinx_command(config: Config, builder: str = "html", out: Path | None = Non
     return cmd
 
 
-def sphinx_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
-    return env
+def sphinx_env(config: Config) -> dict[str, str]:
+    """A Sphinx run's environment, built for it: this one, with tabbook importable from this
+    checkout and the configuration's hand-off (the overlay and the interpreters chosen on the
+    command line, :meth:`tabbook.config.Config.handoff_env`) for its ``conf.py``."""
+    return {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), **config.handoff_env()}
 
 
 STAMP = ".tabbook-stamp"
-#: What the last HTML run had imported (under ``build/``): the live preview's server and the warm
-#: builder import it before they fork (:func:`tabbook.serve.warm_up`).
-WARM_MODULES = "warm-modules.json"
-#: Where a Sphinx run records the modules it imported (:func:`tabbook.render.ext.learn_modules`).
+#: A located error tabbook's settings raised while Sphinx evaluated conf.py, in Sphinx's report.
+CONF_ERROR = re.compile(r"^\s*tabbook\.errors\.BookError: (.+)$", re.M)
+#: Where a Sphinx run records the modules it imported (:mod:`tabbook.render.ext.learn`).
 LEARN_ENV = "TABBOOK_LEARN_MODULES"
 #: The book's folder, for the run to leave the book's own modules out of what it records.
 BOOK_ROOT_ENV = "TABBOOK_BOOK_ROOT"
 
 
 def learned_modules(config: Config) -> Path:
-    return config.build_dir / WARM_MODULES
+    return BuildDir(config.build_dir).warm_modules
 
 
 def learn_env(config: Config) -> dict[str, str]:
     """The environment that asks an HTML run to record what it imported."""
     return {LEARN_ENV: str(learned_modules(config)), BOOK_ROOT_ENV: str(config.root.resolve())}
-
-
-#: Distributions whose version decides what Sphinx makes of the same sources.
-SPHINX_DISTS = ("sphinx", "myst-nb", "myst-parser", "sphinx-design", "furo", "sphinxcontrib-bibtex")
-
-
-@cache
-def _render_code_hash() -> str:
-    """The builder's own rendering code (extensions, static files, settings): one hash per process."""
-    h = hashlib.sha256()
-    here = Path(__file__).resolve().parent
-    for path in sorted(here.rglob("*")):
-        if path.is_file() and "node_modules" not in path.parts and path.suffix != ".pyc":
-            h.update(str(path.relative_to(here)).encode() + b"\0" + path.read_bytes() + b"\0")
-    for dist in SPHINX_DISTS:
-        try:
-            h.update(f"{dist}={metadata.version(dist)}".encode())
-        except metadata.PackageNotFoundError:
-            h.update(f"{dist}=-".encode())
-    return h.hexdigest()
 
 
 def _tree_stat(path: Path) -> list[tuple[str, int, int]]:
@@ -134,7 +114,7 @@ def _tree_stat(path: Path) -> list[tuple[str, int, int]]:
 def site_stamp(config: Config, cmd: list[str]) -> str:
     """Everything besides ``build/src`` that decides Sphinx's output, as one hash."""
     h = hashlib.sha256(json.dumps(cmd).encode())
-    h.update(_render_code_hash().encode())
+    h.update(builder_fingerprint().encode())
     files = [conf_dir(config) / "conf.py", config.root / "config.ini"]
     if config.overlay:
         files.append(config.overlay)
@@ -142,111 +122,55 @@ def site_stamp(config: Config, cmd: list[str]) -> str:
         h.update(path.read_bytes() if path.is_file() else b"-")
     for name in config.resources:
         h.update(json.dumps(_tree_stat(config.root / name)).encode())
+    for path in config.named_files():  # favicon, logos, include_css/js, the book's own extensions
+        h.update(json.dumps(_tree_stat(path)).encode())
     # API pages read the generated library (tabbook.render.ext.apidoc); it is rewritten only
     # when its text changes, so its stat is stable across no-op builds.
     if config.library_dir.is_dir():
         h.update(json.dumps(_tree_stat(config.library_dir)).encode())
     # Pages link the PDFs (copied into the site when they change) and the slide decks that exist.
-    pdfs = config.build_dir / "pdf"
+    pdfs = BuildDir(config.build_dir).pdf
     h.update(json.dumps([s for s in _tree_stat(pdfs) if s[0].endswith(".pdf")] if pdfs.is_dir() else []).encode())
-    decks = config.build_dir / "html" / "_slides"
+    decks = BuildDir(config.build_dir).html / "_slides"
     h.update(json.dumps(sorted(p.relative_to(decks).as_posix() for p in decks.rglob("*.html"))
                         if decks.is_dir() else []).encode())
     return h.hexdigest()
 
 
-#: Set by a warm builder (:mod:`tabbook.warm`): run Sphinx in a fork of this process.
-IN_PROCESS = False
+class SphinxProcess(Protocol):
+    """A running Sphinx, as :class:`SphinxRun` uses it: :class:`subprocess.Popen`'s parts."""
+
+    returncode: int | None
+
+    def communicate(self, input: str = ..., timeout: float | None = ...) -> tuple[str, str]: ...  # noqa: A002
+
+    def kill(self) -> None: ...
+
+    def wait(self, timeout: float | None = ...) -> int: ...
 
 
-class ForkedSphinx:
-    """``sphinx-build ARGS`` in a fork of this process, with the few parts of
-    :class:`subprocess.Popen` that :class:`SphinxRun` uses (``communicate``, ``kill``,
-    ``returncode``): standard input is a pipe (the gate reads it), standard output is
-    discarded, standard error is kept for :meth:`communicate`."""
+#: How a build starts Sphinx: ``(command line, environment) -> a running Sphinx`` reading its
+#: standard input (the gate) and keeping its standard error. :func:`new_interpreter` by default;
+#: the warm builder passes :func:`tabbook.warm.launch.fork_sphinx` (``build.Options.sphinx``).
+Launcher = Callable[[list[str], Mapping[str, str]], SphinxProcess]
 
-    def __init__(self, args: list[str], env: dict[str, str]) -> None:
-        import tempfile
 
-        self.returncode: int | None = None
-        self._err = tempfile.TemporaryFile()
-        read_end, self._input = os.pipe()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        self.pid = os.fork()
-        if self.pid == 0:  # pragma: no cover - runs in the fork; its effects are tested
-            os.close(self._input)
-            self._run(args, env, read_end)
-        os.close(read_end)
+def new_interpreter(cmd: list[str], env: Mapping[str, str]) -> subprocess.Popen[str]:
+    """Sphinx in a new interpreter: ``cmd`` as it is."""
+    return subprocess.Popen(cmd, env=dict(env), text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
 
-    def _run(self, args: list[str], env: dict[str, str], read_end: int) -> None:
-        import io
-        import signal
-        import traceback
 
-        code = 1
-        try:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-            os.dup2(read_end, 0)
-            os.close(read_end)
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, 1)
-            os.close(devnull)
-            os.dup2(self._err.fileno(), 2)
-            sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
-            sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=True)
-            sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), write_through=True)
-            os.environ.clear()
-            os.environ.update(env)
-            from sphinx.cmd.build import build_main
-
-            code = build_main(args)
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-        except BaseException:  # noqa: BLE001 - reported on the run's stderr, like a crashed process
-            traceback.print_exc()
-        finally:
-            try:
-                sys.stdout.flush()
-                sys.stderr.flush()
-            finally:
-                os._exit(code)
-
-    def _wait(self, timeout: float | None) -> None:
-        import time
-
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while self.returncode is None:
-            pid, status = os.waitpid(self.pid, 0 if deadline is None else os.WNOHANG)
-            if pid:
-                self.returncode = os.waitstatus_to_exitcode(status)
-            elif deadline is not None and time.monotonic() > deadline:
-                raise subprocess.TimeoutExpired(["sphinx-build"], timeout or 0)
-            else:
-                time.sleep(0.01)
-
-    def communicate(self, input: str = "", timeout: float | None = None) -> tuple[str, str]:  # noqa: A002
-        if self._input >= 0:
-            try:
-                os.write(self._input, input.encode())
-            except BrokenPipeError:
-                pass  # it ended already
-            os.close(self._input)
-            self._input = -1
-        self._wait(timeout)
-        self._err.seek(0)
-        err = self._err.read().decode(errors="replace")
-        self._err.close()
-        return "", err
-
-    def kill(self) -> None:
-        import signal
-
-        if self.returncode is None:
-            try:
-                os.kill(self.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+def _communicate(proc: SphinxProcess, input: str) -> str:  # noqa: A002
+    """Send ``input``, wait, return its standard error. Interrupted (Ctrl-C, SIGTERM), it ends
+    the run before passing the interrupt on: no Sphinx outlives the build that started it,
+    writing ``build/`` after the command has said it stopped."""
+    try:
+        return proc.communicate(input)[1]
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
 
 
 class SphinxRun:
@@ -260,17 +184,19 @@ class SphinxRun:
 
     def __init__(self, config: Config, builder: str = "html", out: Path | None = None,
                  overrides: dict[str, str] | None = None, jobs: int = 1, partial: bool = False,
-                 strict: bool | None = None) -> None:
+                 strict: bool | None = None, launch: Launcher = new_interpreter) -> None:
         self.config = config
+        self.launch = launch
         self.builder = builder
         # Warnings (a bib entry's data) fail the run too: --strict, or [build] warning_is_error.
         self.strict = config.warning_is_error if strict is None else strict
         overrides = {**(overrides or {}), **({"tabbook_partial": "1"} if partial else {})}
         self.cmd = sphinx_command(config, builder, out, overrides, jobs)
-        self.stamp_file = (out or config.build_dir / builder) / STAMP
-        self.records = (config.build_dir / "warnings" /
+        build = BuildDir(config.build_dir)
+        self.stamp_file = (out or build.out(builder)) / STAMP
+        self.records = (build.warnings /
                         f"{builder}-{hashlib.sha256(str(out).encode()).hexdigest()[:8]}.json")
-        self.proc: subprocess.Popen[str] | ForkedSphinx | None = None
+        self.proc: SphinxProcess | None = None
 
     @property
     def started(self) -> bool:
@@ -300,7 +226,7 @@ class SphinxRun:
     def _env(self) -> dict[str, str]:
         from tabbook.render.ext.diagnostics import ENV_VAR
         learn = learn_env(self.config) if self.builder == "html" else {}
-        return {**sphinx_env(), ENV_VAR: str(self.records), **learn}
+        return {**sphinx_env(self.config), ENV_VAR: str(self.records), **learn}
 
     def start(self) -> None:
         """Start Sphinx now; it waits at ``builder-inited`` until :meth:`finish`."""
@@ -308,14 +234,7 @@ class SphinxRun:
 
         source_dir(self.config).mkdir(parents=True, exist_ok=True)  # Sphinx checks it exists
         # The last run's record stays until this one reads: called off, it is still the record.
-        if IN_PROCESS:
-            self.proc = self._fork({**self._env(), gate.ENV_VAR: "1"})
-            return
-        self.proc = subprocess.Popen(self.cmd, env={**self._env(), gate.ENV_VAR: "1"}, text=True,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-
-    def _fork(self, env: dict[str, str]) -> ForkedSphinx:
-        return ForkedSphinx(self.cmd[3:], env)
+        self.proc = self.launch(self.cmd, {**self._env(), gate.ENV_VAR: "1"})
 
     def call_off(self) -> None:
         """End a started run that must not read anything (nothing changed, or the build failed)."""
@@ -327,13 +246,16 @@ class SphinxRun:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.communicate()
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
 
     def finish(self, sources_changed: int | None = None) -> bool:
         """Render; returns False when it was skipped because its output is current.
 
         ``sources_changed``: how many files the sources step wrote (None: unknown, always run).
         """
-        from tabbook.errors import BookErrors
         from tabbook.render.diagnostics import collect
         from tabbook.render.ext import gate
 
@@ -345,23 +267,18 @@ class SphinxRun:
             for warning in last.warnings:
                 print(f"warning: {warning.location_message()}")
             if last.errors:
-                raise last.errors[0] if len(last.errors) == 1 else BookErrors(last.errors)
+                raise_all(last.errors)
             return False
         self.stamp_file.unlink(missing_ok=True)
 
-        if self.proc is None and IN_PROCESS:
+        if self.proc is None:
             self.records.unlink(missing_ok=True)
-            _, stderr = (proc := self._fork(self._env())).communicate("")
-            returncode = proc.returncode
-        elif self.proc is None:
-            self.records.unlink(missing_ok=True)
-            done = subprocess.run(self.cmd, env=self._env(), capture_output=True, text=True)
-            returncode, stderr = done.returncode, done.stderr
+            stderr = _communicate(proc := self.launch(self.cmd, self._env()), "")
         else:
             proc, self.proc = self.proc, None
             self.records.unlink(missing_ok=True)  # written at the end of the run it lets go
-            _, stderr = proc.communicate(gate.GO + "\n")
-            returncode = proc.returncode
+            stderr = _communicate(proc, gate.GO + "\n")
+        returncode = proc.returncode
         # Every warning is an error at the Markdown line it is about, but a bib entry's data
         # (tabbook.render.diagnostics); Sphinx's own rendering of them names generated files,
         # so it is not shown.
@@ -369,23 +286,29 @@ class SphinxRun:
         for warning in found.warnings:
             print(f"warning: {warning.location_message()}")
         errors = found.errors
-        if returncode != 0:
+        conf_error = CONF_ERROR.search(stderr) if returncode != 0 else None
+        if conf_error:
+            # A key's value failed while conf.py ran (sphinx_configs, an include_css name): the
+            # located message alone, not Sphinx's crash report around it.
+            errors.append(BookError(conf_error.group(1)))
+        elif returncode != 0:
             sys.stderr.write(stderr)
             errors.append(BookError(f"Sphinx failed (exit {returncode}); see the messages above"))
         elif not self.records.is_file():
             sys.stderr.write(stderr)
             errors.append(BookError("Sphinx ran without tabbook's extensions: its warnings cannot be checked"))
         if errors:
-            raise errors[0] if len(errors) == 1 else BookErrors(errors)
+            raise_all(errors)
         self.stamp_file.write_text(stamp)
         return True
 
 
 def render(config: Config, builder: str = "html", out: Path | None = None,
            overrides: dict[str, str] | None = None, jobs: int = 1, partial: bool = False,
-           sources_changed: int | None = None, strict: bool | None = None) -> bool:
+           sources_changed: int | None = None, strict: bool | None = None,
+           launch: Launcher = new_interpreter) -> bool:
     """Run Sphinx now; returns False when it was skipped because its output is current.
 
     ``sources_changed``: how many files the sources step wrote (None: unknown, always run).
     """
-    return SphinxRun(config, builder, out, overrides, jobs, partial, strict).finish(sources_changed)
+    return SphinxRun(config, builder, out, overrides, jobs, partial, strict, launch).finish(sources_changed)

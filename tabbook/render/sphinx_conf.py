@@ -14,7 +14,8 @@ import types
 from pathlib import Path
 from typing import Any
 
-from tabbook.config import load_config
+from tabbook.config import Config, config_error, load_config
+from tabbook.files import builder_fingerprint
 from tabbook.render.latex_conf import latex_settings
 from tabbook.render.site import load_site_options
 
@@ -85,12 +86,13 @@ def leave_out_myst_nb_execution() -> list[str]:
 
 def sphinx_settings(root: Path) -> dict[str, Any]:
     """The Sphinx settings of the book at ``root``; evaluated by its ``conf.py``, in the Sphinx process."""
-    from tabbook.render.sphinx import _render_code_hash
-
     book = load_config(root)
     leave_out_myst_nb_execution()
     bib = book.bibfile
-    extensions = ["myst_nb", "sphinx_design", "sphinx.ext.autodoc", "tabbook.render.ext"]
+    extensions = ["myst_nb", "sphinx_design", "sphinx.ext.autodoc", "tabbook.render.ext",
+                  *book.sphinx_extensions]  # [build] sphinx_extensions
+    css = _included(book, book.html.include_css, "include_css")
+    js = _included(book, book.html.include_js, "include_js")
     # autodoc imports the book's own package first (not another d2l on the path).
     if str(book.root) not in sys.path:
         sys.path.insert(0, str(book.root))
@@ -100,14 +102,19 @@ def sphinx_settings(root: Path) -> dict[str, Any]:
     # furo's "view source" would point at the generated notebook, not the Markdown in the
     # repository: tabbook.render.ext.html links the source next to the downloads instead.
     theme_options: dict[str, Any] = {"top_of_page_buttons": []}
-    return {
+    settings = {
         "project": book.title,
         "author": book.author,
         "version": book.version,
         "release": book.version,
-        "copyright": f"2026, {book.author}",
+        # [project] copyright: the footer's line, none when empty (d2lbook's default).
+        "copyright": book.copyright,
+        "html_show_copyright": bool(book.copyright),
+        # [project] lang: the pages' lang attribute and Sphinx's own words.
+        "language": book.lang or "en",
         # [build] index: the root page under any name (d2lbook's is "index"), in any folder.
         "root_doc": book.rel(book.index).removesuffix(".md"),
+        "tabbook_root": str(book.root),  # tabbook.render.ext.paths: images stay inside the book
         "extensions": extensions,
         # Outputs come from the freeze store; Sphinx never executes anything.
         "nb_execution_mode": "off",
@@ -131,7 +138,8 @@ def sphinx_settings(root: Path) -> dict[str, Any]:
         "html_theme": "furo",
         "html_theme_options": theme_options,
         "html_title": book.title,
-        "html_favicon": str(STATIC / "favicon.svg"),
+        "html_favicon": str(book.html.favicon or STATIC / "favicon.svg"),
+        "html_logo": str(book.html.html_logo) if book.html.html_logo else None,
         # Nothing from other origins: math is typeset at build time (tabbook.render.ext.math), and
         # myst-nb must not pull widget scripts from a CDN.
         "html_math_renderer": "tabbook_katex",
@@ -139,8 +147,12 @@ def sphinx_settings(root: Path) -> dict[str, Any]:
         "tabbook_site": site.as_dict(),
         # Only when the book lists static/ among its resources: d2lbook books keep build scripts
         # and tens of MB of print styles there that the site must not carry.
-        "html_static_path": [str(root / "static")] if (root / "static").is_dir() and "static" in book.resources
-        else [],
+        "html_static_path": ([str(root / "static")] if (root / "static").is_dir() and "static" in book.resources
+                             else []) + [str(p) for p in (*css, *js)],
+        # [html] include_css / include_js: the book's own, after tabbook's (Sphinx copies each
+        # file into _static/).
+        "html_css_files": [p.name for p in css],
+        "html_js_files": [p.name for p in js],
         "html_copy_source": False,
         "html_show_sourcelink": False,
         "tabbook_tabs": list(book.tabs),
@@ -148,7 +160,7 @@ def sphinx_settings(root: Path) -> dict[str, Any]:
         "tabbook_framework": book.default_tab,
         # The builder's rendering code and Sphinx's packages: pages Sphinx keeps are written by
         # the extensions, so a new tabbook (or Sphinx) must re-read and re-write every page.
-        "tabbook_code": _render_code_hash(),
+        "tabbook_code": builder_fingerprint(),
         "suppress_warnings": ["mystnb.unknown_mime_type"],
         # autoclass/autofunction of the book's own package are read from its source
         # (tabbook.render.ext.apidoc); the mocks serve autodoc of anything else it imports.
@@ -157,3 +169,27 @@ def sphinx_settings(root: Path) -> dict[str, Any]:
         # ---- LaTeX / PDF (tabbook.render.latex_conf; owned by the PDF work) ----
         **latex_settings(root),
     }
+    # [build] sphinx_configs: Python statements d2lbook pastes into conf.py; run after tabbook's
+    # settings, so they win (and may change tabbook's lists in place).
+    if book.sphinx_configs:
+        namespace: dict[str, Any] = dict(settings)
+        try:
+            exec(compile(book.sphinx_configs, "[build] sphinx_configs", "exec"), namespace)
+        except Exception as exc:  # the book's own code: any error is the book's, at the key
+            raise config_error(book, "build", "sphinx_configs", f"failed: {type(exc).__name__}: {exc}") from None
+        settings.update({k: v for k, v in namespace.items() if not k.startswith("__")})
+    return settings
+
+
+def _included(book: Config, patterns: tuple[str, ...], key: str) -> list[Path]:
+    """The files ``[html] include_css``/``include_js`` name; a pattern that names nothing, or a
+    file whose name is already one of tabbook's, is an error at the key's line."""
+    found = book.files(patterns)
+    taken = {p.name for p in STATIC.iterdir()}
+    for path in found:
+        if path.name in taken:
+            raise config_error(book, "html", key, f"names {book.rel(path)}, whose file name is one of "
+                               f"tabbook's own ({path.name}): rename it")
+    if patterns and not found:
+        raise config_error(book, "html", key, f"names no file ({' '.join(patterns)})")
+    return found

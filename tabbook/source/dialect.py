@@ -52,8 +52,11 @@ from markdown_it.rules_core import StateCore
 CODE_INFO = re.compile(r"^\{\s*\.python\s+\.input\b")
 #: ``%%tab jax, mxnet`` (or ``%%tab all``): the frameworks a code cell belongs to; group 1: the names.
 TAB_MAGIC = re.compile(r"^\s*%%tab\b(.*)$")
-#: d2lbook's older spelling of :data:`TAB_MAGIC`, ``#@tab NAMES``; only as a cell's first code line.
-LEGACY_TAB = re.compile(r"^\s*#\s*@tab\b(.*)$")
+#: d2lbook's older spelling of :data:`TAB_MAGIC`, ``#@tab NAMES``, or the magic commented out,
+#: ``# %%tab NAMES`` (d2lbook's patterns find both anywhere in a cell: d2l-en's ``resnet.md`` has
+#: a JAX cell opened so). As a cell's first code line it names the cell's tabs; later in the cell
+#: d2lbook removes it from the code it shows, and so does the reader.
+LEGACY_TAB = re.compile(r"^\s*#\s*(?:@|%%)tab\b(.*)$")
 #: A marker comment alone on its line; group 1: ``hide``, ``hide_code``, ``hide_output`` or ``save``.
 FLAG_LINE = re.compile(r"^\s*#\s*@(hide_code|hide_output|hide|save)\s*$")
 #: ``#@save`` at the end of a line (alone, or after a statement): search, do not match.
@@ -285,7 +288,9 @@ def _math_end(state: StateBlock, start: int, end: int) -> int | None:
     """
     first = _without_eqlabel(_line(state, start).strip())
     if first.count("$$") >= 2:
-        return start + 1
+        # ``$$…$$ with text after`` is a paragraph that starts with display math (pandoc and
+        # MyST read the math inside it), not a block of math with the text in its TeX
+        return start + 1 if first.endswith("$$") else None
     for row in range(start + 1, end):
         if state.sCount[row] < state.blkIndent and not state.isEmpty(row):
             return None  # the container ended first

@@ -1,4 +1,4 @@
-"""Stage 1, read: d2lbook-dialect Markdown text → :class:`Section`.
+"""Read: d2lbook-dialect Markdown text → :class:`~tabbook.source.model.Section`.
 
 A pure function of the text (no I/O). The text is parsed once, with
 markdown-it (MyST's parser) taught the dialect's block constructs
@@ -7,22 +7,22 @@ quotes, and other fence languages, are handled as Markdown does; everything
 between code cells is prose, split further at the ``:begin_tab:``/``:end_tab:``
 lines the parse found. Every cell keeps the 1-based line of the source it came
 from, so every later error can say ``file.md:LINE``, and every prose cell keeps
-the blocks the parse found in it (:class:`Block`), from which render emits MyST
-without parsing again."""
+the text it shows (slide marks stripped) and the blocks the parse found in it
+(:class:`~tabbook.source.model.Block`), from which render emits MyST without parsing again."""
 
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field, replace
-from typing import Literal
+from dataclasses import dataclass, replace
 
 from markdown_it.token import Token
 
-from tabbook.errors import BookError, BookErrors
+from tabbook.errors import BookError, raise_all
 from tabbook.source.dialect import (
     BEGIN_TAB,
     END_TAB,
     FLAG_LINE,
+    IMAGE_LINE,
     IMAGE_PARAGRAPH,
     LABEL_LINE,
     LEGACY_TAB,
@@ -37,97 +37,10 @@ from tabbook.source.dialect import (
     is_code_info,
     strip_slide_marks,
 )
+from tabbook.source.model import Block, Cell, CellKind, Section, TocBlock
 from tabbook.source.selected import unknown_selected
 
-CellKind = Literal["code", "markdown"]
-
-
-
-
-@dataclass(frozen=True)
-class Block:
-    """One block of prose as the dialect's markdown-it parse found it.
-
-    ``kind``: ``text`` (paragraph, heading, list, quote, HTML…), ``image`` (a
-    paragraph that is one image, its alt text on one line or several), ``table``, ``math`` (display math;
-    ``attr`` the ``:eqlabel:`` on its closing line, if any), ``attr``
-    (``:label:``/``:eqlabel:``/``:width:``, named in ``attr``),
-    ``literal``/``code``/``toc``/``rst`` (fences; ``rst`` is ```` ```eval_rst ````),
-    ``marker`` (a prose-tab line), ``bibliography`` (a ``:bibliography:`` line),
-    ``indented`` (an indented code block), ``html`` (an HTML block or comment).
-    Rows ``start`` … ``end - 1`` are 0-based; ``level`` is markdown-it's
-    nesting level (blocks of one container share it). Containers (lists,
-    quotes) come before the blocks inside them.
-    """
-
-    kind: str
-    start: int
-    end: int
-    level: int = 0
-    attr: str = ""
-
-
-@dataclass(frozen=True)
-class Cell:
-    """One unit of the section: a code cell or a run of prose.
-
-    ``tabs`` is the frameworks the cell belongs to; for prose, an empty tuple
-    means shared prose (every framework sees it). ``line`` is the 1-based line
-    of the cell's first source line in ``path`` (for code: the opening fence).
-    """
-
-    kind: CellKind
-    source: str
-    path: str
-    line: int
-    tabs: tuple[str, ...] = ()
-    flags: frozenset[str] = frozenset()
-    raises: str | None = None  # expected exception class name ("" = any)
-    # File line (1-based) of each line of ``source``; empty when not recorded.
-    source_lines: tuple[int, ...] = ()
-    # Prose: the blocks markdown-it found in ``source`` (rows 0-based in ``source``), which
-    # render emits MyST from without parsing again; empty when not recorded.
-    blocks: tuple[Block, ...] = field(default=(), compare=False, repr=False)
-    # The cell's tab line said ``all``: it belongs to every tab the section exists for
-    # (see :func:`section_tabs`), not necessarily to every tab of the book.
-    every_tab: bool = False
-
-    @property
-    def where(self) -> str:
-        return f"{self.path}:{self.line}"
-
-
-@dataclass(frozen=True)
-class TocBlock:
-    line: int
-    entries: tuple[str, ...]
-    maxdepth: int | None
-    numbered: bool
-    entry_lines: tuple[int, ...] = ()  # the line of each entry, for messages about it
-
-    def line_of(self, entry: str) -> int:
-        """The line an entry is written on (the block's first line when not recorded)."""
-        if entry in self.entries and len(self.entry_lines) == len(self.entries):
-            return self.entry_lines[self.entries.index(entry)]
-        return self.line
-
-
-@dataclass(frozen=True)
-class Section:
-    path: str  # relative to the book root, e.g. "chapter_gpus/devices.md"
-    title: str
-    cells: tuple[Cell, ...]
-    toc: tuple[TocBlock, ...] = ()
-    labels: dict[str, int] = field(default_factory=dict)  # name -> line
-    refs: tuple[tuple[str, str, int], ...] = ()  # (role, target, line)
-    # Source bugs read the way d2lbook reads them (a prose tab closed by the next
-    # :begin_tab:): the build goes on and reports each at its line.
-    warnings: tuple[BookError, ...] = ()
-
-    @property
-    def code_cells(self) -> tuple[Cell, ...]:
-        return tuple(c for c in self.cells if c.kind == "code")
-
+__all__ = ["Block", "Cell", "CellKind", "Section", "TocBlock", "parse_blocks", "read_section"]
 
 def _names_all(text: str) -> bool:
     return "all" in (n.strip() for n in TAB_NAME_SEP.split(text.strip()))
@@ -301,17 +214,24 @@ def _code_cell(content: str, path: str, line: int, tabs: tuple[str, ...], defaul
     raises: str | None = None
     kept: list[str] = []
     kept_lines: list[int] = []
-    first_code_seen = False
+    first_code_seen = tab_seen = False
     for i, raw in enumerate(lines):
         lineno = line + 1 + i
         m = TAB_MAGIC.match(raw) or (None if first_code_seen else LEGACY_TAB.match(raw))
+        if m is None and first_code_seen and (later := LEGACY_TAB.match(raw)):
+            # A tab mark later in the cell is a mark, not code: d2lbook drops it from the code it
+            # shows, and where no earlier line named the cell's tabs, takes them from it.
+            if not tab_seen:
+                cell_tabs = _tab_names(later.group(1), tabs, (path, lineno), errors, (default,))
+                every_tab, tab_seen = _names_all(later.group(1)), True
+            continue
         if m:
             if first_code_seen:
                 errors.append(BookError("%%tab must be the first line of its code cell", path, lineno))
                 continue
             cell_tabs = _tab_names(m.group(1), tabs, (path, lineno), errors, (default,))
             every_tab = _names_all(m.group(1))
-            first_code_seen = True
+            first_code_seen = tab_seen = True
             continue
         if raw.strip():
             first_code_seen = True
@@ -385,9 +305,9 @@ def _prose_cells(
         text = "\n".join(buf).strip("\n")
         if text.strip():
             first = buf_start + lead
-            cells.append(Cell("markdown", text, path, first + 1, state["tab"] or (),
-                              blocks=cell_blocks(blocks, first, first + text.count("\n") + 1),
-                              every_tab=state.get("tab_all", False)))
+            cells.append(prose_cell(text, path, first + 1, state["tab"] or (),
+                                    cell_blocks(blocks, first, first + text.count("\n") + 1),
+                                    every_tab=state.get("tab_all", False)))
 
     for i, raw in enumerate(lines):
         row = start + i
@@ -414,6 +334,28 @@ def _prose_cells(
             buf.append(raw)
     flush()
     return cells
+
+
+def prose_cell(text: str, path: str, line: int, tabs: tuple[str, ...], blocks: tuple[Block, ...],
+               every_tab: bool = False) -> Cell:
+    """A prose cell, with the text the book shows (slide marks stripped, here and only here)
+    and its blocks: the page parse's, unless stripping could change the structure (a line's
+    start, end, table pipes, math or emptiness changed, or rows went away), when the stripped
+    text is parsed on its own. So render emits MyST from what reading found, never parsing."""
+    prose = strip_slide_marks(text)
+    if prose != text:
+        before, after = text.split("\n"), prose.split("\n")
+        if len(before) != len(after) or any(a != b and _shape(a) != _shape(b)
+                                            for a, b in zip(before, after, strict=True)):
+            blocks = parse_blocks(prose)[1]
+    return Cell("markdown", text, path, line, tabs, prose=prose, blocks=blocks, every_tab=every_tab)
+
+
+def _shape(line: str) -> tuple[object, ...]:
+    """What of a line decides the blocks around it."""
+    s = line.strip()
+    return (line[:len(line) - len(line.lstrip())], s[:1], s[-1:], s.count("|"), s.count("$$"), s.count("`"),
+            bool(IMAGE_LINE.match(line)))
 
 
 def _toc(content: str, line: int, path: str, errors: list[BookError]) -> TocBlock:
@@ -514,8 +456,8 @@ def read_section(text: str, path: str, tabs: tuple[str, ...], default_tab: str) 
         cells.extend(_prose_cells(lines[pos:start], pos, path, tabs, state, markers, blocks))
         if fence.kind == "toc":
             tocs.append(_toc(fence.content, start + 1, path, state["errors"]))
-            cells.append(Cell("markdown", "\n".join(lines[start:end]), path, start + 1,
-                              blocks=cell_blocks(blocks, start, end)))
+            cells.append(prose_cell("\n".join(lines[start:end]), path, start + 1, (),
+                                    cell_blocks(blocks, start, end)))
         else:
             if state["tab"] is not None:
                 state["errors"].append(BookError(
@@ -531,7 +473,7 @@ def read_section(text: str, path: str, tabs: tuple[str, ...], default_tab: str) 
     labels, refs, errors = _scan_refs(tokens, lines, quoted, path)
     errors = sorted([*state["errors"], *errors], key=lambda e: e.line or 0)
     if errors:  # every independent problem of the file, in one message
-        raise errors[0] if len(errors) == 1 else BookErrors(errors)
+        raise_all(errors)
     title = _title(tokens)
     return Section(path, strip_slide_marks(title), tuple(cells), tuple(tocs), labels, tuple(refs),
                    tuple(state["warnings"]))

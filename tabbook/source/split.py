@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from tabbook.config import LibraryKeys
 from tabbook.errors import BookError
 from tabbook.source.dialect import MAGIC_LINE
-from tabbook.source.read import Cell, Section
+from tabbook.source.model import Cell, Section
 from tabbook.source.selected import evaluate, is_static_test, selected_calls, selected_names
 
 

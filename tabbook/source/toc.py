@@ -6,7 +6,7 @@ is an external link, not a page. The walk is depth first (a page, then the
 pages its toc lists), which is the order the book is read, the order numbers
 are given in, and the order in which later ``#@save`` definitions replace
 earlier ones in the library. A missing page, or a page listed twice, is an
-error at the toc block that names it.
+error at the toc block that names it, and so is an entry outside the book's folder.
 
 This module is the one place that resolves toc entries: ``check`` asks it too,
 so the linter and the build can never disagree about what the toc lists.
@@ -18,7 +18,7 @@ import posixpath
 from collections.abc import Callable, Iterator
 
 from tabbook.errors import BookError
-from tabbook.source.read import Section, TocBlock
+from tabbook.source.model import Section, TocBlock
 
 
 def is_external(entry: str) -> bool:
@@ -30,6 +30,17 @@ def entry_path(containing: str, entry: str) -> str:
     """``chapter_gpus/index.md`` + ``devices`` → ``chapter_gpus/devices.md`` (book-root relative)."""
     rel = posixpath.normpath(posixpath.join(posixpath.dirname(containing), entry.strip()))
     return rel if rel.endswith(".md") else rel + ".md"
+
+
+def leaves_book(rel: str) -> bool:
+    """Whether a root-relative path from :func:`entry_path` points outside the book's folder
+    (``../outside/page``, ``/etc/page``): its store entry and its page in ``build/src`` would
+    be written outside the store and the sources."""
+    return rel.startswith("/") or rel == ".." or rel.startswith("../")
+
+
+#: What a toc entry outside the book is told.
+OUTSIDE = "leaves the book's folder (a toc lists pages inside the book)"
 
 
 def page_entries(section: Section) -> Iterator[tuple[TocBlock, str, str]]:
@@ -65,7 +76,7 @@ def walk_toc(root: str, page: Callable[[str], Section | None],
                 errors.append(BookError(f"{child} is listed twice in the table of contents "
                                         f"(first at {first}:{line})", rel, at))
                 continue
-            found = exists(child)
+            found = OUTSIDE if leaves_book(child) else exists(child)
             if found is not True:
                 why = found if isinstance(found, str) else "does not exist"
                 errors.append(BookError(f"toc entry {entry!r}: {child} {why}", rel, at))

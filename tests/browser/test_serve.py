@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import shutil
 import signal
 import subprocess
@@ -33,15 +32,14 @@ def test_sphinx_runs_like_the_render_stage() -> None:
     from tabbook.render.sources import source_dir
 
     config = load_config(BOOK)
-    args = autobuild_args(config, "127.0.0.1", 8123, python="py")
+    args = autobuild_args(config, "127.0.0.1", 8123)
     build = config.build_dir
     assert args[:11] == ["-b", "html", "-c", str(BOOK), str(source_dir(config)), str(build / "html"),
                          "-d", str(build / "doctrees" / "html"), "-q", "--keep-going", "-D"]
     assert args[11] == f"tabbook_preview_status={STATUS_URL}"
     assert _values(args, "--host") == ["127.0.0.1"] and _values(args, "--port") == ["8123"]
-    step = ["py", "-m", "tabbook", "-C", str(BOOK), "serve"]
-    assert [shlex.split(c) for c in _values(args, "--pre-build")] == [step + ["--pre-build"]]
-    assert [shlex.split(c) for c in _values(args, "--post-build")] == [step + ["--post-build"]]
+    # No pre- or post-build commands: each rebuild's steps run in-process (serve.PreviewRebuild).
+    assert "--pre-build" not in args and "--post-build" not in args
     assert "--no-initial" not in args
     assert "--no-initial" in autobuild_args(config, initial_build=False)
 

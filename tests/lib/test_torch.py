@@ -32,7 +32,7 @@ def test_import_loads_no_other_framework_and_no_matplotlib() -> None:
     assert_imports_only_its_framework("torch")
 
 
-@pytest.mark.parametrize("n", [0, 1, 2])
+@pytest.mark.parametrize("n", [0, 1, 2, 8])
 def test_device_helpers_with_n_gpus(monkeypatch: pytest.MonkeyPatch, n: int) -> None:
     need(d2l, "cpu", "gpu", "num_gpus", "try_gpu", "try_all_gpus")
     monkeypatch.setattr(torch.cuda, "device_count", lambda: n)
@@ -95,7 +95,7 @@ def test_board_converts_each_point_to_a_float_once(monkeypatch: pytest.MonkeyPat
     check_board_converts_each_point_once(d2l, monkeypatch)
 
 
-@pytest.mark.parametrize(("n", "wanted", "expected"), [(0, 1, 0), (1, 1, 1), (2, 1, 1), (2, 8, 2), (4, 2, 2)])
+@pytest.mark.parametrize(("n", "wanted", "expected"), [(0, 1, 0), (1, 1, 1), (1, 8, 1), (2, 1, 1), (2, 8, 2), (4, 2, 2), (8, 8, 8)])
 def test_trainer_takes_the_gpus_that_exist(monkeypatch: pytest.MonkeyPatch, n: int, wanted: int,
                                            expected: int) -> None:
     monkeypatch.setattr(torch.cuda, "device_count", lambda: n)

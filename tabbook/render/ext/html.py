@@ -38,6 +38,7 @@ from tabbook.render.site import (
     compact_css,
     compact_js,
     deck_target,
+    header_links_html,
     links_for,
     pdf_url,
     publish_downloads,
@@ -285,6 +286,16 @@ def _page_assets(app: Sphinx, pagename: str, templatename: str, context: dict[st
         js[:] = [s for s in js if _basename(s) not in drop_js]
 
 
+def _header_links(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any],
+                  doctree: nodes.document | None) -> None:
+    """``[html] header_links`` (d2lbook's navbar links) above every page's content."""
+    opts = _options(app)
+    if app.builder.format != "html" or opts is None or not opts.header_links or "body" not in context:
+        return
+    to_root = relative_uri(app.builder.get_target_uri(pagename), "")
+    context["body"] = header_links_html(opts.header_links, to_root) + (context.get("body") or "")
+
+
 HEADING_WITHOUT_LEVEL = re.compile(r'role="heading"(?![^>]*aria-level)')
 
 
@@ -319,7 +330,7 @@ def _cached_highlighting(app: Sphinx) -> None:
     highlighter = getattr(app.builder, "highlighter", None)
     if app.builder.format != "html" or highlighter is None or highlighter.dest != "html":
         return
-    from tabbook.render.sphinx import _render_code_hash
+    from tabbook.files import builder_fingerprint
 
     path = Path(app.doctreedir) / HIGHLIGHT_CACHE
     try:
@@ -330,7 +341,7 @@ def _cached_highlighting(app: Sphinx) -> None:
     store["build"] += 1
     entries: dict[str, tuple[str, int]] = store["entries"]
     style = highlighter.formatter_args.get("style")
-    salt = repr((_render_code_hash(), highlighter.formatter.__qualname__, getattr(style, "__name__", style),
+    salt = repr((builder_fingerprint(), highlighter.formatter.__qualname__, getattr(style, "__name__", style),
                  sorted((k, repr(v)) for k, v in highlighter.formatter_args.items() if k != "style")))
     original = highlighter.highlight_block
 
@@ -388,6 +399,7 @@ def setup_html(app: Sphinx) -> None:
     app.connect("env-get-outdated", _links_changed)
     app.connect("doctree-resolved", _downloads_bar)
     app.connect("html-page-context", _page_assets)
+    app.connect("html-page-context", _header_links)
     app.connect("html-page-context", _heading_levels, priority=900)
     app.connect("build-finished", _publish)
 

@@ -1,7 +1,7 @@
 """Sphinx extension: the live preview's build-error banner (``make serve`` only).
 
-``tabbook.serve`` sets ``tabbook_preview_status`` to the URL of the status file that its pre- and
-post-build steps write (``{"ok": ..., "error": "..."}``). Pages rendered with it set fetch that file
+``tabbook.serve`` sets ``tabbook_preview_status`` to the URL of the status file that each of its
+rebuilds writes (``{"ok": ..., "error": "..."}``). Pages rendered with it set fetch that file
 once loaded (sphinx-autobuild reloads them after every build, failed or not) and, when the last
 build failed, show its error over the stale page. Without the setting (``make html``, the published
 site) nothing is added to any page.

@@ -1,0 +1,45 @@
+"""Images that lead outside the book are refused before Sphinx copies them into the site.
+
+``check`` refuses a Markdown image outside the book; this covers every other way a page names
+an image (an ``eval_rst`` ``.. image::`` or ``.. figure::``, a MyST figure), since Sphinx copies
+whatever file an image names into ``_images/``: ``.. image:: ../../../../home/me/secret.png``
+would publish a file of the machine on the site. The image is dropped from the page, so nothing
+is copied, and a warning at its line fails the build (:mod:`.diagnostics`). "Outside" is where
+the path really leads (symbolic links followed): the book's resources are linked into
+``build/src``, and lead back into the book.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from docutils import nodes
+from sphinx.application import Sphinx
+from sphinx.util import logging
+
+logger = logging.getLogger(__name__)
+
+
+def refuse_outside_images(app: Sphinx, doctree: nodes.document) -> None:
+    """Drop, with a warning at its line, every image whose file is outside the book's folder."""
+    root = app.config.tabbook_root
+    if not root:
+        return
+    book = Path(root).resolve()
+    for node in list(doctree.findall(nodes.image)):
+        uri = node.get("uri", "")
+        if not uri or "://" in uri or uri.startswith("data:") or uri.endswith("*"):
+            continue
+        _, file = app.env.relfn2path(uri, app.env.docname)
+        if not Path(file).resolve().is_relative_to(book):
+            logger.warning(f"image file {uri} is outside the book's folder", location=node)
+            node.parent.remove(node)
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    # The book's folder, from tabbook.render.sphinx_conf; empty (a plain Sphinx project): no check.
+    app.add_config_value("tabbook_root", "", "env", types=frozenset({str}))
+    # Before Sphinx's image collector (priority 500) records the file to copy.
+    app.connect("doctree-read", refuse_outside_images, priority=400)
+    return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,228 @@
+"""The warm builder: a background process per book that runs, in forks of itself, the builds
+that ``tabbook build`` commands hand over (:mod:`.client`).
+
+It is started by a build that found none (``python -m tabbook warm --serve SOCKET``), imports
+what a build and its Sphinx run import (:mod:`.preload`), then listens on the book's socket
+(:mod:`.address`). For each build it:
+
+- refuses a peer of another user (``SO_PEERCRED``) and a request that does not arrive within
+  :data:`REQUEST_TIMEOUT` seconds (a stuck client must not stop it serving others);
+- forks (:func:`tabbook.warm.fork.run_in_fork`): the fork takes the command line's standard
+  streams, folder, umask and environment, leads a process group of its own (the command line
+  forwards signals to the group: the build's Sphinx fork stops with it) and runs the command
+  (``cli.main``, handed in by the command line so that nothing here imports it) with
+  :func:`tabbook.warm.launch.fork_sphinx` as its way to run Sphinx;
+- tells the command line the fork's pid at once, and its exit status when it ends, as a shell
+  would report it (``128 + N`` when a signal N ended it); what is left of its process group
+  then (a Sphinx fork, when a signal killed the build) is killed.
+
+Between builds it imports what the last HTML run recorded. It ends after :data:`IDLE_SECONDS`
+without a build, or when asked (``tabbook warm --stop``).
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import selectors
+import signal
+import socket
+import struct
+import sys
+import time
+from pathlib import Path
+from typing import Protocol
+
+from tabbook.config import load_config
+from tabbook.render.sphinx import Launcher
+from tabbook.warm.address import peer, same_user
+from tabbook.warm.client import connect
+from tabbook.warm.fork import exit_status, run_in_fork
+from tabbook.warm.launch import fork_sphinx
+from tabbook.warm.preload import Preloaded, remember_entry_points
+
+#: A warm builder ends after this long without a build.
+IDLE_SECONDS = 15 * 60
+#: Builds at once; one more is refused (its command line then builds by itself).
+MAX_BUILDS = 4
+#: Seconds a connected command line has to send its request.
+REQUEST_TIMEOUT = 5.0
+
+
+class Command(Protocol):
+    """What a fork runs: the command line's ``main``, with the way to run Sphinx; its exit status."""
+
+    def __call__(self, argv: list[str], *, sphinx: Launcher) -> int: ...
+
+
+def read_frame(conn: socket.socket) -> bytes:
+    def exactly(size: int) -> bytes:
+        data = bytearray()
+        while len(data) < size:
+            chunk = conn.recv(min(1 << 16, size - len(data)))
+            if not chunk:
+                raise EOFError
+            data += chunk
+        return bytes(data)
+
+    (size,) = struct.unpack("!I", exactly(4))
+    return exactly(size)
+
+
+def _log(message: str) -> None:
+    print(f"[warm] {message}", file=sys.stderr, flush=True)
+
+
+class Server:
+    """The accept loop and the builds it runs: ``builds`` maps each fork's pid to its command
+    line's connection, on which its exit status is sent when the fork is reaped."""
+
+    def __init__(self, listener: socket.socket, command: Command, preloaded: Preloaded) -> None:
+        self.listener = listener
+        self.command = command
+        self.preloaded = preloaded
+        self.builds: dict[int, socket.socket] = {}
+        self.wake_read, self.wake_write = os.pipe()
+        os.set_blocking(self.wake_read, False)
+        os.set_blocking(self.wake_write, False)
+
+    def run(self) -> None:
+        signal.set_wakeup_fd(self.wake_write)  # a fork's end (SIGCHLD) wakes the loop at once
+        signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+        selector = selectors.DefaultSelector()
+        selector.register(self.listener, selectors.EVENT_READ, "accept")
+        selector.register(self.wake_read, selectors.EVENT_READ, "reap")
+        last = time.monotonic()
+        try:
+            while True:
+                self._reap()
+                if not self.builds:
+                    if time.monotonic() - last > IDLE_SECONDS:
+                        return
+                    self.preloaded.refresh()  # what the last build's Sphinx run loaded, if new
+                for key, _ in selector.select(timeout=1.0):
+                    if key.data == "reap":
+                        try:
+                            while os.read(self.wake_read, 512):
+                                pass
+                        except BlockingIOError:
+                            pass
+                    elif self._accept():
+                        last = time.monotonic()
+                    elif self._stopping:
+                        return
+        finally:
+            signal.set_wakeup_fd(-1)
+            selector.close()
+            for conn in self.builds.values():
+                conn.close()
+
+    _stopping = False
+
+    def _accept(self) -> bool:
+        """Take one connection; whether it started a build."""
+        try:
+            conn, _ = self.listener.accept()
+        except OSError:
+            return False
+        fds: list[int] = []
+        try:
+            conn.settimeout(REQUEST_TIMEOUT)
+            pid, uid = peer(conn)
+            if not same_user(uid):
+                _log(f"refused a connection from pid {pid}: user {uid}, not {os.getuid()}")
+                return False
+            msg, fds, _, _ = socket.recv_fds(conn, 1, 3)
+            if msg == b"s":
+                conn.sendall(b"k")
+                self._stopping = True
+                return False
+            if msg != b"t" or len(fds) != 3 or len(self.builds) >= MAX_BUILDS:
+                return False  # a ping, or one build too many: that command line builds by itself
+            self._fork(conn, fds, json.loads(read_frame(conn)))
+            return True
+        except (OSError, EOFError, ValueError, KeyError, TypeError) as exc:
+            _log(f"a request was not read ({exc.__class__.__name__}: {exc}); its command line builds by itself")
+            return False
+        finally:
+            for fd in fds:
+                os.close(fd)
+            if not any(c is conn for c in self.builds.values()):
+                conn.close()
+
+    def _fork(self, conn: socket.socket, fds: list[int], request: dict) -> None:
+        argv = list(request["argv"])
+
+        def build() -> int:
+            sys.argv = [sys.argv[0], *argv]
+            return self.command(argv, sphinx=fork_sphinx)
+
+        others = [c.fileno() for c in self.builds.values()]
+        pid = run_in_fork(build, stdio=(fds[0], fds[1], fds[2]), env=request["env"], cwd=request["cwd"],
+                          umask=request["umask"], new_group=True,
+                          close=[self.listener.fileno(), conn.fileno(), self.wake_read, self.wake_write, *others])
+        self.builds[pid] = conn
+        try:
+            conn.settimeout(REQUEST_TIMEOUT)
+            conn.sendall(f"pid {pid}\n".encode())
+        except OSError:
+            pass  # the command line is gone: the build still runs and is reaped
+
+    def _reap(self) -> None:
+        while self.builds:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                pid, status = 0, 0
+            if not pid:
+                return
+            conn = self.builds.pop(pid, None)
+            if conn is None:
+                continue
+            try:  # whatever the build left in its group (its Sphinx fork, if a signal ended it) ends too
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
+            with conn:
+                try:
+                    conn.sendall(f"rc {exit_status(status)}\n".encode())
+                except OSError:
+                    pass
+
+
+def serve_forever(path: Path, root: Path, command: Command) -> int:
+    """The warm builder of the book at ``root``, listening at ``path``: import, listen, fork one
+    child per build (which runs ``command``); end when idle or asked to."""
+    os.chdir(root)
+    preloaded = Preloaded(load_config(root))
+    remember_entry_points()  # before the plugins' modules take their own references
+    preloaded.refresh()
+    # What was imported stays: out of the collector's sight, a fork's collections do not touch
+    # (and so copy) every page of it.
+    gc.collect()
+    gc.freeze()
+    if path.exists():
+        other = connect(path)
+        if other is not None:
+            other.close()
+            return 0  # another one is already serving this book
+        path.unlink(missing_ok=True)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        listener.bind(str(path))
+    except OSError:
+        listener.close()
+        return 0  # another one started meanwhile
+    inode = path.stat().st_ino
+    listener.listen(8)
+    try:
+        Server(listener, command, preloaded).run()
+    finally:
+        listener.close()
+        try:
+            if path.stat().st_ino == inode:  # not a successor's socket
+                path.unlink()
+        except OSError:
+            pass
+    return 0
