@@ -5,9 +5,12 @@
 PY        ?= python3.11
 VENV      := .venv
 VPY       := $(VENV)/bin/python
-TB        := $(VPY) -m tabbook
-BUILDER_STAMP := $(VENV)/.installed-$(shell sha256sum envs/builder.txt 2>/dev/null | cut -c1-12)
-# What only the tests add (the optional Dask extra of `build --scheduler`, actionlint):
+# The builder as any book uses it: the installed `tabbook` command (packaging/tabbook, installed
+# editable into .venv, so it runs this checkout's code as it is), with this repository's exact lock
+# (envs/builder.txt) for reproducible outputs; test tools come separately (envs/builder-test.txt).
+TB        := $(VENV)/bin/tabbook
+BUILDER_STAMP := $(VENV)/.installed-$(shell cat envs/builder.txt packaging/tabbook/pyproject.toml packaging/tabbook/hatch_build.py 2>/dev/null | sha256sum | cut -c1-12)
+# What only the tests add (pytest, ruff, Playwright, the optional Dask extra of `build --scheduler`, actionlint):
 # `make test` installs it; a plain `make html` never does.
 TEST_STAMP := $(VENV)/.extra-test-$(shell cat envs/builder-test.txt envs/builder-dask.txt 2>/dev/null | sha256sum | cut -c1-12)
 export TF_CPP_MIN_LOG_LEVEL := 2
@@ -24,9 +27,10 @@ site: $(BUILDER_STAMP) tex
 	$(TB) site $(if $(FORCE),--force)
 	@echo "site: build/html/index.html (with the PDFs)"
 
-$(BUILDER_STAMP): envs/builder.txt
+$(BUILDER_STAMP): envs/builder.txt packaging/tabbook/pyproject.toml packaging/tabbook/hatch_build.py
 	@test -x $(VPY) || $(PY) -m venv $(VENV)
 	$(VPY) -m pip install --quiet --disable-pip-version-check -r envs/builder.txt
+	$(VPY) -m pip install --quiet --disable-pip-version-check --no-deps -e packaging/tabbook
 	@rm -f $(VENV)/.installed-* && touch $@
 
 $(TEST_STAMP): envs/builder-test.txt envs/builder-dask.txt $(BUILDER_STAMP)
@@ -47,13 +51,14 @@ libtest: $(BUILDER_STAMP)
 	$(TB) libtest
 
 # Both distributions: the d2l library (this folder's pyproject.toml) and the tabbook tool
-# (packaging/tabbook/pyproject.toml, which packages tabbook/ with its data files).
+# (packaging/tabbook/pyproject.toml, which packages tabbook/ with its data files): its sdist,
+# then its wheel built from that sdist (uv build), so a broken sdist cannot go unnoticed.
 dist: $(BUILDER_STAMP)
 	$(VPY) -m pip wheel . --no-deps --quiet -w build/dist
-	$(VPY) -m pip wheel packaging/tabbook --no-deps --quiet -w build/dist
-	@ls build/dist/*.whl
+	$(VENV)/bin/uv build --quiet packaging/tabbook --out-dir build/dist
+	@ls build/dist/*.whl build/dist/*.tar.gz
 
-lint: $(BUILDER_STAMP)
+lint: $(BUILDER_STAMP) $(TEST_STAMP)
 	$(VPY) -m ruff check .
 
 # The PDFs are part of the product, so their tests run everywhere `make test` runs, not only
@@ -97,7 +102,7 @@ serve: $(BUILDER_STAMP)
 browser:
 	@bash scripts/install-browser.sh
 
-bench: $(BUILDER_STAMP) browser
+bench: $(BUILDER_STAMP) $(TEST_STAMP) browser
 	$(VPY) bench/run.py
 
 tex:

@@ -7,8 +7,9 @@ of the site (bench/page_weight.py), and the side-by-side figures: tabbook beside
 Sphinx + myst-nb's execution cache on a generated book (bench/peer_mystnb.py) and
 beside d2lbook on this book's chapter (bench/d2lbook_chapter.py), and how the
 builder's cost grows with the book (bench/scale.py), and how many units one edit of a
-saved block makes stale under each invalidation rule (bench/library_keys.py), and what
-fsync before each rename costs (bench/fsync.py). Each
+saved block makes stale under each invalidation rule (bench/library_keys.py), what
+fsync before each rename costs (bench/fsync.py), and how long a framework environment
+takes to create with uv and with pip (bench/env_create.py). Each
 prints its targets beside its figures.
 """
 
@@ -60,8 +61,10 @@ def main() -> int:
     os.environ["TABBOOK_WARM"] = "0"
     machine()
     rc = 0
+    # env_create.py creates each framework's environment twice (pip, then uv) in a throw-away
+    # folder: minutes, and the disk of two environments at a time.
     scripts = ["build_times.py", "import_cost.py", "page_weight.py", "peer_mystnb.py", "serve_latency.py",
-               "scale.py", "library_keys.py", "fsync.py"]
+               "scale.py", "library_keys.py", "fsync.py", "env_create.py"]
     # Beside d2lbook on our own chapter: needs Debian's pandoc (d2lbook converts with it) and
     # makes d2lbook's bench venv on first use.
     if shutil.which("pandoc"):

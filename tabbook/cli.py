@@ -1,7 +1,7 @@
 """Command line: ``python -m tabbook [-C ROOT] COMMAND``, one entry for everything the builder does.
 
 Commands: ``build``, ``new``, ``clear``, ``check``, ``lib``, ``libtest``, ``pdf``, ``site``,
-``serve``, ``linkcheck``, ``envs``, ``wheelhouse``, ``merge-stores``, ``verify-freeze``, ``katex``, ``clean``,
+``serve``, ``linkcheck``, ``envs``, ``lock``, ``wheelhouse``, ``merge-stores``, ``verify-freeze``, ``katex``, ``clean``,
 ``warm`` (``python -m tabbook COMMAND --help`` for each). ``build`` also takes d2lbook's targets
 (``tabbook build html``, ``tabbook build pdf --tab pytorch``). Library code raises :class:`BookError`; only this edge turns errors
 into ``file.md:LINE: message`` lines on stderr and a non-zero exit status.

@@ -179,6 +179,9 @@ def test_stale_hashed_lock_is_refused_with_its_line(offline) -> None:
 @pytest.mark.skipif(not HAS_UV, reason="uv is not installed (envs/builder.txt)")
 def test_tabbook_lock_pins_the_environment_with_hashes_from_the_wheel_folder(offline) -> None:
     book, wheel = offline
+    _hashed(book, wheel, "0" * 64)  # a hashed lock of an earlier alpha.txt, with a wrong hash too:
+    lock = book / "envs" / "alpha.txt"
+    lock.write_text(lock.read_text() + "# edited: the hashed lock is stale\n")  # lock replaces it
     proc = subprocess.run([sys.executable, "-m", "tabbook", "-C", str(book), "lock", "alpha"],
                           cwd=ROOT, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "PYTHONPATH": str(ROOT), ENV: "uv"})
@@ -187,7 +190,11 @@ def test_tabbook_lock_pins_the_environment_with_hashes_from_the_wheel_folder(off
     good = hashlib.sha256(wheel.read_bytes()).hexdigest()
     assert text.splitlines()[0] == HEADER.format(name="alpha.txt", digest=requirements_digest(book / "envs" / "alpha.txt"))
     assert f"tinypkg==1.0 \\\n    --hash=sha256:{good}\n" in text
-    assert "pip==" not in text
+    assert "pip==" not in text and "setuptools==" not in text  # what venv seeds is no part of the lock
+    config = load_config(book)
+    fw = config.framework("alpha")
+    assert hashed_lock(lock, str) is not None
+    assert check_env(config, fw, ensure_env(config, fw, create=False)) == "1.0"  # the locked venv is current
 
 
 def test_hashed_lock_with_an_unhashed_or_unpinned_package_is_refused(offline) -> None:

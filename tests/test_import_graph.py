@@ -33,7 +33,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("tabbook.render",),
     ("tabbook.build",),
     ("tabbook.warm", "tabbook.serve", "tabbook.new"),
-    ("tabbook.cli", "tabbook.__main__"),
+    ("tabbook.cli", "tabbook.__main__", "tabbook.api"),
 )
 
 #: (importer, imported) pairs allowed to run up the pipeline, each written down in

@@ -14,9 +14,14 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tarfile
+import zipfile
 from pathlib import Path
 
 import pytest
+from prerequisites import require
+
+from tabbook.execute.installer import uv_binary
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -102,3 +107,30 @@ def test_d2lbooks_quick_start_book_builds(installed: tuple[Path, dict[str, str],
         pytest.skip("no xelatex: the PDF half of this test needs TeX (scripts/install-tex.sh)")
     out = _run([str(bin_dir / "tabbook"), "build", "pdf"], cwd=book, env=env)
     assert (book / "build" / "pdf" / "d2lbook-python.pdf").stat().st_size > 10_000, out
+
+
+def test_the_sdist_carries_the_package_data_and_builds_the_same_wheel(
+        installed: tuple[Path, dict[str, str], Path]) -> None:
+    """``make dist``'s way: ``uv build`` makes the sdist, then the wheel from the unpacked sdist
+    (where ../../tabbook does not exist: packaging/tabbook/hatch_build.py finds tabbook/ there).
+    That wheel holds the same files, byte for byte, as the one built from the checkout."""
+    _, env, work = installed
+    uv = uv_binary()
+    require(uv, "uv is not installed (envs/builder.txt)")
+    out = work / "sdist"
+    _run([str(uv), "build", "--quiet", str(ROOT / "packaging" / "tabbook"), "--out-dir", str(out)], cwd=work, env=env)
+    [sdist] = sorted(out.glob("tabbook-*.tar.gz"))
+    [from_sdist] = sorted(out.glob("tabbook-*.whl"))
+    with tarfile.open(sdist) as tar:
+        names = {name.split("/", 1)[1] for name in tar.getnames() if "/" in name}
+    for data in ("pyproject.toml", "hatch_build.py", "PKG-INFO", "tabbook/render/node/package.json",
+                 "tabbook/render/static/tabbook.js", "tabbook/render/front.css", "tabbook/render/latex/tabbook.sty",
+                 "tabbook/execute/offline-requirements.txt", "tabbook/cli.py"):
+        assert data in names, data
+    tracked = set(subprocess.run(["git", "ls-files", "tabbook"], cwd=ROOT, capture_output=True, text=True,
+                                 check=True).stdout.split())
+    assert {n for n in names if n.startswith("tabbook/")} == tracked  # every file of the package, no cache
+    [from_tree] = sorted((work / "dist").glob("tabbook-*.whl"))
+    with zipfile.ZipFile(from_sdist) as a, zipfile.ZipFile(from_tree) as b:
+        assert sorted(a.namelist()) == sorted(b.namelist())
+        assert [n for n in a.namelist() if not n.endswith("RECORD") and a.read(n) != b.read(n)] == []

@@ -55,20 +55,20 @@ def test_actionlint_does_check_it(tmp_path: Path) -> None:
 
 
 def _tabbook_commands(workflow: dict) -> list[tuple[str, list[str]]]:
-    """(job, argv) of every ``.venv/bin/python -m tabbook …`` line the workflow's steps run."""
+    """(job, argv) of every ``.venv/bin/tabbook …`` line the workflow's steps run."""
     found = []
     for name, job in workflow["jobs"].items():
         for step in job.get("steps", []):
             script = re.sub(r"\\\n\s*", " ", step.get("run", ""))
             for line in script.splitlines():
-                if "-m tabbook" not in line:
+                if ".venv/bin/tabbook" not in line:
                     continue
                 # Expressions and shell variables stand for values of the right kind.
                 line = re.sub(r"\$\{\{\s*matrix\.shard\s*\}\}", "0", line)
                 line = re.sub(r"\$\{\{[^}]*\}\}", "pytorch", line)
                 line = line.replace("$SHARDS", "2").replace("$RUNNER_TEMP", "/tmp")
                 argv = shlex.split(line)
-                found.append((name, argv[argv.index("tabbook") + 1:]))
+                found.append((name, argv[argv.index(".venv/bin/tabbook") + 1:]))
     return found
 
 
@@ -82,6 +82,18 @@ def test_every_tabbook_command_of_the_workflow_parses() -> None:
         args = parser().parse_args(argv)  # exits (SystemExit) on an unknown option
         if args.command == "build" and args.shard:
             assert args.shard == (0, 2) and args.no_render and args.frameworks == "pytorch"
+
+
+def test_the_jobs_run_the_installed_tool() -> None:
+    """As any book's CI would: the builder venv gets the tabbook distribution (editable, from this
+    checkout) beside the exact lock, and no step runs the package as a module."""
+    text = WORKFLOW.read_text()
+    workflow = yaml.safe_load(text)
+    assert "-m tabbook" not in text
+    for job in ("execute", "publish"):
+        script = "\n".join(step.get("run", "") for step in workflow["jobs"][job]["steps"])
+        lock = script.index("pip install --quiet -r envs/builder.txt")
+        assert lock < script.index("pip install --quiet --no-deps -e packaging/tabbook") < script.index(".venv/bin/tabbook")
 
 
 def test_the_matrix_is_frameworks_by_shards_and_publish_waits_for_it() -> None:

@@ -109,8 +109,9 @@ def venv_dir(fw: Framework) -> Path:
     return base / f"{fw.name}-{lock_hash(fw)}"
 
 
-def ensure_env(config: Config, fw: Framework, create: bool = True, log=print) -> Env:
-    """Return the framework's env, creating and installing it when missing."""
+def ensure_env(config: Config, fw: Framework, create: bool = True, log=print, hashes: bool = True) -> Env:
+    """Return the framework's env, creating and installing it when missing (``hashes=False``:
+    from the requirements file even where a hashed lock lies beside it, as ``tabbook lock`` does)."""
     if fw.interpreter is not None:  # someone else's environment: used as it is, never installed into
         if not os.access(fw.interpreter, os.X_OK) or fw.interpreter.is_dir():
             raise BookError(f"the {fw.name} interpreter {fw.interpreter} is not an executable file")
@@ -129,7 +130,7 @@ def ensure_env(config: Config, fw: Framework, create: bool = True, log=print) ->
             f"(--python {fw.name}=PATH), or build with --no-execute", "config.ini", line)
     target = venv_dir(fw)
     python = target / "bin" / "python"
-    if not _complete(target, fw, config):
+    if not _complete(target, fw, config, hashes):
         if not create:
             raise BookError(
                 f"the {fw.name} environment is not installed; run `make envs` or `make html`",
@@ -145,23 +146,23 @@ def ensure_env(config: Config, fw: Framework, create: bool = True, log=print) ->
         target.parent.mkdir(parents=True, exist_ok=True)
         with exclusive(target.parent / f".{target.name}.lock", f"another process creating the {fw.name} "
                        f"environment {target}", log=log):
-            if not _complete(target, fw, config):
-                _create_env(config, fw, target, base, log)
+            if not _complete(target, fw, config, hashes):
+                _create_env(config, fw, target, base, log, hashes)
     return Env(fw.name, python, lock_hash(fw))
 
 
-def _hashes_line(config: Config, fw: Framework) -> str | None:
+def _hashes_line(config: Config, fw: Framework, hashes: bool = True) -> str | None:
     """What the marker records of the hashed lock installed (None: there is none)."""
     from tabbook.execute.installer import hashed_lock
 
     assert fw.requirements is not None
-    hashed = hashed_lock(fw.requirements, config.rel)
+    hashed = hashed_lock(fw.requirements, config.rel) if hashes else None
     if hashed is None:
         return None
     return f"hashes sha256:{hashlib.sha256(hashed.read_bytes()).hexdigest()[:16]}"
 
 
-def _complete(target: Path, fw: Framework, config: Config) -> bool:
+def _complete(target: Path, fw: Framework, config: Config, hashes: bool = True) -> bool:
     """The venv is installed, from the hashed lock there is now when its marker names one.
 
     The venv's name comes from the requirements file alone (so adding hashes to a lock keeps
@@ -173,11 +174,12 @@ def _complete(target: Path, fw: Framework, config: Config) -> bool:
         recorded = (target / MARKER).read_text(encoding="utf-8").split("\n")
     except OSError:
         return False
-    hashes = [line for line in recorded if line.startswith("hashes ")]
-    return not hashes or hashes[0] == _hashes_line(config, fw)
+    recorded_hashes = [line for line in recorded if line.startswith("hashes ")]
+    return not hashes or not recorded_hashes or recorded_hashes[0] == _hashes_line(config, fw)
 
 
-def _create_env(config: Config, fw: Framework, target: Path, base: Path, log: Callable[[str], Any]) -> None:
+def _create_env(config: Config, fw: Framework, target: Path, base: Path, log: Callable[[str], Any],
+                hashes: bool = True) -> None:
     """Create ``target`` with the interpreter ``base`` and install ``fw``'s lock into it (the
     caller holds its lock): with uv when it is available, else pip (:mod:`.installer`), from
     the hashed lock beside the requirements when there is one."""
@@ -188,7 +190,7 @@ def _create_env(config: Config, fw: Framework, target: Path, base: Path, log: Ca
     assert fw.requirements is not None
     python = target / "bin" / "python"
     installer = chosen_installer()
-    hashed = hashed_lock(fw.requirements, config.rel)
+    hashed = hashed_lock(fw.requirements, config.rel) if hashes else None
     lock = hashed or fw.requirements
     if target.exists():
         log(f"[env] {fw.name}: removing incomplete environment {target}")
@@ -207,8 +209,8 @@ def _create_env(config: Config, fw: Framework, target: Path, base: Path, log: Ca
             f"installing the {fw.name} environment failed ({installer} exit {exc.returncode})",
             config.rel(lock),
         ) from exc
-    hashes = _hashes_line(config, fw)
-    (target / MARKER).write_text(_python_version(python) + "\n" + (hashes + "\n" if hashes else ""))
+    record = _hashes_line(config, fw, hashes)
+    (target / MARKER).write_text(_python_version(python) + "\n" + (record + "\n" if record else ""))
     log(f"[env] {fw.name}: installed with {installer} in {time.monotonic() - started:.1f} s")
 
 
@@ -341,7 +343,7 @@ def lock_envs(config: Config, names: list[str]) -> None:
         for number, _ in local_requirements(fw.requirements):
             raise BookError("a lock in hash-checking mode cannot name a local folder", config.rel(fw.requirements),
                             number)
-        env = ensure_env(config, fw)
+        env = ensure_env(config, fw, hashes=False)  # a stale hashed lock is what is being replaced
         write_hashed_lock(fw.requirements, env.python)  # its pins are this venv's: it stays as it is
 
 

@@ -20,7 +20,6 @@ hash-checking mode by either program: every package pinned, every file checked.
 from __future__ import annotations
 
 import os
-import shlex
 import shutil
 import subprocess
 import sys
@@ -125,9 +124,6 @@ def install_command(installer: str, python: Path, lock: Path, constraints: Path 
         cmd += ["-c", str(constraints.resolve())]
     return cmd + ["-r", str(lock.resolve())]
 
-
-def describe(cmd: list[str]) -> str:
-    return shlex.join(cmd)
 
 
 # --- hashed locks ---------------------------------------------------------------------------------

@@ -110,7 +110,8 @@ def check_url(url: str, timeout: float = 15.0) -> str | None:
 
 
 def broken_external_links(site: Path, jobs: int = 8, timeout: float = 15.0) -> list[str]:
-    """``page.html:LINE: broken external link URL (why)`` for each place that uses a broken address."""
+    """``page.html:LINE: broken external link URL (why)``, once per broken address, at its first
+    place; the other places that use it follow (a theme's link is on every page: one line)."""
     found = external_links(site)
     urls = sorted(found)
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
@@ -118,7 +119,9 @@ def broken_external_links(site: Path, jobs: int = 8, timeout: float = 15.0) -> l
     problems = []
     for url, why in zip(urls, answers, strict=True):
         if why is not None:
-            problems += [f"{where}: broken external link {url} ({why})" for where in found[url]]
+            first, *others = found[url]
+            more = f"; also {', '.join(others[:3])}{f' and {len(others) - 3} more' if len(others) > 3 else ''}"
+            problems.append(f"{first}: broken external link {url} ({why}{more if others else ''})")
     return sorted(problems)
 
 
