@@ -10,8 +10,12 @@ import os
 import signal
 from pathlib import Path
 
+import pytest
 from procs import processes
 from test_d2lbook_build import make_book, tabbook
+
+from tabbook.config import OVERLAY_ENV, load_config
+from tabbook.errors import BookError
 
 
 def _files(folder: Path) -> list[str]:
@@ -146,3 +150,28 @@ def test_output_past_the_cap_is_dropped_as_it_arrives() -> None:
     assert produced == {0: 50_000_000} and cell.outputs[-1]["output_type"] == "error"
     cap_outputs(cell, 10_000, produced[0])
     assert "this cell produced 50,000,000 bytes of output" in cell.outputs[-1]["text"]
+
+
+def test_book_paths_in_an_overlay_are_the_books_and_stay_inside_it(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """An overlay's environment paths are relative to the overlay and may lie anywhere; a book
+    path it sets (freeze_dir) is relative to the book's root and must stay inside the book,
+    located at the overlay's line."""
+    monkeypatch.delenv(OVERLAY_ENV, raising=False)
+    book, overlay = make_book(tmp_path)
+    lock = overlay.parent / "locks" / "pt.txt"
+    lock.parent.mkdir()
+    lock.write_text("ipykernel\n")
+    overlay.write_text(overlay.read_text().replace("[framework:pytorch]\npython = current\n",
+                                                   "[framework:pytorch]\nrequirements = locks/pt.txt\n")
+                       + "\n[build]\nfreeze_dir = store\n")
+    config = load_config(book, overlay)
+    assert config.framework("pytorch").requirements == lock.resolve()  # outside the book: allowed
+    assert config.freeze_dir == book.resolve() / "store"  # the book's root, not the overlay's folder
+    overlay.write_text(overlay.read_text().replace("freeze_dir = store", "freeze_dir = ../store"))
+    line = overlay.read_text().splitlines().index("freeze_dir = ../store") + 1
+    with pytest.raises(BookError) as err:
+        load_config(book, overlay)
+    assert err.value.location_message() == (
+        f"{overlay.resolve()}:{line}: [build] freeze_dir names ../store, which is outside the book's folder "
+        "(book paths are relative to the book's root and stay inside it)")
