@@ -175,3 +175,38 @@ def test_book_paths_in_an_overlay_are_the_books_and_stay_inside_it(tmp_path: Pat
     assert err.value.location_message() == (
         f"{overlay.resolve()}:{line}: [build] freeze_dir names ../store, which is outside the book's folder "
         "(book paths are relative to the book's root and stay inside it)")
+
+
+def test_an_interrupted_build_leaves_no_daemon_either(tmp_path: Path) -> None:
+    """Ctrl-C while a unit runs: the worker ends its kernel and everything below it before it
+    exits, the daemon its cell detached included."""
+    import subprocess
+    import sys
+    import time
+
+    marker = f"tabbook-daemon-int-{os.getpid()}-{tmp_path.name}"
+    daemon = ("import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
+              "        time.sleep(600)\n")
+    book, overlay, _ = _book_with(tmp_path, _code_page(
+        f"import subprocess, sys, time\nsubprocess.run([sys.executable, '-c', {daemon!r}, {marker!r}], check=True)\n"
+        "time.sleep(600)"))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent),
+           "TABBOOK_CACHE": str(tmp_path / ".cache"), "TABBOOK_WARM": "0"}
+    env.pop(OVERLAY_ENV, None)
+    build = subprocess.Popen([sys.executable, "-m", "tabbook", "-C", str(book), "--overlay", str(overlay), "build",
+                              "--builder", ""], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not processes(lambda args, _: marker.encode() in args):
+            assert time.monotonic() < deadline and build.poll() is None, build.communicate()[0]
+            time.sleep(0.2)
+        build.send_signal(signal.SIGINT)
+        out, _ = build.communicate(timeout=60)
+        assert build.returncode != 0, out
+        time.sleep(0.5)
+        assert processes(lambda args, _: marker.encode() in args) == [], out
+    finally:
+        if build.poll() is None:
+            build.kill()
+        for pid in processes(lambda args, _: marker.encode() in args):
+            os.kill(int(pid), signal.SIGKILL)
