@@ -210,3 +210,20 @@ def test_an_interrupted_build_leaves_no_daemon_either(tmp_path: Path) -> None:
             build.kill()
         for pid in processes(lambda args, _: marker.encode() in args):
             os.kill(int(pid), signal.SIGKILL)
+
+
+@pytest.mark.parametrize(("value", "want"), [("8G", 8 * 1024**3), ("1536M", 1536 * 1024**2), ("2 GiB", 2 * 1024**3),
+                                             ("", 0), ("512M", "must be at least 1G"),
+                                             ("lots", "must be a size such as 4G")])
+def test_memory_limit_is_a_size_checked_at_its_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    value: str, want: int | str) -> None:
+    monkeypatch.delenv(OVERLAY_ENV, raising=False)
+    book, _ = make_book(tmp_path)
+    ini = book / "config.ini"
+    ini.write_text(ini.read_text().replace("[build]\n", f"[build]\nmemory_limit = {value}\n", 1))
+    if isinstance(want, int):
+        assert load_config(book).memory_limit == want
+        return
+    with pytest.raises(BookError) as err:
+        load_config(book)
+    assert err.value.location_message().startswith(f"config.ini:8: [build] memory_limit {want}")
