@@ -10,8 +10,12 @@ import os
 import signal
 from pathlib import Path
 
+import pytest
 from procs import processes
 from test_d2lbook_build import make_book, tabbook
+
+from tabbook.config import OVERLAY_ENV, load_config
+from tabbook.errors import BookError
 
 
 def _files(folder: Path) -> list[str]:
@@ -146,3 +150,80 @@ def test_output_past_the_cap_is_dropped_as_it_arrives() -> None:
     assert produced == {0: 50_000_000} and cell.outputs[-1]["output_type"] == "error"
     cap_outputs(cell, 10_000, produced[0])
     assert "this cell produced 50,000,000 bytes of output" in cell.outputs[-1]["text"]
+
+
+def test_book_paths_in_an_overlay_are_the_books_and_stay_inside_it(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """An overlay's environment paths are relative to the overlay and may lie anywhere; a book
+    path it sets (freeze_dir) is relative to the book's root and must stay inside the book,
+    located at the overlay's line."""
+    monkeypatch.delenv(OVERLAY_ENV, raising=False)
+    book, overlay = make_book(tmp_path)
+    lock = overlay.parent / "locks" / "pt.txt"
+    lock.parent.mkdir()
+    lock.write_text("ipykernel\n")
+    overlay.write_text(overlay.read_text().replace("[framework:pytorch]\npython = current\n",
+                                                   "[framework:pytorch]\nrequirements = locks/pt.txt\n")
+                       + "\n[build]\nfreeze_dir = store\n")
+    config = load_config(book, overlay)
+    assert config.framework("pytorch").requirements == lock.resolve()  # outside the book: allowed
+    assert config.freeze_dir == book.resolve() / "store"  # the book's root, not the overlay's folder
+    overlay.write_text(overlay.read_text().replace("freeze_dir = store", "freeze_dir = ../store"))
+    line = overlay.read_text().splitlines().index("freeze_dir = ../store") + 1
+    with pytest.raises(BookError) as err:
+        load_config(book, overlay)
+    assert err.value.location_message() == (
+        f"{overlay.resolve()}:{line}: [build] freeze_dir names ../store, which is outside the book's folder "
+        "(book paths are relative to the book's root and stay inside it)")
+
+
+def test_an_interrupted_build_leaves_no_daemon_either(tmp_path: Path) -> None:
+    """Ctrl-C while a unit runs: the worker ends its kernel and everything below it before it
+    exits, the daemon its cell detached included."""
+    import subprocess
+    import sys
+    import time
+
+    marker = f"tabbook-daemon-int-{os.getpid()}-{tmp_path.name}"
+    daemon = ("import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
+              "        time.sleep(600)\n")
+    book, overlay, _ = _book_with(tmp_path, _code_page(
+        f"import subprocess, sys, time\nsubprocess.run([sys.executable, '-c', {daemon!r}, {marker!r}], check=True)\n"
+        "time.sleep(600)"))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent),
+           "TABBOOK_CACHE": str(tmp_path / ".cache"), "TABBOOK_WARM": "0"}
+    env.pop(OVERLAY_ENV, None)
+    build = subprocess.Popen([sys.executable, "-m", "tabbook", "-C", str(book), "--overlay", str(overlay), "build",
+                              "--builder", ""], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not processes(lambda args, _: marker.encode() in args):
+            assert time.monotonic() < deadline and build.poll() is None, build.communicate()[0]
+            time.sleep(0.2)
+        build.send_signal(signal.SIGINT)
+        out, _ = build.communicate(timeout=60)
+        assert build.returncode != 0, out
+        time.sleep(0.5)
+        assert processes(lambda args, _: marker.encode() in args) == [], out
+    finally:
+        if build.poll() is None:
+            build.kill()
+        for pid in processes(lambda args, _: marker.encode() in args):
+            os.kill(int(pid), signal.SIGKILL)
+
+
+@pytest.mark.parametrize(("value", "want"), [("8G", 8 * 1024**3), ("1536M", 1536 * 1024**2), ("2 GiB", 2 * 1024**3),
+                                             ("", 0), ("512M", "must be at least 1G"),
+                                             ("lots", "must be a size such as 4G")])
+def test_memory_limit_is_a_size_checked_at_its_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    value: str, want: int | str) -> None:
+    monkeypatch.delenv(OVERLAY_ENV, raising=False)
+    book, _ = make_book(tmp_path)
+    ini = book / "config.ini"
+    ini.write_text(ini.read_text().replace("[build]\n", f"[build]\nmemory_limit = {value}\n", 1))
+    if isinstance(want, int):
+        assert load_config(book).memory_limit == want
+        return
+    with pytest.raises(BookError) as err:
+        load_config(book)
+    assert err.value.location_message().startswith(f"config.ini:8: [build] memory_limit {want}")

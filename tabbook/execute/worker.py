@@ -489,6 +489,7 @@ def main(argv: list[str]) -> int:
     try:
         result = run(job)
     finally:  # the kernel is shut down; what its cells started goes too, even on SIGTERM
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the sweep short
         end_descendants()
     write_atomic(Path(argv[1]), json.dumps(result, default=str))
     return 0
