@@ -189,8 +189,10 @@ def _toc(source: str) -> tuple[tuple[str, ...], bool, str]:
 # --- tabbook's side ---------------------------------------------------------------------------
 
 def _exists(section: Section, framework: str) -> bool:
+    """Whether a reader of ``framework`` gets the page: it has no code, or a cell (code or a
+    prose tab) for the framework (render/merge.py shows a prose tab whatever code there is)."""
     code = [c for c in section.cells if c.kind == "code"]
-    return not code or any(framework in c.tabs for c in code)
+    return not code or any(framework in c.tabs for c in section.cells)
 
 
 def _line_owner(section: Section) -> Callable[[int], Any]:
@@ -216,10 +218,15 @@ def tabbook_features(section: Section, framework: str, aliases: Any) -> dict[str
     label_lines = sorted((line, name) for name, line in section.labels.items())
     f["labels"] = [name for line, name in label_lines if visible(owner(line))]
     toc_by_line = {t.line: t for t in section.toc}
+    previous = None
     for cell in section.cells:
+        before, previous = previous, cell
         if cell.kind != "markdown" or not visible(cell):
             continue
-        if cell.tabs:
+        if cell.tabs and before is not None and before.kind == "markdown" and before.tabs == cell.tabs:
+            # d2lbook joins the prose tabs of one tab line that follow each other into one cell
+            f["prose_tabs"][-1] = norm(f["prose_tabs"][-1] + " " + cell.source)
+        elif cell.tabs:
             f["prose_tabs"].append(norm(cell.source))
         f["slides"] += [m.text for m in slide_marks(cell.source) if m.text]
         rows = cell.source.split("\n")
@@ -299,7 +306,8 @@ def compare_page(page: str, tabs: list[str], d2l_page: dict, section: Section | 
     if "error" in d2l_page or section is None:
         if "error" in d2l_page and section is None:
             return []
-        out.append(Difference(page, "*", "read", d2l_page.get("error"), None if section else "unread"))
+        out.append(Difference(page, "*", "read", d2l_page.get("error"), None if section else "unread",
+                              {"source": source}))
         return out
     d2l_labels, tb_labels = resolve
     for tab in tabs:
@@ -473,6 +481,24 @@ def _blank_after_branch(d: Difference) -> bool:
 def _astor_wrap(d: Difference) -> bool:
     return (d.feature == "code" and isinstance(d.d2lbook, str) and isinstance(d.tabbook, str)
             and "".join(d.d2lbook.split()) == "".join(d.tabbook.split()) and d.d2lbook != d.tabbook)
+
+
+@explained("d2lbook-unreadable", "d2lbook bug",
+           "d2lbook cannot read the page: notedown turns an indented code block into a cell without "
+           "source, which nbformat rejects (NotebookValidationError), and `d2lbook build` stops; "
+           "tabbook reads it as CommonMark does (a code block)")
+def _unreadable(d: Difference) -> bool:
+    return d.feature == "read" and isinstance(d.d2lbook, str) and "NotebookValidationError" in d.d2lbook \
+        and d.tabbook is None
+
+
+@explained("bare-else-crash", "d2lbook bug",
+           "the bare `else:` d2lbook's tab.selected cleaner leaves (see bare-else) is then parsed by its "
+           "alias rewriting (library.replace_fluent_alias, ast.parse): SyntaxError, and d2lbook stops on "
+           "the page; tabbook resolves the branches with ast and rewrites the aliases")
+def _bare_else_crash(d: Difference) -> bool:
+    return (d.feature == "read" and isinstance(d.d2lbook, str) and d.d2lbook.startswith("SyntaxError")
+            and d.tabbook is None and "tab.selected" in d.context.get("source", {}).get("text", ""))
 
 
 def explain(d: Difference) -> str | None:
