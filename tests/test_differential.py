@@ -69,6 +69,8 @@ def test_fixtures_differ_only_where_explained(venv: Path) -> None:
         ("isort.md", "pytorch", "code", "isort"),
         ("isort.md", "mxnet", "code", "isort"),
         ("selected.md", "pytorch", "code", "bare-else"),
+        ("figures.md", "pytorch", "tables", "unlabelled-table-caption"),
+        ("figures.md", "mxnet", "tables", "unlabelled-table-caption"),
     }
 
 
@@ -82,7 +84,7 @@ def test_fixture_features_are_what_both_tools_read(venv: Path, tmp_path: Path) -
     book = read_book(config, extra_files=False)
     keys = {fw: config.frameworks[fw].library for fw in config.tabs}
     feats = {p: {fw: differential.tabbook_features(book.pages[p], fw, keys[fw]) for fw in config.tabs}
-             for p in ("headings.md", "code_tabs.md", "aliases.md", "refs.md", "math.md", "slides.md")}
+             for p in ("headings.md", "code_tabs.md", "aliases.md", "refs.md", "math.md", "slides.md", "figures.md")}
     assert feats["headings.md"]["pytorch"]["headings"] == [(1, "Headings"), (2, "A subsection"), (3, "Deeper")]
     assert feats["code_tabs.md"]["pytorch"]["code"] == ["x = 1", "z = 3", "a = 1\nb = 2"]
     assert feats["code_tabs.md"]["mxnet"]["code"] == ["y = 2", "z = 3", "w = 4", "a = 1\nb = 2"]
@@ -93,6 +95,11 @@ def test_fixture_features_are_what_both_tools_read(venv: Path, tmp_path: Path) -
         ("numref", "sec_headings"), ("numref", "sec_headings_sub"), ("cite", "Doe.2020"), ("cite", "Roe.2021"),
         ("numref", "sec_headings"), ("numref", "sec_headings")]
     assert feats["math.md"]["mxnet"]["equations"] == ["a = b + c.", "d = e", "f = g?", "y = x,"]
+    assert feats["figures.md"]["pytorch"]["tables"] == [
+        ("", "", "| a | b |"), ("A labelled table, see Doe.2020", "tab_labelled", "| c | d |"),
+        ("A table labelled below", "tab_below", "| e | f |"), ("", "", "| g | h |")]
+    assert feats["figures.md"]["pytorch"]["figures"] == [
+        ("A cat.", "../img/cat.svg"), ("one", "../img/a.svg"), ("two", "../img/b.svg")]
     assert feats["slides.md"]["pytorch"]["slides"] == [
         "A new slide starts here", "this continues it", "only on the slide", "a slide-only title"]
 
