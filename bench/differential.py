@@ -568,6 +568,21 @@ def _unlabelled_caption(d: Difference) -> bool:
             and d.d2lbook[0] and not d.d2lbook[1] and not d.tabbook[0] and d.d2lbook[2] == d.tabbook[2])
 
 
+@explained("heading-without-blank-line", "tabbook's choice",
+           "an ATX heading right under a line of text (no blank line between) is a heading in CommonMark, "
+           "as tabbook reads it; pandoc's Markdown, which d2lbook hands the prose to, wants a blank line "
+           "before a heading (blank_before_header), so d2l.ai shows `## Title` as text of the paragraph")
+def _heading_without_blank(d: Difference) -> bool:
+    if d.feature != "headings" or d.d2lbook is not None or not isinstance(d.tabbook, tuple | list):
+        return False
+    lines = d.context.get("source", {}).get("text", "").split("\n")
+    for i, line in enumerate(lines):
+        m = _HEADING.match(line)
+        if m and i and lines[i - 1].strip() and (len(m.group(1)), norm(m.group(2) or "")) == tuple(d.tabbook):
+            return True
+    return False
+
+
 def explain(d: Difference) -> str | None:
     for e in EXPLAINED:
         if e.test(d):

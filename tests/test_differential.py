@@ -69,6 +69,8 @@ def test_fixtures_differ_only_where_explained(venv: Path) -> None:
         ("isort.md", "pytorch", "code", "isort"),
         ("isort.md", "mxnet", "code", "isort"),
         ("selected.md", "pytorch", "code", "bare-else"),
+        ("headings.md", "pytorch", "headings", "heading-without-blank-line"),
+        ("headings.md", "mxnet", "headings", "heading-without-blank-line"),
         ("figures.md", "pytorch", "tables", "unlabelled-table-caption"),
         ("figures.md", "mxnet", "tables", "unlabelled-table-caption"),
     }
@@ -85,7 +87,8 @@ def test_fixture_features_are_what_both_tools_read(venv: Path, tmp_path: Path) -
     keys = {fw: config.frameworks[fw].library for fw in config.tabs}
     feats = {p: {fw: differential.tabbook_features(book.pages[p], fw, keys[fw]) for fw in config.tabs}
              for p in ("headings.md", "code_tabs.md", "aliases.md", "refs.md", "math.md", "slides.md", "figures.md")}
-    assert feats["headings.md"]["pytorch"]["headings"] == [(1, "Headings"), (2, "A subsection"), (3, "Deeper")]
+    assert feats["headings.md"]["pytorch"]["headings"] == [
+        (1, "Headings"), (2, "A subsection"), (3, "Deeper"), (2, "Not a heading for pandoc")]
     assert feats["code_tabs.md"]["pytorch"]["code"] == ["x = 1", "z = 3", "a = 1\nb = 2"]
     assert feats["code_tabs.md"]["mxnet"]["code"] == ["y = 2", "z = 3", "w = 4", "a = 1\nb = 2"]
     assert feats["aliases.md"]["pytorch"]["code"] == [
@@ -161,7 +164,11 @@ statement = st.sampled_from([
 ])
 code = st.tuples(tab_line, st.lists(statement, min_size=1, max_size=4)).map(
     lambda c: "```{.python .input}\n" + c[0] + "\n".join(c[1]) + "\n```")
-block = st.one_of(paragraph, heading, equation, figure, table, prose_tab, code)
+caption_table = st.tuples(words, st.sampled_from(LABELS + [None]), st.booleans()).map(
+    lambda t: f":{t[0]}\n" + (f":label:`{t[1]}`\n" if t[1] and t[2] else "") + "\n| x | y |\n|---|---|\n| 1 | 2 |"
+    + (f"\n:label:`{t[1]}`" if t[1] and not t[2] else ""))
+text_then_heading = st.tuples(paragraph, heading).map(lambda t: f"{t[0]}\n{t[1]}")
+block = st.one_of(paragraph, heading, equation, figure, table, caption_table, prose_tab, code, text_then_heading)
 page = st.tuples(words, st.lists(block, min_size=1, max_size=8)).map(
     lambda p: f"# {p[0]}\n\n" + "\n\n".join(p[1]) + "\n")
 EXAMPLES = int(os.environ.get("DIFFERENTIAL_EXAMPLES", "3"))
