@@ -8,8 +8,9 @@ feature       compared as
 ============  ===============================================================================
 exists        whether the page has a version for the tab (d2lbook skips a page for a tab
               none of its cells names)
-code          the tab's code cells, in order, as shown and run (``tab.selected`` resolved,
-              ``[library-<tab>]`` aliases rewritten; trailing spaces and blank edges ignored)
+code          the tab's code cells, in order, as shown (``tab.selected`` resolved,
+              ``[library-<tab>]`` aliases rewritten; a hidden cell's code is empty;
+              trailing spaces and blank edges ignored)
 headings      the heading tree: (level, title) in order; with ``toc`` it gives the numbering
 toc           each ```` ```toc ```` block's entries, ``:numbered:`` and ``:maxdepth:``
 labels        the labels the tab's text defines (``:label:``, ``:eqlabel:``)
@@ -142,7 +143,7 @@ def d2lbook_features(cells: list[dict] | None) -> dict[str, Any]:
     f["unformatted"] = []
     for cell in cells:
         if cell["type"] == "code":
-            f["code"].append(code_text(cell["source"]))
+            f["code"].append(code_text(cell.get("shown", cell["source"])))
             f["unformatted"].append(code_text(cell.get("unformatted", cell["source"])))
             continue
         if cell.get("tab"):
@@ -271,7 +272,8 @@ def tabbook_features(section: Section, framework: str, aliases: Any) -> dict[str
         return {"exists": False}
     f: dict[str, Any] = {k: [] for k in FEATURES}
     f["exists"] = True
-    f["code"] = [code_text(fc.source) for fc in split_section(section, framework, aliases)]
+    f["code"] = ["" if fc.cell.flags & {"hide", "hide_code"} else code_text(fc.source)
+                 for fc in split_section(section, framework, aliases)]
     owner = _line_owner(section)
     visible = lambda cell: cell is not None and (not cell.tabs or framework in cell.tabs)  # noqa: E731
     label_lines = sorted((line, name) for name, line in section.labels.items())
@@ -581,6 +583,23 @@ def _heading_without_blank(d: Difference) -> bool:
         if m and i and lines[i - 1].strip() and (len(m.group(1)), norm(m.group(2) or "")) == tuple(d.tabbook):
             return True
     return False
+
+
+_HIDE_OUTPUT_LINE = re.compile(r"^\s*#\s*@hide_output\s*$")
+
+
+@explained("hide-output-mark-shown", "tabbook's choice",
+           "d2lbook shows a `#@hide_output` cell with the `#@hide_output` line in its code (its reST step "
+           "only drops the outputs); tabbook reads the line as a mark and leaves it out of the code shown")
+def _hide_output_mark(d: Difference) -> bool:
+    if d.feature != "code" or not isinstance(d.d2lbook, str) or not isinstance(d.tabbook, str):
+        return False
+    kept = [line for line in d.d2lbook.split("\n") if not _HIDE_OUTPUT_LINE.match(line)]
+    before = d.context.get("before_format")
+    if before is not None:  # isort moved lines too: compare with d2lbook's code before it
+        kept_before = [line for line in before.split("\n") if not _HIDE_OUTPUT_LINE.match(line)]
+        return kept != d.d2lbook.split("\n") and code_text("\n".join(kept_before)) == d.tabbook
+    return kept != d.d2lbook.split("\n") and code_text("\n".join(kept)) == d.tabbook
 
 
 def explain(d: Difference) -> str | None:

@@ -69,6 +69,7 @@ def test_fixtures_differ_only_where_explained(venv: Path) -> None:
         ("isort.md", "pytorch", "code", "isort"),
         ("isort.md", "mxnet", "code", "isort"),
         ("selected.md", "pytorch", "code", "bare-else"),
+        ("code_tabs.md", "pytorch", "code", "hide-output-mark-shown"),
         ("headings.md", "pytorch", "headings", "heading-without-blank-line"),
         ("headings.md", "mxnet", "headings", "heading-without-blank-line"),
         ("figures.md", "pytorch", "tables", "unlabelled-table-caption"),
@@ -89,7 +90,7 @@ def test_fixture_features_are_what_both_tools_read(venv: Path, tmp_path: Path) -
              for p in ("headings.md", "code_tabs.md", "aliases.md", "refs.md", "math.md", "slides.md", "figures.md")}
     assert feats["headings.md"]["pytorch"]["headings"] == [
         (1, "Headings"), (2, "A subsection"), (3, "Deeper"), (2, "Not a heading for pandoc")]
-    assert feats["code_tabs.md"]["pytorch"]["code"] == ["x = 1", "z = 3", "a = 1\nb = 2"]
+    assert feats["code_tabs.md"]["pytorch"]["code"] == ["x = 1", "z = 3", "a = 1\nb = 2", "", "quiet = 1"]
     assert feats["code_tabs.md"]["mxnet"]["code"] == ["y = 2", "z = 3", "w = 4", "a = 1\nb = 2"]
     assert feats["aliases.md"]["pytorch"]["code"] == [
         "X = torch.ones((2, 3))\ny = torch.matmul(X, X.reshape((3, 2)))\nclass Net(nn.Module):\n    pass"]
@@ -162,8 +163,9 @@ statement = st.sampled_from([
     "if tab.selected('pytorch'):\n    v = 1\nelse:\n    v = 2",
     "if tab.selected('mxnet'):\n    u = 1\nif tab.selected('pytorch'):\n    u = 2",
 ])
-code = st.tuples(tab_line, st.lists(statement, min_size=1, max_size=4)).map(
-    lambda c: "```{.python .input}\n" + c[0] + "\n".join(c[1]) + "\n```")
+flag = st.sampled_from(["", "", "#@hide\n", "#@hide_code\n", "#@hide_output\n"])
+code = st.tuples(tab_line, flag, st.lists(statement, min_size=1, max_size=4)).map(
+    lambda c: "```{.python .input}\n" + c[0] + c[1] + "\n".join(c[2]) + "\n```")
 caption_table = st.tuples(words, st.sampled_from(LABELS + [None]), st.booleans()).map(
     lambda t: f":{t[0]}\n" + (f":label:`{t[1]}`\n" if t[1] and t[2] else "") + "\n| x | y |\n|---|---|\n| 1 | 2 |"
     + (f"\n:label:`{t[1]}`" if t[1] and not t[2] else ""))
