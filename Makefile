@@ -15,7 +15,7 @@ BUILDER_STAMP := $(VENV)/.installed-$(shell cat envs/builder.txt packaging/tabbo
 TEST_STAMP := $(VENV)/.extra-test-$(shell cat envs/builder-test.txt envs/builder-dask.txt 2>/dev/null | sha256sum | cut -c1-12)
 export TF_CPP_MIN_LOG_LEVEL := 2
 
-.PHONY: html site test check lib envs clean serve unit frozen-site freeze-check exec-check lint pdf tex libtest dist browser bench d2lbook-book d2l-side-by-side wheelhouse
+.PHONY: html site test check lib envs clean serve unit frozen-site freeze-check exec-check lint pdf tex libtest dist browser bench d2lbook-book d2l-side-by-side wheelhouse d2lbook-venv differential
 
 html: $(BUILDER_STAMP)
 	$(TB) build $(if $(FORCE),--force)
@@ -63,7 +63,7 @@ lint: $(BUILDER_STAMP) $(TEST_STAMP)
 
 # The PDFs are part of the product, so their tests run everywhere `make test` runs, not only
 # under CI: TeX (like Chromium) is installed first when missing (Debian packages, root once).
-unit: $(BUILDER_STAMP) $(TEST_STAMP) browser tex
+unit: $(BUILDER_STAMP) $(TEST_STAMP) browser tex d2lbook-venv
 	TABBOOK_TEST_STRICT=1 $(VPY) -m pytest -q -rs tests
 
 # The committed freeze store must match the sources (no stale or missing entry),
@@ -124,6 +124,22 @@ d2lbook-book: $(BUILDER_STAMP)
 	@test -n "$(BOOK)" || { echo "usage: make d2lbook-book BOOK=/path/to/book [OVERLAY=INI] [EXECUTE=1] [PARTIAL=1]" >&2; exit 2; }
 	$(TB) -C $(BOOK) $(if $(OVERLAY),--overlay $(OVERLAY)) build $(if $(EXECUTE),--execute,--no-execute) $(if $(PARTIAL),--partial)
 	@echo "site: $(BOOK)/build/html/index.html"
+
+# d2lbook 1.0.3 in its own venv (~/.cache/tabbook/d2lbook-venv-bare: d2lbook==1.0.3,
+# setuptools<81, pybtex==0.24.0; made once), for the differential tests (tests/test_differential.py).
+d2lbook-venv: $(BUILDER_STAMP)
+	@$(VPY) -c 'import sys; sys.path.insert(0, "bench"); import d2lbook_book as b; b.ensure_venv(b.BARE_VENV, autodoc=False)'
+
+# tabbook's reading of a book beside d2lbook 1.0.3's, per page and per tab (bench/differential.py):
+# exit 1 on a difference that bench/differential.py does not explain; then the fixtures and
+# EXAMPLES (default 50) Hypothesis-generated books. The whole d2l-en takes about a minute (d2lbook's
+# reading is cached under build/differential):
+#   make differential BOOK=/path/to/d2l-en [EXAMPLES=50]
+differential: $(BUILDER_STAMP) d2lbook-venv
+	@test -n "$(BOOK)" || { echo "usage: make differential BOOK=/path/to/d2l-en [EXAMPLES=50]" >&2; exit 2; }
+	@mkdir -p build/differential
+	$(VPY) bench/differential.py --book $(BOOK) --report build/differential/report.tsv --json build/differential/report.json
+	DIFFERENTIAL_EXAMPLES=$(or $(EXAMPLES),50) $(VPY) -m pytest -q tests/test_differential.py
 
 # tabbook and d2lbook 1.0.3 timed in one run on the same copy of the book, execution off,
 # interleaved, REPEAT rounds (medians; one JSON object on stdout; ~7 min a round for d2l-en):

@@ -8,8 +8,9 @@ feature       compared as
 ============  ===============================================================================
 exists        whether the page has a version for the tab (d2lbook skips a page for a tab
               none of its cells names)
-code          the tab's code cells, in order, as shown and run (``tab.selected`` resolved,
-              ``[library-<tab>]`` aliases rewritten; trailing spaces and blank edges ignored)
+code          the tab's code cells, in order, as shown (``tab.selected`` resolved,
+              ``[library-<tab>]`` aliases rewritten; a hidden cell's code is empty;
+              trailing spaces and blank edges ignored)
 headings      the heading tree: (level, title) in order; with ``toc`` it gives the numbering
 toc           each ```` ```toc ```` block's entries, ``:numbered:`` and ``:maxdepth:``
 labels        the labels the tab's text defines (``:label:``, ``:eqlabel:``)
@@ -17,7 +18,7 @@ refs          the references it makes, and the page each ``:numref:``/``:ref:``/
               resolves to (``None``: to no page)
 equations     display equations (their TeX, whitespace-normalised)
 figures       image captions and targets
-tables        tables (header row)
+tables        tables: caption, label, header row
 prose_tabs    the tab's prose tabs (``:begin_tab:`` … ``:end_tab:``), text whitespace-normalised
 slides        the slide marks' text (``[**…**]``, ``(**…**)``, ``[~~…~~]``, ``(~~…~~)``)
 ============  ===============================================================================
@@ -74,6 +75,7 @@ import d2lbook_book  # noqa: E402  (bench/ is not a package)
 from tabbook.book import read_book  # noqa: E402
 from tabbook.config import load_config  # noqa: E402
 from tabbook.errors import BookError  # noqa: E402
+from tabbook.render.myst import cell_to_myst  # noqa: E402
 from tabbook.render.slides import marks as slide_marks  # noqa: E402
 from tabbook.source.dialect import ROLE, find_roles  # noqa: E402
 from tabbook.source.read import Section  # noqa: E402
@@ -141,7 +143,7 @@ def d2lbook_features(cells: list[dict] | None) -> dict[str, Any]:
     f["unformatted"] = []
     for cell in cells:
         if cell["type"] == "code":
-            f["code"].append(code_text(cell["source"]))
+            f["code"].append(code_text(cell.get("shown", cell["source"])))
             f["unformatted"].append(code_text(cell.get("unformatted", cell["source"])))
             continue
         if cell.get("tab"):
@@ -158,7 +160,8 @@ def d2lbook_features(cells: list[dict] | None) -> dict[str, Any]:
             f["labels"] += labels
             f["refs"] += refs
             f["equations"] += [_equation(m) for m in _DISPLAY_MATH.findall(block["source"])]
-            for para in block.get("paragraphs", []):
+            paragraphs = block.get("paragraphs", [])
+            for k, para in enumerate(paragraphs):
                 src = para["source"]
                 if "prefix" in para and para["type"] == "title":
                     src = para["prefix"] + src
@@ -167,8 +170,65 @@ def d2lbook_features(cells: list[dict] | None) -> dict[str, Any]:
                 if (m := _HEADING.match(first)) and para["type"] in ("title", "text"):
                     f["headings"].append((len(m.group(1)), norm(m.group(2) or "")))
                 elif src.startswith("|"):
-                    f["tables"].append(norm(first))
+                    f["tables"].append(_d2lbook_table(paragraphs[k - 1]["source"] if k else "", src))
     return f
+
+
+_CAPTION = re.compile(r"^\s*:(?![\w-]+:)[ \t]*(\S.*?)\s*$")
+_LABEL_LINE = re.compile(r"^\s*:label:`([^`]+)`\s*$")
+_ANY_ROLE = re.compile(r"(?::[\w:]+:|\{[\w:]+\})`+([^`]*)`+")
+
+
+def _plain(text: str) -> str:
+    """A caption's text with its roles' markup dropped (d2lbook's ``:citet:`x``` and MyST's
+    ``{cite:t}`x``` are the same citation)."""
+    return norm(_ANY_ROLE.sub(r"\1", text))
+
+
+def _d2lbook_table(before: str, table: str) -> tuple[str, str, str]:
+    """(caption, label, header row) of a table: pandoc takes a ``: caption`` paragraph right
+    above the table as its caption, and d2lbook's reST pass gives it the ``:label:`` written
+    there or right below the table."""
+    lines = before.split("\n")
+    rows = table.split("\n")
+    caption = _CAPTION.match(lines[0]) if lines and lines[0].strip() else None
+    label = next((m.group(1) for line in [*lines[1:], *rows] if (m := _LABEL_LINE.match(line))), "")
+    if caption is None:
+        return ("", "", norm(rows[0]))
+    return (_plain(caption.group(1)), label, norm(rows[0]))
+
+
+def _tabbook_tables(myst: str) -> list[tuple[str, str, str]]:
+    """(caption, label, header row) of each table in the MyST tabbook renders a prose cell to:
+    a ``{table}`` directive (caption, ``:name:``), or a plain pipe table (no caption)."""
+    out = []
+    lines = myst.split("\n")
+    i = 0
+    in_math = False
+    while i < len(lines):
+        if lines[i].count("$$") % 2:
+            in_math = not in_math
+        if in_math:
+            i += 1
+            continue
+        m = re.match(r"^\s*(`{3,}|~{3,})\{table\}\s*(.*)$", lines[i])
+        if m:
+            name, j = "", i + 1
+            while j < len(lines) and lines[j].strip().startswith(":") and not lines[j].strip().startswith("|"):
+                if lines[j].strip().startswith(":name:"):
+                    name = lines[j].strip()[len(":name:"):].strip()
+                j += 1
+            while j < len(lines) and not lines[j].strip():
+                j += 1
+            out.append((_plain(m.group(2)), name, norm(lines[j]) if j < len(lines) else ""))
+            while j < len(lines) and lines[j].strip().startswith("|"):
+                j += 1
+            i = j + 1
+            continue
+        if lines[i].lstrip().startswith("|") and (i == 0 or not lines[i - 1].lstrip().startswith("|")):
+            out.append(("", "", norm(lines[i])))
+        i += 1
+    return out
 
 
 def _toc(source: str) -> tuple[tuple[str, ...], bool, str]:
@@ -189,8 +249,10 @@ def _toc(source: str) -> tuple[tuple[str, ...], bool, str]:
 # --- tabbook's side ---------------------------------------------------------------------------
 
 def _exists(section: Section, framework: str) -> bool:
+    """Whether a reader of ``framework`` gets the page: it has no code, or a cell (code or a
+    prose tab) for the framework (render/merge.py shows a prose tab whatever code there is)."""
     code = [c for c in section.cells if c.kind == "code"]
-    return not code or any(framework in c.tabs for c in code)
+    return not code or any(framework in c.tabs for c in section.cells)
 
 
 def _line_owner(section: Section) -> Callable[[int], Any]:
@@ -210,18 +272,25 @@ def tabbook_features(section: Section, framework: str, aliases: Any) -> dict[str
         return {"exists": False}
     f: dict[str, Any] = {k: [] for k in FEATURES}
     f["exists"] = True
-    f["code"] = [code_text(fc.source) for fc in split_section(section, framework, aliases)]
+    f["code"] = ["" if fc.cell.flags & {"hide", "hide_code"} else code_text(fc.source)
+                 for fc in split_section(section, framework, aliases)]
     owner = _line_owner(section)
     visible = lambda cell: cell is not None and (not cell.tabs or framework in cell.tabs)  # noqa: E731
     label_lines = sorted((line, name) for name, line in section.labels.items())
     f["labels"] = [name for line, name in label_lines if visible(owner(line))]
     toc_by_line = {t.line: t for t in section.toc}
+    previous = None
     for cell in section.cells:
+        before, previous = previous, cell
         if cell.kind != "markdown" or not visible(cell):
             continue
-        if cell.tabs:
+        if cell.tabs and before is not None and before.kind == "markdown" and before.tabs == cell.tabs:
+            # d2lbook joins the prose tabs of one tab line that follow each other into one cell
+            f["prose_tabs"][-1] = norm(f["prose_tabs"][-1] + " " + cell.source)
+        elif cell.tabs:
             f["prose_tabs"].append(norm(cell.source))
         f["slides"] += [m.text for m in slide_marks(cell.source) if m.text]
+        f["tables"] += _tabbook_tables(cell_to_myst(cell))
         rows = cell.source.split("\n")
         quoted = {r for b in cell.blocks if b.kind in _NOT_PROSE for r in range(b.start, b.end)}
         for row, raw in enumerate(rows):
@@ -244,8 +313,6 @@ def tabbook_features(section: Section, framework: str, aliases: Any) -> dict[str
                 # display math that a paragraph continues (a list item's lazy line): MyST's
                 # dollarmath reads it inside the paragraph
                 f["equations"] += [_equation(m) for m in _DISPLAY_MATH.findall(text)]
-            elif block.kind == "table":
-                f["tables"].append(norm(first))
             elif block.kind == "toc":
                 line = cell.line + block.start
                 toc = toc_by_line.get(line) or toc_by_line.get(line + 1)
@@ -299,7 +366,8 @@ def compare_page(page: str, tabs: list[str], d2l_page: dict, section: Section | 
     if "error" in d2l_page or section is None:
         if "error" in d2l_page and section is None:
             return []
-        out.append(Difference(page, "*", "read", d2l_page.get("error"), None if section else "unread"))
+        out.append(Difference(page, "*", "read", d2l_page.get("error"), None if section else "unread",
+                              {"source": source}))
         return out
     d2l_labels, tb_labels = resolve
     for tab in tabs:
@@ -473,6 +541,65 @@ def _blank_after_branch(d: Difference) -> bool:
 def _astor_wrap(d: Difference) -> bool:
     return (d.feature == "code" and isinstance(d.d2lbook, str) and isinstance(d.tabbook, str)
             and "".join(d.d2lbook.split()) == "".join(d.tabbook.split()) and d.d2lbook != d.tabbook)
+
+
+@explained("d2lbook-unreadable", "d2lbook bug",
+           "d2lbook cannot read the page: notedown turns an indented code block into a cell without "
+           "source, which nbformat rejects (NotebookValidationError), and `d2lbook build` stops; "
+           "tabbook reads it as CommonMark does (a code block)")
+def _unreadable(d: Difference) -> bool:
+    return d.feature == "read" and isinstance(d.d2lbook, str) and "NotebookValidationError" in d.d2lbook \
+        and d.tabbook is None
+
+
+@explained("bare-else-crash", "d2lbook bug",
+           "the bare `else:` d2lbook's tab.selected cleaner leaves (see bare-else) is then parsed by its "
+           "alias rewriting (library.replace_fluent_alias, ast.parse): SyntaxError, and d2lbook stops on "
+           "the page; tabbook resolves the branches with ast and rewrites the aliases")
+def _bare_else_crash(d: Difference) -> bool:
+    return (d.feature == "read" and isinstance(d.d2lbook, str) and d.d2lbook.startswith("SyntaxError")
+            and d.tabbook is None and "tab.selected" in d.context.get("source", {}).get("text", ""))
+
+
+@explained("unlabelled-table-caption", "tabbook gap (open)",
+           "a `:Caption` line above a table without a `:label:` is pandoc's table caption, so d2l.ai "
+           "shows a captioned table; tabbook's MyST keeps the line as text above a plain table. The fix "
+           "belongs in render/myst.py (the `{table}` it writes for labelled tables); not in d2l-en")
+def _unlabelled_caption(d: Difference) -> bool:
+    return (d.feature == "tables" and isinstance(d.d2lbook, tuple | list) and isinstance(d.tabbook, tuple | list)
+            and d.d2lbook[0] and not d.d2lbook[1] and not d.tabbook[0] and d.d2lbook[2] == d.tabbook[2])
+
+
+@explained("heading-without-blank-line", "tabbook's choice",
+           "an ATX heading right under a line of text (no blank line between) is a heading in CommonMark, "
+           "as tabbook reads it; pandoc's Markdown, which d2lbook hands the prose to, wants a blank line "
+           "before a heading (blank_before_header), so d2l.ai shows `## Title` as text of the paragraph")
+def _heading_without_blank(d: Difference) -> bool:
+    if d.feature != "headings" or d.d2lbook is not None or not isinstance(d.tabbook, tuple | list):
+        return False
+    lines = d.context.get("source", {}).get("text", "").split("\n")
+    for i, line in enumerate(lines):
+        m = _HEADING.match(line)
+        if m and i and lines[i - 1].strip() and (len(m.group(1)), norm(m.group(2) or "")) == tuple(d.tabbook):
+            return True
+    return False
+
+
+_HIDE_OUTPUT_LINE = re.compile(r"^\s*#\s*@hide_output\s*$")
+
+
+@explained("hide-output-mark-shown", "tabbook's choice",
+           "d2lbook shows a `#@hide_output` cell with the `#@hide_output` line in its code (its reST step "
+           "only drops the outputs); tabbook reads the line as a mark and leaves it out of the code shown")
+def _hide_output_mark(d: Difference) -> bool:
+    if d.feature != "code" or not isinstance(d.d2lbook, str) or not isinstance(d.tabbook, str):
+        return False
+    kept = [line for line in d.d2lbook.split("\n") if not _HIDE_OUTPUT_LINE.match(line)]
+    before = d.context.get("before_format")
+    if before is not None:  # isort moved lines too: compare with d2lbook's code before it
+        kept_before = [line for line in before.split("\n") if not _HIDE_OUTPUT_LINE.match(line)]
+        return kept != d.d2lbook.split("\n") and code_text("\n".join(kept_before)) == d.tabbook
+    return kept != d.d2lbook.split("\n") and code_text("\n".join(kept)) == d.tabbook
 
 
 def explain(d: Difference) -> str | None:

@@ -7,7 +7,8 @@ execution off (``d2lbook/build.py``, ``_process_and_eval_notebook``): the page r
 (``notebook.read_markdown``), prose cells split at the prose tabs (``split_markdown_cell``), the
 tab's notebook (``get_tab_notebook``: other tabs' cells dropped, ``tab.selected`` branches cut
 by its line-based cleaner), the ``[library-<tab>]`` aliases (``library.replace_alias``) and the
-code formatting (``library.format_code_nb``, isort; the code before it is kept too). That notebook is what d2lbook converts to
+code formatting (``library.format_code_nb``, isort; the code before it is kept too), and
+what the page shows of each code cell (``rst._process_nb`` empties the hidden ones). That notebook is what d2lbook converts to
 reST, shows on d2l.ai and runs. For every Markdown cell it also records d2lbook's own prose
 model: the Markdown's blocks (``markdown.split_markdown``: fences such as ```` ```toc ````),
 the paragraphs of each prose block (``markdown.split_text``: titles with their marks,
@@ -27,6 +28,7 @@ pages are relative to it. A page d2lbook cannot read is recorded with its error.
 from __future__ import annotations
 
 import contextlib
+import copy
 import io
 import json
 import logging
@@ -53,7 +55,7 @@ def _prose(source: str) -> dict:
 
 def read_page(path: str, tabs: list[str], default_tab: str, library: dict) -> dict:
     from d2lbook import library as d2l_library
-    from d2lbook import notebook
+    from d2lbook import notebook, rst
 
     with open(path, encoding="utf-8") as f:
         md = f.read()
@@ -69,11 +71,16 @@ def read_page(path: str, tabs: list[str], default_tab: str, library: dict) -> di
             nb = d2l_library.replace_alias(nb, library[tab])
         unformatted = [cell.source for cell in nb.cells]
         nb = d2l_library.format_code_nb(nb)
+        # What the page shows of each code cell: d2lbook's reST step empties the cells its
+        # hide marks hide (rst._process_nb, which keeps the code cells in order).
+        shown = [c.source for c in rst._process_nb(copy.deepcopy(nb)).cells if c.cell_type == "code"]
         cells = []
         for cell, before in zip(nb.cells, unformatted, strict=True):
             entry = {"type": cell.cell_type, "source": cell.source, "tab": cell.metadata.get("tab")}
             if cell.cell_type == "code" and before != cell.source:
                 entry["unformatted"] = before  # the code before format_code_nb (isort)
+            if cell.cell_type == "code":
+                entry["shown"] = shown.pop(0)
             if cell.cell_type == "markdown":
                 entry.update(_prose(cell.source))
             cells.append(entry)

@@ -218,6 +218,8 @@ def test_display_math_followed_by_text_is_a_paragraph() -> None:
     sec = read("Data from\n\n$$y = x,$$ with $x$ small.\n\nNext.\n")
     kinds = [b.kind for c in sec.cells for b in c.blocks]
     assert "math" not in kinds
+    sec = read("$$a$$ and $$b$$\n\nNext.\n")
+    assert "math" not in [b.kind for c in sec.cells for b in c.blocks]
     sec = read("$$y = x.$$\n\nNext.\n")
     assert [b.kind for c in sec.cells for b in c.blocks][0] == "math"
 

@@ -290,7 +290,8 @@ def _math_end(state: StateBlock, start: int, end: int) -> int | None:
     if first.count("$$") >= 2:
         # ``$$…$$ with text after`` is a paragraph that starts with display math (pandoc and
         # MyST read the math inside it), not a block of math with the text in its TeX
-        return start + 1 if first.endswith("$$") else None
+        # (so is ``$$a$$ and $$b$$``: two pieces of math in one paragraph)
+        return start + 1 if first.count("$$") == 2 and first.endswith("$$") else None
     for row in range(start + 1, end):
         if state.sCount[row] < state.blkIndent and not state.isEmpty(row):
             return None  # the container ended first
