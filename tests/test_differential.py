@@ -4,7 +4,8 @@ fixtures of ``tests/fixtures/differential`` (one page per construct) and random 
 
 d2lbook 1.0.3 runs in its own venv (``make d2lbook-venv``, which ``make test`` runs first);
 without it these tests skip (fail under ``make test``). ``DIFFERENTIAL_EXAMPLES`` sets how many
-random books Hypothesis makes (default 3; ``make differential`` runs more)."""
+random books Hypothesis makes (default 3; ``make differential`` runs more); they are the same
+books every run unless ``DIFFERENTIAL_RANDOM=1`` (new ones each run)."""
 
 from __future__ import annotations
 
@@ -170,13 +171,18 @@ caption_table = st.tuples(words, st.sampled_from(LABELS + [None]), st.booleans()
     lambda t: f":{t[0]}\n" + (f":label:`{t[1]}`\n" if t[1] and t[2] else "") + "\n| x | y |\n|---|---|\n| 1 | 2 |"
     + (f"\n:label:`{t[1]}`" if t[1] and not t[2] else ""))
 text_then_heading = st.tuples(paragraph, heading).map(lambda t: f"{t[0]}\n{t[1]}")
-block = st.one_of(paragraph, heading, equation, figure, table, caption_table, prose_tab, code, text_then_heading)
+comment = role.map(lambda r: f"<!-- :{r[0]}:`{r[1]}` -->")
+nested_fence = words.map(lambda w: f"````md\n```toc\n{w.split()[0]}\n```\n:numref:`sec_one`\n````")
+list_math = st.tuples(words, words).map(lambda t: f"1. {t[0]}\n$$\n{t[1]}\n$$\n1. {t[0]}")
+wide_figure = st.tuples(figure, st.sampled_from(["300px", "50%"])).map(lambda f: f"{f[0]}\n:width:`{f[1]}`")
+block = st.one_of(paragraph, heading, equation, figure, table, caption_table, prose_tab, code, text_then_heading,
+                  comment, nested_fence, list_math, wide_figure)
 page = st.tuples(words, st.lists(block, min_size=1, max_size=8)).map(
     lambda p: f"# {p[0]}\n\n" + "\n\n".join(p[1]) + "\n")
 EXAMPLES = int(os.environ.get("DIFFERENTIAL_EXAMPLES", "3"))
 
 
-@settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
+@settings(max_examples=EXAMPLES, deadline=None, derandomize=not os.environ.get("DIFFERENTIAL_RANDOM"),
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(pages=st.lists(page, min_size=1, max_size=6))
 def test_random_pages_differ_only_where_explained(venv: Path, tmp_path_factory: pytest.TempPathFactory,
