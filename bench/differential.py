@@ -632,14 +632,16 @@ def _marks_in_examples(d: Difference) -> bool:
 @explained("multiline-table-caption", "tabbook gap (open)",
            "a table caption of several lines (`:This a is very long…` and a second line) is the whole "
            "paragraph for pandoc; tabbook's MyST takes a `:Caption` of one line only, so the table is "
-           "numbered without its caption. The fix belongs in render/myst.py; not in d2l-en")
+           "numbered without its caption (label below the table) or not numbered at all (label in the "
+           "caption paragraph: the label marks the place). The fix belongs in render/myst.py; not in d2l-en")
 def _multiline_caption(d: Difference) -> bool:
     if d.feature != "tables" or not isinstance(d.d2lbook, tuple | list) or not isinstance(d.tabbook, tuple | list):
         return False
     lines = d.context.get("source", {}).get("text", "").split("\n")
     starts = [i for i, line in enumerate(lines) if _CAPTION.match(line)
               and d.d2lbook[0].startswith(_plain(_CAPTION.match(line).group(1)))]
-    return (bool(d.d2lbook[0]) and not d.tabbook[0] and d.d2lbook[1:] == d.tabbook[1:]
+    return (bool(d.d2lbook[0]) and not d.tabbook[0] and d.d2lbook[2] == d.tabbook[2]
+            and d.tabbook[1] in (d.d2lbook[1], "")
             and any(i + 1 < len(lines) and lines[i + 1].strip() and not _LABEL_LINE.match(lines[i + 1])
                     for i in starts))
 
