@@ -70,6 +70,14 @@ def test_marks_in_order_and_links_are_not_marks() -> None:
     assert [(m.text, m.new_slide) for m in found] == [("one", True), ("two lines", False), ("only", False)]
 
 
+def test_marks_in_examples_and_delimiters_in_code_spans_are_text() -> None:
+    # A four-backtick fence shows an example with a fence of three inside (d2lbook's own manual);
+    # a delimiter in a code span explains the syntax; a code span inside a mark stays.
+    text = ("````md\n(**in the example**)\n```python\nx\n```\n[**still the example**]\n````\n"
+            "Write `(**` and `**)` around it, `` ` `` alone, then (~~e.g. `exp`~~) and [**x `(**`**]\n")
+    assert [(m.text, m.new_slide) for m in marks(text)] == [("e.g. `exp`", False), ("x", True)]
+
+
 def test_lecture_code_drops_comments_and_save_marks() -> None:
     src = "# setup\nimport torch  # the framework\nx = '#not a comment'  #@save\n#@save\ny = 1"
     assert lecture_code(src) == "import torch\nx = '#not a comment'\ny = 1"

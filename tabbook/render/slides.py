@@ -42,7 +42,9 @@ from tabbook.source.model import Section
 
 #: ``[**…**]``/``[~~…~~]`` (not a link's text: no ``(`` right after) or ``(**…**)``/``(~~…~~)``.
 MARK = re.compile(r"\[(\*\*|~~)(?P<new>.+?)\1\](?!\()|\((\*\*|~~)(?P<more>.+?)\3\)", re.S)
-_FENCE = re.compile(r"^(```|~~~).*?^\1[ \t]*$", re.S | re.M)
+_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,}).*?^[ \t]*\1[ \t]*$", re.S | re.M)
+_TICKS = re.compile(r"`+")
+_DELIMITER = re.compile(r"\[\*\*|\*\*\]|\(\*\*|\*\*\)|\[~~|~~\]|\(~~|~~\)")
 _HEADING = re.compile(r"^(#{2,6})\s+(.+?)\s*#*\s*$", re.M)  # the page title is the deck's
 _COMMENT_LINE = re.compile(r"^\s*#")
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -82,10 +84,29 @@ class Deck:
 
 
 def marks(markdown: str) -> list[Mark]:
-    """The slide marks of a piece of prose, in order (fenced code in it is not prose)."""
-    text = _FENCE.sub("", markdown)
+    """The slide marks of a piece of prose, in order. Fenced code in it is not prose (a fence of
+    four backticks shows an example that has fences of three), and a delimiter written in a code
+    span (`` `(**` ``) is text, not a mark."""
+    text = _mask_delimiter_spans(_FENCE.sub("", markdown))
     return [Mark(" ".join((m.group("new") or m.group("more")).split()), m.group("new") is not None)
             for m in MARK.finditer(text)]
+
+
+def _mask_delimiter_spans(text: str) -> str:
+    """``text`` with every code span that holds a mark delimiter blanked out. Code spans are
+    found left to right as CommonMark finds them: a run of backticks opens one, the next run of
+    the same length closes it (no such run: the backticks are text)."""
+    out, pos = [], 0
+    while (opener := _TICKS.search(text, pos)) is not None:
+        closer = next((m for m in _TICKS.finditer(text, opener.end()) if len(m.group()) == len(opener.group())), None)
+        if closer is None:  # the backticks are text; a later run may still open a span
+            out.append(text[pos:opener.end()])
+            pos = opener.end()
+            continue
+        span = text[opener.start():closer.end()]
+        out += [text[pos:opener.start()], " " * len(span) if _DELIMITER.search(span) else span]
+        pos = closer.end()
+    return "".join(out) + text[pos:]
 
 
 def slide_text(pieces: Sequence[str]) -> str:
