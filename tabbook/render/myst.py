@@ -5,9 +5,10 @@
 lines between allowed as d2lbook allows them, becomes a ``{figure}``; ``$$…$$`` followed
 by ``:eqlabel:`` (on its own line or after the closing ``$$``) becomes labelled
 dollar math, and display math that continues a paragraph (a list item's line)
-starts a block of its own; a table with a ``:Caption`` line and a ``:label:``
-becomes a numbered ``{table}`` (a ``~~~`` fence when the caption holds a role: a
-backtick fence's info string may hold no backtick); inline roles map to Sphinx roles; a
+starts a block of its own; a table with a ``:Caption`` paragraph above it (one line or
+several, as pandoc reads a table caption) becomes a ``{table}``, numbered when a ``:label:``
+names it (in the caption paragraph or below the table), a ``~~~`` fence when the caption holds
+a role (a backtick fence's info string may hold no backtick); inline roles map to Sphinx roles; a
 ```` ```toc ```` block becomes a ``{toctree}``, an ```` ```eval_rst ```` block an
 ``{eval-rst}`` one, a ``:bibliography:`` line a ``{bibliography}``. Slide marks
 were removed when the page was read (``Cell.prose``).
@@ -131,10 +132,13 @@ class RowWriter:
         """Output index of the first row owned by source row ``row`` (0 when there is none)."""
         return next((k for k, o in enumerate(self.owner) if o == row), 0)
 
-    def replace_from(self, at: int, rows: list[str], row: int) -> None:
-        """Output rows ``at`` onwards become ``rows``, all owned by ``row``."""
+    def replace_from(self, at: int, rows: list[str], row: int | list[int]) -> None:
+        """Output rows ``at`` onwards become ``rows``, all owned by ``row`` (or each by its own)."""
+        owners = row if isinstance(row, list) else [row] * len(rows)
+        if len(owners) != len(rows):
+            raise ValueError("one owner per row")
         self.out[at:] = rows
-        self.owner[at:] = [row] * len(rows)
+        self.owner[at:] = owners
 
     def result(self) -> tuple[str, list[int]]:
         """The text (blank rows at either end dropped) and each of its lines' source row."""
@@ -165,9 +169,16 @@ class _Emitter:
         self.math_label: dict[int, str] = {}  # closing row of display math -> the :eqlabel: on it
         self.math_break: dict[int, str] = {}  # first row of display math that continues a paragraph -> blank row
         self.after: dict[int, Block] = {}  # row of an attribute line -> the block after it
+        self.tables: dict[int, Block] = {}  # first row of a pipe table -> its block
         self.figured: set[int] = set()  # image rows already turned into figures
         self._scan()
         self.targets = _targets(blocks)
+        self.captions = _table_captions(lines, blocks)  # table's first row -> the caption paragraph above it
+        labelled = {t.start for r, t in self.targets.items() if t is not None and self.attrs[r].attr == "label"}
+        # a captioned table no :label: names (one that is gets its {table} from _attribute); at the top
+        # level only: the {table} written has no container prefix
+        self.caption_only = {r: self.tables[r] for r, cap in self.captions.items()
+                             if r not in labelled and cap.level == 0}
 
     def _scan(self) -> None:
         lines, blocks = self.lines, self.blocks
@@ -192,6 +203,8 @@ class _Emitter:
                     self.math_break[b.start] = row[:row.find("$$")].rstrip() if "$$" in row else ""
             elif b.kind == "toc":
                 self.tocs[b.start] = b.end
+            elif b.kind == "table":
+                self.tables[b.start] = b
             elif b.kind == "attr":
                 self.attrs[b.start] = b
                 if k + 1 < len(blocks):
@@ -210,6 +223,8 @@ class _Emitter:
                 i = self._copied(i)
             elif i in self.attrs:
                 i = self._attribute(i)
+            elif i in self.caption_only:
+                i = self._unlabelled_table(i)
             else:
                 self.w.add(convert_roles(self.lines[i]), i)
                 i += 1
@@ -263,12 +278,12 @@ class _Emitter:
             return i
         at = self.w.anchor(t_row) if target is not None else 0
         table = self.after.get(i - 1)
-        if (kind == "label" and target is not None and target.kind == "text" and target.end - target.start == 1
+        if (kind == "label" and target is not None and target.kind == "text"
                 and TABLE_CAPTION.match(self.lines[t_row]) and table is not None and table.kind == "table"
                 and table.level == attr.level and not any(x.strip() for x in self.lines[i:table.start])):
-            return self._captioned_table(at, t_row, value, table)
+            return self._captioned_table(target, value, i - 1, table)
         if target is not None and target.kind == "table":
-            self._labelled_table(at, t_row, value)
+            self._write_table(self.captions.get(t_row), value, i - 1, at)
             return i
         self._label(at, t_row, value)
         return i
@@ -307,28 +322,38 @@ class _Emitter:
                 w.out[k] = w.out[k].rstrip() + f" ({value})"
                 break
 
-    def _captioned_table(self, at: int, t_row: int, value: str, table: Block) -> int:
-        """d2l's order: a ":Caption" line, the :label: line, then the table → a numbered {table}."""
-        w = self.w
-        caption = TABLE_CAPTION.match(w.out[at]) if w.out[at:] else None
-        rows = [convert_roles(x) for x in self.lines[table.start:table.end] if x.strip()]
-        w.replace_from(at, _table(caption.group(1) if caption else "", value, rows), t_row)
+    def _captioned_table(self, caption: Block, value: str, label_row: int, table: Block) -> int:
+        """d2l's order: a ":Caption" paragraph (one line or several), the :label: line, then the
+        table → a numbered {table}."""
+        at = len(self.w.out)
+        for r in range(table.start, table.end):
+            self.w.add(convert_roles(self.lines[r]), r)
+        self._write_table(caption, value, label_row, at)
         return table.end
 
-    def _labelled_table(self, at: int, t_row: int, value: str) -> None:
-        """A pipe table followed by :label: → a numbered {table}; its caption is a
-        ": caption" line just above the table (pandoc's spelling)."""
+    def _unlabelled_table(self, i: int) -> int:
+        """A table under a ":Caption" paragraph and named by no :label: → a {table} with that
+        caption and no name: pandoc's captioned table, unnumbered as Sphinx leaves a table
+        without a target (d2lbook's reST has no label for it either)."""
+        table, at = self.tables[i], len(self.w.out)
+        for r in range(table.start, table.end):
+            self.w.add(convert_roles(self.lines[r]), r)
+        self._write_table(self.captions[i], None, i, at)
+        return table.end
+
+    def _write_table(self, caption: Block | None, name: str | None, name_row: int, table_at: int) -> None:
+        """The output rows from the caption paragraph's first (the table's when there is no
+        caption) become a ``{table}``: the caption's rows its argument, the table's rows (output
+        rows ``table_at`` on) its body. Each row keeps the source row it came from; the
+        directive's first row is the caption's, ``:name:`` the label line's."""
         w = self.w
-        caption = ""
-        j = at - 1
-        while j >= 0 and not w.out[j].strip():
-            j -= 1
-        cap = TABLE_CAPTION.match(w.out[j]) if j >= 0 else None
-        if cap and w.owner[j] not in self.copied and w.owner[j] not in self.math:
-            caption = cap.group(1)
-            del w.out[j:at], w.owner[j:at]
-            at = j
-        w.replace_from(at, _table(caption, value, [x for x in w.out[at:] if x.strip()]), t_row)
+        at = w.anchor(caption.start) if caption is not None and caption.start in w.owner[:table_at] else table_at
+        cap = [x for x, o in zip(w.out[at:table_at], w.owner[at:table_at], strict=True)
+               if caption is not None and caption.start <= o < caption.end]
+        body = [(x, o) for x, o in zip(w.out[table_at:], w.owner[table_at:], strict=True) if x.strip()]
+        head = caption.start if cap and caption is not None else (body[0][1] if body else name_row)
+        rows, owners = _table(_caption_text(cap), name, body, head, name_row)
+        w.replace_from(at, rows, owners)
 
     def _label(self, at: int, t_row: int, value: str) -> None:
         """A ``(label)=`` target above the block the label names (a blank row before it)."""
@@ -340,11 +365,48 @@ class _Emitter:
             w.owner.insert(at, t_row)
 
 
-def _table(caption: str, name: str, rows: list[str]) -> list[str]:
-    """A numbered ``{table}`` of pipe-table ``rows``. A caption with a role in it (backticks)
-    gets a tilde fence: CommonMark ends a backtick fence's info string at a backtick."""
+def _table(caption: str, name: str | None, body: list[tuple[str, int]], head: int,
+           name_row: int) -> tuple[list[str], list[int]]:
+    """A ``{table}`` of pipe-table rows (each with its source row), numbered when ``name`` is
+    given, and each of its rows' source row. A caption with a role in it (backticks) gets a
+    tilde fence: CommonMark ends a backtick fence's info string at a backtick."""
     fence = "~~~" if "`" in caption else "```"
-    return [f"{fence}{{table}} {caption}".rstrip(), f":name: {name}", "", *rows, fence]
+    rows, owners = [f"{fence}{{table}} {caption}".rstrip()], [head]
+    if name:
+        rows.append(f":name: {name}")
+        owners.append(name_row)
+    rows.append("")
+    owners.append(owners[-1])
+    rows += [x for x, _ in body]
+    owners += [o for _, o in body]
+    rows.append(fence)
+    owners.append(owners[-1])
+    return rows, owners
+
+
+def _caption_text(rows: list[str]) -> str:
+    """A caption paragraph's text (MyST rows) on one line, as a directive's argument must be:
+    the first row without its ``:``, the rows after it joined with single spaces."""
+    first = TABLE_CAPTION.match(rows[0]) if rows else None
+    if first is None:
+        return ""
+    return " ".join([first.group(1), *(x.strip() for x in rows[1:] if x.strip())])
+
+
+def _table_captions(lines: list[str], blocks: Sequence[Block]) -> dict[int, Block]:
+    """First row of each pipe table → the caption paragraph above it: the block before it in its
+    container, a paragraph whose first line is ``:Caption`` (pandoc's table caption, all of
+    the paragraph however many lines), with only blank rows between."""
+    out: dict[int, Block] = {}
+    for k, table in enumerate(blocks):
+        if table.kind != "table":
+            continue
+        before = next((b for b in reversed(blocks[:k]) if b.level <= table.level), None)
+        if (before is not None and before.level == table.level and before.kind == "text"
+                and TABLE_CAPTION.match(lines[before.start])
+                and not any(x.strip() for x in lines[before.end:table.start])):
+            out[table.start] = before
+    return out
 
 
 def _figure(rows: list[str], name: str | None, width: str | None) -> list[str]:
