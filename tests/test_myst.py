@@ -152,6 +152,72 @@ def test_labelled_table_becomes_numbered_table_with_caption() -> None:
     )
 
 
+def _mapped(text: str) -> list[tuple[str, str]]:
+    """Each line of ``text``'s MyST beside the source line its row map names."""
+    from tabbook.render.myst import to_myst_rows
+
+    out, rows = to_myst_rows(text)
+    src = text.split("\n")
+    lines = out.split("\n")
+    assert len(rows) == len(lines)
+    return [(line, src[r]) for line, r in zip(lines, rows, strict=True)]
+
+
+def test_caption_without_a_label_becomes_an_unnumbered_captioned_table() -> None:
+    """pandoc reads a ``:Caption`` paragraph above a table as its caption, label or not: a
+    ``{table}`` with no ``:name:`` (Sphinx numbers only tables with a target, as d2lbook's)."""
+    text = "Intro.\n\n: Peak figures, after :citet:`Doe.2020`\n\n| a | b |\n| - | - |\n| 1 | 2 |\n\nAfter."
+    assert _mapped(text) == [
+        ("Intro.", "Intro."), ("", ""),
+        ("~~~{table} Peak figures, after {cite:t}`Doe.2020`", ": Peak figures, after :citet:`Doe.2020`"),
+        ("", ": Peak figures, after :citet:`Doe.2020`"),
+        ("| a | b |", "| a | b |"), ("| - | - |", "| - | - |"), ("| 1 | 2 |", "| 1 | 2 |"), ("~~~", "| 1 | 2 |"),
+        ("", ""), ("After.", "After."),
+    ]
+
+
+def test_caption_of_two_lines_and_label_above_the_table_is_the_whole_caption() -> None:
+    text = ":Sizes of things,\nin metres\n:label:`tab_sizes`\n\n| a | b |\n| - | - |\n| 1 | 2 |\n\nAfter."
+    assert _mapped(text) == [
+        ("```{table} Sizes of things, in metres", ":Sizes of things,"),
+        (":name: tab_sizes", ":label:`tab_sizes`"), ("", ":label:`tab_sizes`"),
+        ("| a | b |", "| a | b |"), ("| - | - |", "| - | - |"), ("| 1 | 2 |", "| 1 | 2 |"), ("```", "| 1 | 2 |"),
+        ("", ""), ("After.", "After."),
+    ]
+
+
+def test_caption_of_three_lines_above_a_table_labelled_below_is_the_whole_caption() -> None:
+    text = ("Before.\n\n:A long caption\n  over lines with $x_i$\nand :numref:`fig_a`.\n\n"
+            "| a | b |\n| - | - |\n| 1 | 2 |\n:label:`tab_long`\n\nAfter.")
+    assert _mapped(text) == [
+        ("Before.", "Before."), ("", ""),
+        ("~~~{table} A long caption over lines with $x_i$ and {numref}`fig_a`.", ":A long caption"),
+        (":name: tab_long", ":label:`tab_long`"), ("", ":label:`tab_long`"),
+        ("| a | b |", "| a | b |"), ("| - | - |", "| - | - |"), ("| 1 | 2 |", "| 1 | 2 |"), ("~~~", "| 1 | 2 |"),
+        ("", ""), ("After.", "After."),
+    ]
+
+
+@pytest.mark.parametrize("label", ["", "\n:label:`tab_x`"])
+def test_a_colon_line_inside_a_paragraph_is_no_caption(label: str) -> None:
+    """pandoc's caption is a paragraph that starts with ``:``; a ``:`` line further down a
+    paragraph is text of it (the table keeps its number when labelled, without a caption)."""
+    text = f"Some text\n:not a caption\n\n| a | b |\n| - | - |\n| 1 | 2 |{label}"
+    out = to_myst(text)
+    assert out.startswith("Some text\n:not a caption\n\n")
+    assert ("```{table}\n:name: tab_x\n\n| a | b |" in out) if label else ("{table}" not in out)
+
+
+def test_captioned_tables_parse_as_table_directives() -> None:
+    """What the emitter writes is one ``{table}`` directive per table for MyST's parser, the
+    caption its argument."""
+    md = MarkdownIt("commonmark").enable("table")
+    text = ":One\n\n| a | b |\n| - | - |\n| 1 | 2 |\n\n:Two\nlines\n:label:`t2`\n\n| c | d |\n| - | - |\n| 3 | 4 |"
+    fences = [t for t in md.parse(to_myst(text)) if t.type == "fence"]
+    assert [(f.info, f.content.lstrip("\n").split("\n")[0]) for f in fences] == [
+        ("{table} One", "| a | b |"), ("{table} Two lines", ":name: t2")]
+
+
 def test_cells_render_from_the_blocks_reading_found(monkeypatch: pytest.MonkeyPatch) -> None:
     """Merge's path parses nothing again: the prose cells carry their blocks, and MyST from them
     is MyST from parsing the prose on its own."""
