@@ -573,15 +573,6 @@ def _bare_else_crash(d: Difference) -> bool:
             and d.tabbook is None and "tab.selected" in d.context.get("source", {}).get("text", ""))
 
 
-@explained("unlabelled-table-caption", "tabbook gap (open)",
-           "a `:Caption` line above a table without a `:label:` is pandoc's table caption, so d2l.ai "
-           "shows a captioned table; tabbook's MyST keeps the line as text above a plain table. The fix "
-           "belongs in render/myst.py (the `{table}` it writes for labelled tables); not in d2l-en")
-def _unlabelled_caption(d: Difference) -> bool:
-    return (d.feature == "tables" and isinstance(d.d2lbook, tuple | list) and isinstance(d.tabbook, tuple | list)
-            and d.d2lbook[0] and not d.d2lbook[1] and not d.tabbook[0] and d.d2lbook[2] == d.tabbook[2])
-
-
 @explained("heading-without-blank-line", "tabbook's choice",
            "an ATX heading right under a line of text (no blank line between) is a heading in CommonMark, "
            "as tabbook reads it; pandoc's Markdown, which d2lbook hands the prose to, wants a blank line "
@@ -627,23 +618,6 @@ def _marks_in_examples(d: Difference) -> bool:
     text = d.context.get("source", {}).get("text", "")
     fenced = " ".join(norm(m.group(0)) for m in _FENCED.finditer(text))
     return d.d2lbook in fenced or d.d2lbook.startswith("`") or d.d2lbook.endswith("`")
-
-
-@explained("multiline-table-caption", "tabbook gap (open)",
-           "a table caption of several lines (`:This a is very long…` and a second line) is the whole "
-           "paragraph for pandoc; tabbook's MyST takes a `:Caption` of one line only, so the table is "
-           "numbered without its caption (label below the table) or not numbered at all (label in the "
-           "caption paragraph: the label marks the place). The fix belongs in render/myst.py; not in d2l-en")
-def _multiline_caption(d: Difference) -> bool:
-    if d.feature != "tables" or not isinstance(d.d2lbook, tuple | list) or not isinstance(d.tabbook, tuple | list):
-        return False
-    lines = d.context.get("source", {}).get("text", "").split("\n")
-    starts = [i for i, line in enumerate(lines) if _CAPTION.match(line)
-              and d.d2lbook[0].startswith(_plain(_CAPTION.match(line).group(1)))]
-    return (bool(d.d2lbook[0]) and not d.tabbook[0] and d.d2lbook[2] == d.tabbook[2]
-            and d.tabbook[1] in (d.d2lbook[1], "")
-            and any(i + 1 < len(lines) and lines[i + 1].strip() and not _LABEL_LINE.match(lines[i + 1])
-                    for i in starts))
 
 
 def explain(d: Difference) -> str | None:
