@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import configparser
 import hashlib
 import json
 import os
@@ -438,12 +439,31 @@ def _text_files(folder: str, names: list[str]) -> list[str]:
             and not n.endswith((".md", ".ini", ".bib"))]
 
 
+#: config.ini keys that name files of the book, which tabbook's config checks exist.
+_NAMED_FILE_KEYS = ("favicon", "html_logo", "latex_logo", "post_latex", "include_css", "include_js")
+
+
+def _copy_named_files(book: Path, copy: Path) -> None:
+    """The files config.ini names (the favicon, logos, CSS…) into the reading copy: tabbook's
+    config refuses a key that names a missing file, and the copy holds the text only."""
+    ini = configparser.ConfigParser(interpolation=None, strict=False)
+    ini.read(book / "config.ini", encoding="utf-8")
+    for section in ini.sections():
+        for key in _NAMED_FILE_KEYS:
+            for pattern in ini.get(section, key, fallback="").split():
+                for src in book.glob(pattern.removeprefix("./")):
+                    if src.is_file():
+                        (copy / src.relative_to(book)).parent.mkdir(parents=True, exist_ok=True)
+                        shutil.copy2(src, copy / src.relative_to(book))
+
+
 def compare_book(book: Path, venv: Path | None = None, overlay: Path | None = None) -> tuple[list[Difference], dict]:
     """Every difference between the two readings of ``book``, each explained or not. Both tools
     read a copy of its text (tabbook keeps a page cache under the book's build/)."""
     with tempfile.TemporaryDirectory() as tmp:
         copy = Path(tmp) / "book"
         shutil.copytree(book, copy, ignore=_text_files)
+        _copy_named_files(book, copy)
         return _compare(copy, venv, overlay)
 
 
