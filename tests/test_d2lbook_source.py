@@ -626,6 +626,20 @@ PAGE = """
 
     :end_tab:
 
+    :A caption that runs
+    over two lines
+    :label:`tab_two`
+
+    | Key | Value |
+    |:--|:-|
+    | k | 1 |
+
+    :A caption no label names
+
+    | Name | Age |
+    |:--|:-|
+    | ann | 3 |
+
     Done.
 """
 
@@ -706,6 +720,22 @@ def test_built_table_in_d2l_order_is_numbered_captioned_and_referenced(built: Pa
     assert caption.select_one(".caption-text").get_text() == "Sizes of things"
     assert soup.select_one('a[href="#tab-sizes"] .std-numref').get_text() == "Table 1.1"
     assert [td.get_text() for td in table.select("tbody td")] == ["ant", "1", "cat", "30"]
+
+
+def test_built_tables_show_a_caption_of_two_lines_and_one_no_label_names(built: Path) -> None:
+    """pandoc's table captions on the page: all of a caption paragraph of two lines, and a
+    caption no label names, numbered too (Sphinx numbers every table with a caption, as on
+    d2l.ai, where pandoc's ``.. table:: Caption`` reaches the same Sphinx), with no target."""
+    soup = html(built, "page.html")
+    caption = soup.select_one("table#tab-two caption")
+    assert caption.select_one(".caption-number").get_text().strip() == "Table 1.3"
+    assert caption.select_one(".caption-text").get_text() == "A caption that runs over two lines"
+    unlabelled = [t for t in soup.select("table") if t.select_one("caption .caption-text") is not None
+                  and t.select_one("caption .caption-text").get_text() == "A caption no label names"]
+    assert len(unlabelled) == 1
+    assert unlabelled[0].select_one(".caption-number").get_text().strip() == "Table 1.4"
+    assert [td.get_text() for td in unlabelled[0].select("tbody td")] == ["ann", "3"]
+    assert ":A caption" not in soup.get_text()
 
 
 def test_built_table_whose_caption_cites_is_numbered_and_the_citation_rendered(built: Path) -> None:

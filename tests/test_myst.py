@@ -163,9 +163,9 @@ def _mapped(text: str) -> list[tuple[str, str]]:
     return [(line, src[r]) for line, r in zip(lines, rows, strict=True)]
 
 
-def test_caption_without_a_label_becomes_an_unnumbered_captioned_table() -> None:
+def test_caption_without_a_label_becomes_a_captioned_table_without_a_name() -> None:
     """pandoc reads a ``:Caption`` paragraph above a table as its caption, label or not: a
-    ``{table}`` with no ``:name:`` (Sphinx numbers only tables with a target, as d2lbook's)."""
+    ``{table}`` with no ``:name:`` (pandoc's ``.. table:: Caption`` in d2lbook's reST)."""
     text = "Intro.\n\n: Peak figures, after :citet:`Doe.2020`\n\n| a | b |\n| - | - |\n| 1 | 2 |\n\nAfter."
     assert _mapped(text) == [
         ("Intro.", "Intro."), ("", ""),

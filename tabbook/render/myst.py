@@ -6,8 +6,8 @@ lines between allowed as d2lbook allows them, becomes a ``{figure}``; ``$$…$$`
 by ``:eqlabel:`` (on its own line or after the closing ``$$``) becomes labelled
 dollar math, and display math that continues a paragraph (a list item's line)
 starts a block of its own; a table with a ``:Caption`` paragraph above it (one line or
-several, as pandoc reads a table caption) becomes a ``{table}``, numbered when a ``:label:``
-names it (in the caption paragraph or below the table), a ``~~~`` fence when the caption holds
+several, as pandoc reads a table caption) becomes a ``{table}``, named by a ``:label:`` in the
+caption paragraph or below the table when there is one, a ``~~~`` fence when the caption holds
 a role (a backtick fence's info string may hold no backtick); inline roles map to Sphinx roles; a
 ```` ```toc ```` block becomes a ``{toctree}``, an ```` ```eval_rst ```` block an
 ``{eval-rst}`` one, a ``:bibliography:`` line a ``{bibliography}``. Slide marks
@@ -333,8 +333,8 @@ class _Emitter:
 
     def _unlabelled_table(self, i: int) -> int:
         """A table under a ":Caption" paragraph and named by no :label: → a {table} with that
-        caption and no name: pandoc's captioned table, unnumbered as Sphinx leaves a table
-        without a target (d2lbook's reST has no label for it either)."""
+        caption and no name: pandoc's captioned table (``.. table:: Caption`` in d2lbook's reST),
+        which Sphinx numbers as it numbers every captioned table, with no target to refer to."""
         table, at = self.tables[i], len(self.w.out)
         for r in range(table.start, table.end):
             self.w.add(convert_roles(self.lines[r]), r)

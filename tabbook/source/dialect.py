@@ -19,10 +19,10 @@ Prose
     block they describe: ``:label:`name``` (a heading, paragraph, image or
     table), ``:eqlabel:`name``` (display math), ``:width:`400px``` (an image):
     :data:`ATTR_LINE`; ``:eqlabel:`` may also end the math's closing line
-    (:data:`MATH_EQLABEL`). A table's caption is a ``:Caption`` line above it,
-    the ``:label:`` line either between the two or below the table
-    (:data:`TABLE_CAPTION`). ``:bibliography:`refs.bib``` alone on a line places the
-    bibliography (:data:`BIBLIOGRAPHY`); a fence opened with ```` ```eval_rst ````
+    (:data:`MATH_EQLABEL`). A table's caption is a paragraph above it that
+    starts ``:Caption`` (all its lines, as pandoc reads it), the ``:label:``
+    line, if any, ending that paragraph or below the table (:data:`TABLE_CAPTION`).
+    ``:bibliography:`refs.bib``` alone on a line places the bibliography (:data:`BIBLIOGRAPHY`); a fence opened with ```` ```eval_rst ````
     holds reStructuredText. Inline roles ``:numref:``, ``:ref:``, ``:eqref:``,
     ``:cite:``, ``:citet:``, ``:citep:`` (:data:`ROLE`). Slide marks keep
     ``(**…**)``/``[**…**]`` text and drop ``(~~…~~)``/``[~~…~~]`` text
@@ -104,7 +104,7 @@ EQLABEL = re.compile(r"^\s*:eqlabel:`([^`]+)`\s*$")
 WIDTH = re.compile(r"^\s*:width:`([^`]+)`\s*$")
 #: ``$$`` closing display math with its ``:eqlabel:`name``` on the same line; group 1 the name.
 MATH_EQLABEL = re.compile(r"\$\$[ \t]*:eqlabel:`([^`]+)`[ \t]*$")
-#: A table's caption line, ``:Caption text`` or ``: Caption text`` (not a ``:role:``); group 1 the text.
+#: A table caption's first line, ``:Caption text`` or ``: Caption text`` (not a ``:role:``); group 1 the text.
 TABLE_CAPTION = re.compile(r"^\s*:(?![\w-]+:)[ \t]*(\S.*?)\s*$")
 #: ``:bibliography:`refs.bib``` alone: the book's bibliography goes here; group 1 the file named.
 BIBLIOGRAPHY = re.compile(r"^\s*:bibliography:`([^`]*)`\s*$")
