@@ -394,10 +394,7 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
             nb, timeout=job["timeout"], kernel_name=job["kernel_name"],
             resources={"metadata": {"path": job["cwd"]}}, allow_errors=False,
             record_timing=False, on_cell_start=on_cell_start, interrupt_on_timeout=False,
-            on_notebook_start=on_notebook_start,
-            # A print may reach us as two stream messages or one, as the kernel's threads happen to
-            # flush: merged, an entry is the same whichever it was (the store stays deterministic).
-            coalesce_streams=True,
+            on_notebook_start=on_notebook_start, coalesce_streams=True,  # an entry never shows how a print flushed
         )
         clients.append(client)
         memory_note = (f" (with [build] memory_limit = {_size_text(memory)}, it may have run out of memory)"
