@@ -78,7 +78,7 @@ from tabbook.config import load_config  # noqa: E402
 from tabbook.errors import BookError  # noqa: E402
 from tabbook.render.myst import cell_to_myst  # noqa: E402
 from tabbook.render.slides import marks as slide_marks  # noqa: E402
-from tabbook.source.dialect import ROLE, find_roles  # noqa: E402
+from tabbook.source.dialect import ROLE, find_roles, strip_slide_marks  # noqa: E402
 from tabbook.source.read import Section  # noqa: E402
 from tabbook.source.split import split_section  # noqa: E402
 
@@ -160,13 +160,16 @@ def d2lbook_features(cells: list[dict] | None) -> dict[str, Any]:
             labels, refs = _refs_of(block["source"])
             f["labels"] += labels
             f["refs"] += refs
-            f["equations"] += [_equation(m) for m in _DISPLAY_MATH.findall(block["source"])]
+            # d2lbook removes slide marks before the reST a reader gets (build.ipynb2rst):
+            # headings and equations are compared as shown, marks stripped (tabbook strips them
+            # when it reads a page)
+            f["equations"] += [_equation(m) for m in _DISPLAY_MATH.findall(strip_slide_marks(block["source"]))]
             paragraphs = block.get("paragraphs", [])
             for k, para in enumerate(paragraphs):
                 src = para["source"]
                 if "prefix" in para and para["type"] == "title":
                     src = para["prefix"] + src
-                first = src.split("\n", 1)[0]
+                first = strip_slide_marks(src.split("\n", 1)[0])
                 f["figures"] += [(norm(a), t) for a, t in _IMAGE.findall(src)]
                 if (m := _HEADING.match(first)) and para["type"] in ("title", "text"):
                     f["headings"].append((len(m.group(1)), norm(m.group(2) or "")))
@@ -304,7 +307,7 @@ def tabbook_features(section: Section, framework: str, aliases: Any) -> dict[str
             f["prose_tabs"].append(norm(cell.source))
         f["slides"] += [m.text for m in slide_marks(cell.source) if m.text]
         f["tables"] += _tabbook_tables(cell_to_myst(cell))
-        rows = cell.source.split("\n")
+        rows = (cell.prose or cell.source).split("\n")  # the blocks' rows are the prose's (marks stripped)
         quoted = {r for b in cell.blocks if b.kind in _NOT_PROSE for r in range(b.start, b.end)}
         for row, raw in enumerate(rows):
             if row not in quoted:
