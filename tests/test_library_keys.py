@@ -25,6 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 BOOK_FILES = ("config.ini", "index.md", "references.bib", "conf.py", "chapter_gpus", "_freeze", "d2l",
               "envs", "img", "static")
 FRAMEWORKS = ("pytorch", "jax", "tensorflow", "mxnet")
+#: Every (page, framework) unit of the chapter: one committed entry each.
+UNITS = len(list((ROOT / "_freeze").rglob("*.ipynb")))
 
 
 @pytest.fixture
@@ -66,7 +68,7 @@ def test_the_committed_store_is_current_and_nothing_is_written(book: Path, capsy
     before = {p: p.read_bytes() for p in sorted((book / "_freeze").rglob("*")) + sorted((book / "d2l").rglob("*"))
               if p.is_file()}
     plan = dry_run(book, capsys)
-    assert len(plan) == 28 and not stale(plan)
+    assert len(plan) == UNITS and not stale(plan)
     assert all(u["why"] == ["current"] for u in plan.values())
     after = {p: p.read_bytes() for p in before}
     assert after == before
@@ -82,7 +84,7 @@ def test_benchmark_edit_stales_its_page_and_the_page_that_calls_it(book: Path, c
     assert plan[("speed", "pytorch")]["why"] == ["its code"]
     assert plan[("precision", "pytorch")]["why"] == ["library names: benchmark"]
     assert plan[("precision", "pytorch")]["library_names"] == ["benchmark"]
-    assert sum(u["state"] == "reuse" for u in plan.values()) == 26
+    assert sum(u["state"] == "reuse" for u in plan.values()) == UNITS - 2
 
 
 def test_trainer_fit_edit_stales_exactly_the_units_that_train(book: Path, capsys) -> None:
@@ -125,7 +127,7 @@ def test_dry_run_text_and_selection(book: Path, capsys) -> None:
     out = capsys.readouterr().out.splitlines()
     assert ("skip     chapter_gpus/precision.md [pytorch] (1 GPU, alone): not selected in this build; "
             "library names: benchmark") in out
-    assert out[-1] == "[dry-run] 26 reuse, 2 skip; nothing was run or written"
+    assert out[-1] == f"[dry-run] {UNITS - 2} reuse, 2 skip; nothing was run or written"
     assert cli.main(["-C", str(book), "build", "--json"]) == 1
     assert "--json goes with --dry-run" in capsys.readouterr().err
 
@@ -170,7 +172,7 @@ def test_version1_entries_are_reused_then_restamped(book: Path, capsys) -> None:
     store = FreezeStore(config.freeze_dir)
     read = read_book(config)
     the_plan = plan_mod.plan(config, read.sections, book_library(read), store, plan_mod.Selection())
-    assert len(the_plan.upgrades) == 28
+    assert len(the_plan.upgrades) == UNITS
     plan_mod.upgrade_keys(the_plan, store)
     assert "library_names" in entry.read_text()
     assert all(u["why"] == ["current"] for u in dry_run(book, capsys).values())

@@ -382,7 +382,8 @@ def publish_downloads(opts: SiteOptions, docnames: list[str], outdir: Path) -> i
             if before.get(target) == seen and dst.is_file():
                 text = dst.read_text(encoding="utf-8")  # for the zip: the copy is what it would be
             else:
-                text = json.dumps(for_colab(reader_notebook(read_entry(src), trusted=opts.trusted_outputs), opts, fw),
+                text = json.dumps(for_colab(reader_notebook(read_entry(src), trusted=True) if opts.trusted_outputs
+                                            else reader_notebook(read_entry(src)), opts, fw),
                                   indent=1, ensure_ascii=False) + "\n"
                 write_if_changed(dst, text)
                 dirty.add(fw)
