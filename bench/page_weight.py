@@ -28,6 +28,7 @@ from urllib.parse import unquote, urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "browser"))
+sys.path.insert(1, str(ROOT / "tests"))  # the browser fixtures import tests/prerequisites.py
 
 from conftest import BOOK, CHROMIUM, CHROMIUM_ARGS, build_book, serve  # noqa: E402
 
