@@ -18,7 +18,9 @@
 #   writes the changed part of _freeze/ and the report under $OUT.
 # Variables: GPU_PYTHON (the machine's interpreter; default: python3 on the PATH),
 # WHEELS (default build/wheelhouse), FRAMEWORKS (default pytorch,jax), OUT (default build/gpu-out),
-# UNITS_PER_GPU (default 4), ONLY (section files to execute, space-separated; default all).
+# UNITS_PER_GPU (default 4), ONLY (section files to execute, space-separated; default all),
+# BUILD_SECONDS (stop the build with Ctrl-C after this long, keeping the entries it finished, so
+# a machine lent for minutes still returns what was done; default: no limit).
 set -euo pipefail
 
 root=$(pwd)
@@ -78,7 +80,9 @@ export PYTHONUNBUFFERED=1 TF_CPP_MIN_LOG_LEVEL=2
 touch "$venv/stamp"
 "$py" -m tabbook "${args[@]}" build --dry-run --frameworks "$frameworks" --force "${only[@]}" 2>&1 | tee -a "$log"
 set +e
-"$py" -m tabbook "${args[@]}" build --no-render --frameworks "$frameworks" --force "${only[@]}" 2>&1 | tee -a "$log"
+limit=()
+if [ -n "${BUILD_SECONDS:-}" ]; then limit=(timeout -s INT -k 20 "$BUILD_SECONDS"); fi
+"${limit[@]}" "$py" -m tabbook "${args[@]}" build --no-render --frameworks "$frameworks" --force "${only[@]}" 2>&1 | tee -a "$log"
 status=${PIPESTATUS[0]}
 set -e
 say "build exited $status"
