@@ -42,17 +42,14 @@ test -f "$wheels/requirements.txt" || { echo "gpu-build.sh: $wheels/requirements
 say "machine: $(uname -srm), $(nproc) cores, python $machine_py"
 nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv,noheader 2>&1 | tee -a "$log" || true
 
-# 2. A venv from the base interpreter that sees the machine env's packages through a .pth file.
-read -r base_prefix site_dirs < <("$machine_py" -c '
-import site, sys
-print(sys.base_prefix, ":".join(p for p in site.getsitepackages() if p))')
-base_py=$(ls "$base_prefix"/bin/python3.[0-9]* 2>/dev/null | grep -E 'python3\.[0-9]+$' | head -1)
-test -x "$base_py" || base_py=$machine_py
+# 2. A venv that sees the machine env's packages through a .pth file (made by the machine's
+#    interpreter: venv then uses that interpreter's base, whether or not it is itself a venv).
+site_dirs=$("$machine_py" -c 'import site; print(":".join(p for p in site.getsitepackages() if p))')
 rm -rf "$venv"
-"$base_py" -m venv --without-pip "$venv"
+"$machine_py" -m venv --without-pip "$venv"
 purelib=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 tr ':' '\n' <<<"$site_dirs" > "$purelib/machine-env.pth"
-say "kernel venv $venv (base $base_py) sees: $site_dirs"
+say "kernel venv $venv sees: $site_dirs"
 
 # 3. The wheels, with pip from the machine env (the venv has none of its own), no network.
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-index --no-compile \
