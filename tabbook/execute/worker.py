@@ -79,6 +79,14 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def one_line(value: Any, limit: int = 500) -> str:
+    """A value the provenance records as one line of printable text, at most ``limit``
+    characters: what the store's schema accepts (``store.provenance_problem``). A GPU probe's
+    exception may say anything, over several lines."""
+    text = " ".join("".join(c if c.isprintable() else " " for c in str(value)).split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
 def _strip_ansi(text: str) -> str:
     import re
 
@@ -439,19 +447,19 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
         cell.get("metadata", {}).pop("execution", None)
         drop_noise(cell, job.get("stderr_filters", []))
         cap_outputs(cell, job.get("max_output_bytes", 0), produced.get(index, 0))
-    gpus = info.get("gpus", [])
+    gpus = [one_line(g) for g in info.get("gpus", [])][:256]
     provenance = {
         "framework": fw,
-        "framework_version": info.get("framework_version", "?"),
-        "python": info.get("python", "?"),
-        "cpu": cpu_model(),
+        "framework_version": one_line(info.get("framework_version", "?")),
+        "python": one_line(info.get("python", "?")),
+        "cpu": one_line(cpu_model()),
         "gpus": gpus,
         "device": (f"{len(gpus)}× {gpus[0]}" if gpus else "CPU only"),
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
-        "host_platform": platform.platform(terse=True),
+        "host_platform": one_line(platform.platform(terse=True)),
     }
     if info.get("gpu_probe_error"):
-        provenance["gpu_probe_error"] = info["gpu_probe_error"]
+        provenance["gpu_probe_error"] = one_line(info["gpu_probe_error"])
     if info.get("framework_imported") is False:
         provenance["framework_imported"] = False  # the outputs do not depend on it, nor on a GPU
     return {"notebook": dict(nb), "provenance": provenance}
