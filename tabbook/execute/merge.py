@@ -133,7 +133,7 @@ def merge_stores(config: Config, sources: list[Path], target: Path,
         chosen = current[0]
         if len({c.text for c in current}) > 1:
             result.conflicts.append(f"{name}: {len(current)} current versions; kept {chosen.source}")
-        dest = goal.path(*unit)
+        dest = goal.checked_path(*unit)
         try:
             existing = dest.read_text(encoding="utf-8") if dest.is_file() else None
         except (OSError, UnicodeDecodeError):

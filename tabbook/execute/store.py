@@ -20,8 +20,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from tabbook.errors import BookError
+from tabbook.errors import BookError, leads_out
 from tabbook.files import write_atomic
+from tabbook.settings import leads_outside
 from tabbook.source.split import FrameworkCell
 
 #: Version 2: the library part hashes only the definitions the unit can reach
@@ -388,10 +389,13 @@ class FreezeStore:
     def shown(self, path: Path) -> str:
         """How an error names an entry file: relative to the book when it is inside it."""
         if self.book_root is not None:
-            try:
-                return str(path.resolve().relative_to(self.book_root.resolve()))
-            except ValueError:
-                pass
+            # As written first: a path a symbolic link leads elsewhere is named where it is.
+            for where, base in ((path.absolute(), self.book_root.absolute()),
+                                (path.resolve(), self.book_root.resolve())):
+                try:
+                    return str(where.relative_to(base))
+                except ValueError:
+                    pass
         return str(path)
 
     def path(self, section: str, framework: str) -> Path:
@@ -399,10 +403,18 @@ class FreezeStore:
         stem = section[:-3] if section.endswith(".md") else section
         return self.root / stem / f"{framework}.ipynb"
 
+    def checked_path(self, section: str, framework: str) -> Path:
+        """:meth:`path`, refused (a :class:`BookError` at it) when a symbolic link on the way
+        leads out of the store: its entry would be read from, or written to, another folder."""
+        path = self.path(section, framework)
+        if (real := leads_outside(self.root, path)) is not None:
+            raise leads_out(self.shown(path), real, "the freeze store's folder")
+        return path
+
     def load(self, section: str, framework: str) -> dict[str, Any] | None:
         """The stored notebook, or ``None`` if missing; a damaged one (not JSON, not the shape
         of a notebook) is a :class:`BookError` at its file (:func:`read_entry`)."""
-        path = self.path(section, framework)
+        path = self.checked_path(section, framework)
         if not path.is_file():
             return None
         return read_entry(path, self.shown(path))
@@ -446,7 +458,7 @@ class FreezeStore:
             "key": parts.key, "key_parts": parts.as_dict(), "section": section,
             "framework": framework, "provenance": provenance, "seconds": round(seconds, 2),
         }
-        path = self.path(section, framework)
+        path = self.checked_path(section, framework)
         write_notebook(path, nb)
         return path
 
@@ -464,7 +476,7 @@ class FreezeStore:
         else:
             meta.update(key=parts.key, key_parts=parts.as_dict())
         nb = {**nb, "metadata": {**nb.get("metadata", {}), META: meta}}
-        path = self.path(section, framework)
+        path = self.checked_path(section, framework)
         write_notebook(path, nb)
         return path
 
