@@ -738,6 +738,9 @@ class _Files:
                 raw, folder = self.parser.get(*where), self.source(*where)[2]
             try:
                 values[name] = decl.parse(raw, At(self.root, folder, values))
+            except OSError as exc:  # a path the system refuses (too long, unreadable)
+                why = f"names a path that cannot be used: {exc.strerror or exc}"
+                raise (self.error(*where, why) if where else BookError(f"[{sec}] {decl.key}: {why}", "config.ini")) from None
             except ValueError as exc:
                 if where is None:  # a default that does not fit (another key decided it)
                     raise BookError(f"[{sec}] {decl.key}: its default {raw!r} {exc}", "config.ini") from None
