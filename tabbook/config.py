@@ -71,6 +71,7 @@ from tabbook.settings import (
     tab_list,
     text,
     top_level_modules,
+    version_text,
     words,
 )
 
@@ -440,7 +441,7 @@ class Config:
     name: str = setting("project", "name", "d2lbook", file_name, "the book's short name (file names of its "
                         "PDFs and zips: letters, digits, spaces, _ . + -)", overlay=False)
     author: str = setting("project", "author", "The contributors", text, "the book's authors")
-    version: str = setting("project", "version", "0.0.1", text, "the book's and its library's version "
+    version: str = setting("project", "version", "0.0.1", version_text, "the book's and its library's version "
                            "(d2lbook's release)", aliases=(("project", "release"),))
     copyright: str = setting("project", "copyright", "", text, "the footer's copyright line (none when "
                              "empty, as in d2lbook)")

@@ -336,6 +336,20 @@ def tab_list(value: str, at: At) -> tuple[str, ...]:
     return tabs
 
 
+#: A version: what PEP 440 and wheel names allow, roughly (it is written into Python and file names).
+VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+!_-]{0,63}")
+
+
+def version_text(value: str, at: At) -> str:
+    """``[project] version``: written into the library's version file as a Python string and into
+    the wheel's file name, so a quote or a slash would be code or a path; "" is none."""
+    version = value.strip()
+    if version and not VERSION.fullmatch(version):
+        raise ValueError(f"{version!r} is not a version: letters, digits and . + ! _ - (e.g. 1.0.3); it is "
+                         "written into the library's version file and the wheel's name")
+    return version
+
+
 def file_name(value: str, at: At) -> str:
     """A name the builder turns into file names as it is (``NAME-pytorch.pdf``): letters,
     digits and ``_ . + -``, not starting with a dot; a ``/`` or ``..`` would put them elsewhere."""

@@ -168,7 +168,8 @@ def test_a_name_and_tabs_that_would_be_paths_are_refused_at_their_line(book: Pat
     for old, new, message in (
             ("name = fixture", "name = ../../out/x", "[project] name '../../out/x' is not a name for files"),
             ("tabs = alpha, beta", "tabs = alpha, ../beta", "[build] tabs names the tab '../beta'"),
-            ("tabs = alpha, beta", "tabs = alpha, be/ta", "[build] tabs names the tab 'be/ta'")):
+            ("tabs = alpha, beta", "tabs = alpha, be/ta", "[build] tabs names the tab 'be/ta'"),
+            ("version = 0.0.1", 'version = 1"; import os #', "[project] version '1\"; import os #' is not a version")):
         ini.write_text(text.replace(old, new, 1))
         assert _error(book).startswith(f"config.ini:{_line(ini, new)}: {message}")
     ini.write_text(text.replace("name = fixture", "name = Machine Learning Systems 2.0", 1))
