@@ -434,7 +434,7 @@ def _dispatch(args: argparse.Namespace, rest: list[str]) -> int:
         said = " ".join(str(exc).split())
         said = said if len(said) <= 300 else said[:299] + "…"
         print(f"tabbook: internal error: {type(exc).__name__}{': ' + said if said else ''} (a bug in tabbook, "
-              f"not in your book; {'the traceback is above' if args.debug else 'run again with --debug for the traceback'})",
+              f"not in your book; {'the traceback is above' if getattr(args, 'debug', False) else 'run again with --debug for the traceback'})",
               file=sys.stderr)
         return 1
 
