@@ -520,7 +520,7 @@ def test_17_a_build_killed_outright_leaves_no_worker_nor_kernel(clean_book: tupl
     assert left_by(book, proc.pid), "the unit's kernel should be running"
     proc.kill()
     proc.wait()
-    assert gone(lambda: left_by(book, proc.pid), 15) == []
+    assert gone(lambda: left_by(book, proc.pid), 30) == []
 
 
 def test_18_an_error_output_is_capped_too(clean_book: tuple[Path, Path], tmp_path: Path) -> None:
@@ -582,4 +582,4 @@ def test_19_a_build_killed_while_sphinx_writes_takes_sphinx_with_it(clean_book: 
     assert waiting.exists(), "Sphinx never reached the point where it writes"
     proc.kill()
     proc.wait()
-    assert gone(lambda: left_by(book), 5) == []
+    assert gone(lambda: left_by(book), 10) == []
