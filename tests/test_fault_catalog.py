@@ -199,6 +199,15 @@ def clean_book(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return book, overlay
 
 
+def copied(clean_book: tuple[Path, Path], tmp_path: Path) -> tuple[Path, Path]:
+    """A copy of the clean built book to put one fault in (links copied as links), and its overlay."""
+    src, overlay = clean_book
+    book = tmp_path / "book"
+    shutil.copytree(src, book, symlinks=True)
+    (tmp_path / ".cache").mkdir(exist_ok=True)
+    return book, overlay
+
+
 def expected_line(text: str, where: str) -> int:
     """The line of the last occurrence of ``where`` (faults are mostly appended); 1 for ""."""
     return text.count("\n", 0, text.rindex(where)) + 1 if where else 1
@@ -207,10 +216,7 @@ def expected_line(text: str, where: str) -> int:
 @pytest.mark.parametrize("fault", FAULTS, ids=[f.id for f in FAULTS])
 def test_fault_is_located_leaves_the_tree_and_recovers(fault: Fault, clean_book: tuple[Path, Path],
                                                        tmp_path: Path) -> None:
-    src, overlay = clean_book
-    book = tmp_path / "book"
-    shutil.copytree(src, book, symlinks=True)
-    (tmp_path / ".cache").mkdir(exist_ok=True)
+    book, overlay = copied(clean_book, tmp_path)
     page = overlay if fault.page == "OVERLAY" else book / fault.page
     if fault.page == "OVERLAY":  # a copy of the overlay of our own, with a lock beside it
         page = tmp_path / "overlay" / "tabbook.ini"
@@ -252,9 +258,7 @@ def test_fault_is_located_leaves_the_tree_and_recovers(fault: Fault, clean_book:
 def test_a_rendering_problem_is_reported_again_until_it_is_fixed(clean_book: tuple[Path, Path],
                                                                   tmp_path: Path) -> None:
     """Sphinx reads a page again only when it changed; the warning must not vanish on the next build."""
-    src, overlay = clean_book
-    book = tmp_path / "book"
-    shutil.copytree(src, book, symlinks=True)
+    book, overlay = copied(clean_book, tmp_path)
     first = book / FIRST
     first.write_text(first.read_text() + "\nAs :cite:`nobody2022` showed.\n")
     line = first.read_text().count("\n")  # the appended line
@@ -443,10 +447,7 @@ HOSTILE = [
 @pytest.mark.parametrize("fault", HOSTILE, ids=[f"{f.number}-{f.id}" for f in HOSTILE])
 def test_hostile_fault_is_located_or_harmless_and_recovers(fault: Hostile, clean_book: tuple[Path, Path],
                                                            tmp_path: Path) -> None:
-    src, overlay = clean_book
-    book = tmp_path / "book"
-    shutil.copytree(src, book, symlinks=True)
-    (tmp_path / ".cache").mkdir(exist_ok=True)
+    book, overlay = copied(clean_book, tmp_path)
     outside = tmp_path / "outside"
     outside.mkdir()
     fault.setup(book, outside)
@@ -495,9 +496,7 @@ def _run_until(book: Path, overlay: Path, line: str, *args: str) -> subprocess.P
 def test_16_a_long_output_line_is_kept_in_linear_time(clean_book: tuple[Path, Path], tmp_path: Path) -> None:
     """One line of a million characters: nbclient's stream merge tried a regex from every
     position of it (minutes; hours at the 4 MB cap) after the cell had ended."""
-    src, overlay = clean_book
-    book = tmp_path / "book"
-    shutil.copytree(src, book, symlinks=True)
+    book, overlay = copied(clean_book, tmp_path)
     _with_cells(book, "import os\nprint('x' * 1_000_000)\n_ = os.write(1, b'y' * 500_000)")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TABBOOK_CACHE": str(tmp_path / ".cache")}
     proc = subprocess.run([sys.executable, "-m", "tabbook", "-C", str(book), "--overlay", str(overlay), "build",
@@ -511,9 +510,7 @@ def test_16_a_long_output_line_is_kept_in_linear_time(clean_book: tuple[Path, Pa
 def test_17_a_build_killed_outright_leaves_no_worker_nor_kernel(clean_book: tuple[Path, Path], tmp_path: Path) -> None:
     """SIGKILL reaches no clean-up of the build's; its worker (busy merging a long line, or
     waiting on its kernel) must end with it: Linux's parent-death signal."""
-    src, overlay = clean_book
-    book = tmp_path / "book"
-    shutil.copytree(src, book, symlinks=True)
+    book, overlay = copied(clean_book, tmp_path)
     _with_cells(book, "print('x' * 600_000)", "import time\ntime.sleep(120)")
     proc = _run_until(book, overlay, "start chapter_a/second.md [pytorch]", "build", "--no-render")
     time.sleep(4)  # the first cell has ended; the worker merges its output, or the kernel sleeps
@@ -525,9 +522,7 @@ def test_17_a_build_killed_outright_leaves_no_worker_nor_kernel(clean_book: tupl
 
 def test_18_an_error_output_is_capped_too(clean_book: tuple[Path, Path], tmp_path: Path) -> None:
     """A #@raises cell raising with a 20 MB message: the entry and the page stay near the cap."""
-    src, overlay = clean_book
-    book = tmp_path / "book"
-    shutil.copytree(src, book, symlinks=True)
+    book, overlay = copied(clean_book, tmp_path)
     config = book / "config.ini"
     config.write_text(config.read_text().replace("[build]\n", "[build]\nmax_output_bytes = 100000\n", 1))
     _with_cells(book, "#@raises ValueError\nraise ValueError('m' * 20_000_000)")
@@ -543,9 +538,7 @@ def test_19_processes_of_a_killed_worker_are_ended_by_the_runner(clean_book: tup
                                                                  tmp_path: Path) -> None:
     """A cell starts a process in a session of its own, then kills its worker: the worker can
     end nothing, so the runner finds the unit's processes by the token they inherited."""
-    src, overlay = clean_book
-    book = tmp_path / "book"
-    shutil.copytree(src, book, symlinks=True)
+    book, overlay = copied(clean_book, tmp_path)
     pid_file = tmp_path / "sleeper.pid"
     _with_cells(book, f"import os, signal, subprocess, time\np = subprocess.Popen(['sleep', '300'], "
                       f"start_new_session=True)\nopen({str(pid_file)!r}, 'w').write(str(p.pid))\n"
@@ -562,9 +555,7 @@ def test_19_a_build_killed_while_sphinx_writes_takes_sphinx_with_it(clean_book: 
                                                                     tmp_path: Path) -> None:
     """Sphinx held past its reading (a book extension that waits before the pages are written):
     the build is SIGKILLed; its Sphinx must not go on writing build/html without the lock."""
-    src, overlay = clean_book
-    book = tmp_path / "book"
-    shutil.copytree(src, book, symlinks=True)
+    book, overlay = copied(clean_book, tmp_path)
     waiting = tmp_path / "sphinx-waits"
     (book / "slow.py").write_text(
         "import time\nfrom pathlib import Path\n\n\ndef wait(app, env):\n"

@@ -554,13 +554,7 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
             if current["index"] is None and attempt + 1 < START_ATTEMPTS:
                 continue
             return {"error": f"{job['section']}: [{fw}] kernel {job['kernel_name']} failed to start or run: {exc}"}
-    probe = nb.cells.pop()
-    coalesce_streams(probe)  # its line may have come in two messages
-    info: dict[str, Any] = {}
-    for out in probe.get("outputs", []):
-        for line in out.get("text", "").splitlines():
-            if line.startswith("TABBOOK-PROBE "):
-                info = json.loads(line[len("TABBOOK-PROBE "):])
+    info = _probe_info(nb.cells.pop())
     for cell in nb.cells:
         meta = cell["metadata"]["tabbook"]
         expected = meta.get("raises")
@@ -578,6 +572,22 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
         coalesce_streams(cell)  # an entry never shows how a print was flushed
         drop_noise(cell, job.get("stderr_filters", []))
         cap_outputs(cell, job.get("max_output_bytes", 0), produced.get(index, 0))
+    return {"notebook": dict(nb), "provenance": _provenance(fw, info)}
+
+
+def _probe_info(probe: dict[str, Any]) -> dict[str, Any]:
+    """What the probe cell printed (:data:`PROBE`): versions, GPUs, why the GPU probe failed."""
+    coalesce_streams(probe)  # its line may have come in two messages
+    info: dict[str, Any] = {}
+    for out in probe.get("outputs", []):
+        for line in out.get("text", "").splitlines():
+            if line.startswith("TABBOOK-PROBE "):
+                info = json.loads(line[len("TABBOOK-PROBE "):])
+    return info
+
+
+def _provenance(fw: str, info: dict[str, Any]) -> dict[str, Any]:
+    """Where the unit ran: each text one line, as the store's schema wants (``store.provenance_problem``)."""
     gpus = [one_line(g) for g in info.get("gpus", [])][:256]
     provenance = {
         "framework": fw,
@@ -593,7 +603,7 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
         provenance["gpu_probe_error"] = one_line(info["gpu_probe_error"])
     if info.get("framework_imported") is False:
         provenance["framework_imported"] = False  # the outputs do not depend on it, nor on a GPU
-    return {"notebook": dict(nb), "provenance": provenance}
+    return provenance
 
 
 def _raise_interrupt(signum: int, frame: Any) -> None:
