@@ -190,3 +190,23 @@ def test_a_memory_limit_past_what_rlimit_holds_is_refused(book: Path, size: str)
     ini = book / "config.ini"
     ini.write_text(ini.read_text().replace("[build]\n", f"[build]\nmemory_limit = {size}\n", 1))
     assert f"[build] memory_limit {size!r} is more address space than a process can have" in _error(book)
+
+
+def test_files_keys_name_to_publish_stay_inside_the_book(book: Path, tmp_path: Path) -> None:
+    """``[html] favicon`` and the globs of ``[build] non-notebooks`` are copied into the site and
+    the notebook zips: a path out of the book, or a link that leads out, is refused at its line."""
+    secret = tmp_path / "secret.md"
+    secret.write_text("# Not the book's\n")
+    ini = book / "config.ini"
+    text = ini.read_text()
+    for added, message in (("[html]\nfavicon = ../secret.md\n", "[html] favicon names ../secret.md, which is outside"),
+                           ("[build]\nnon-notebooks = ../*.md\n", "[build] non-notebooks names ../*.md, which is outside"),
+                           ("[build]\nnon-notebooks = notes/*.md\n", "[build] non-notebooks matches notes/leak.md, a "
+                                                                     "symbolic link that leads outside")):
+        (book / "notes").mkdir(exist_ok=True)
+        if not (book / "notes" / "leak.md").is_symlink():
+            (book / "notes" / "leak.md").symlink_to(secret)
+        section, line = added.split("\n")[:2]
+        body = text.replace(f"{section}\n", f"{section}\n{line}\n", 1) if section in text else f"{text}\n{added}"
+        ini.write_text(body)
+        assert _error(book).startswith(f"config.ini:{_line(ini, line)}: {message}")
