@@ -222,7 +222,10 @@ def _render(config: Config, book: Book, opts: Options, notebooks: Notebooks, ori
             log(f"[{opts.builder}] nothing changed: build/{opts.builder} is current")
         result.sphinx_seconds = time.monotonic() - t1
     if opts.builder == "html":
+        from tabbook.render.package import publish
         from tabbook.render.site import available_pdfs, load_site_options
+
+        publish(config, BuildDir(config.build_dir).html, log)
 
         if not available_pdfs(load_site_options(config)):
             log("[html] the site has no PDFs (none in build/pdf): its pages say \"PDF: not in "

@@ -116,6 +116,16 @@ def _wheel_version(wheel: Path) -> str:
     return wheel.name.split("-")[1]
 
 
+def _same_version(a: str, b: str) -> bool:
+    """Whether two version strings are one version for pip (PEP 440's normal form)."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(a) == Version(b)
+    except InvalidVersion:
+        return a == b
+
+
 def project_page(package: Package, wheel: Path) -> str:
     """PEP 503's page of the project: one link per file, with its hash."""
     digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
@@ -141,13 +151,13 @@ def publish(config: Config, html_dir: Path, log: Callable[[str], Any] = print) -
     if package is None:
         return None
     folder = html_dir / INDEX / package.name
-    memo = BuildDir(config.build_dir).memo("package", inputs=_inputs_digest(config), name=package.name)
+    memo = BuildDir(config.build_dir).memo("package", inputs=_inputs_digest(config), project=package.name)
     known = memo.load()
     if known and (folder / known).is_file() and (folder / "index.html").is_file():
         return folder / known
     with tempfile.TemporaryDirectory(prefix="tabbook-wheel-") as tmp:
         wheel = build_wheel(config, Path(tmp))
-        if _wheel_version(wheel) != package.version.replace("-", "_"):
+        if not _same_version(_wheel_version(wheel), package.version):
             raise BookError(f"the wheel's version is {_wheel_version(wheel)}, but the site would tell readers "
                             f"to install {package.version} ([project] version)", "pyproject.toml")
         folder.mkdir(parents=True, exist_ok=True)
