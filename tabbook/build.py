@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -276,7 +277,12 @@ def _runner(config: Config, the_plan: Plan, opts: Options, log: Callable[[str], 
     gpus = detect(env)
     if gpus:
         log(f"[exec] {len(gpus)} GPU(s): " + "; ".join(g.describe() for g in gpus))
-    return Runner(opts.jobs or os.cpu_count() or 1, env, progress=log, devices=Devices(gpus, per_gpu=config.units_per_gpu))
+    from tabbook.execute.progress import LiveStatus
+
+    # A long cell is not silence: its file.md:LINE and time so far, live on a terminal, every 30 s in a log.
+    live = LiveStatus(log, sys.stdout, interactive=log is print and sys.stdout.isatty())
+    return Runner(opts.jobs or os.cpu_count() or 1, env, progress=log, devices=Devices(gpus, per_gpu=config.units_per_gpu),
+                  live=live)
 
 
 def clean(config: Config) -> None:

@@ -24,11 +24,13 @@ import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tabbook.execute.gpus import Devices, Held, Placement
+from tabbook.execute.progress import LiveStatus
 from tabbook.source.pycode import line_mapper
 from tabbook.source.split import FrameworkCell
 
@@ -130,10 +132,11 @@ class Runner:
     """Runs units in parallel worker processes, up to ``jobs`` at a time, each on its GPUs."""
 
     def __init__(self, jobs: int, env: dict[str, str], progress: Progress = print,
-                 devices: Devices | None = None):
+                 devices: Devices | None = None, live: LiveStatus | None = None):
         self.jobs = max(1, jobs)
         self.env = env
         self.progress = progress
+        self.live = live  # what each running unit's current cell is, said while it runs
         self.devices = devices or Devices([])
         self._procs: set[subprocess.Popen] = set()
         self._lock = threading.Lock()
@@ -150,9 +153,8 @@ class Runner:
                 self._running.remove(unit.name)
                 self._done += 1
             running = ", ".join(self._running) or "-"
-            self.progress(
-                f"[exec {self._done}/{self._total}] {event:5} {unit.name}{extra}  (running: {running})"
-            )
+        line = f"[exec {self._done}/{self._total}] {event:5} {unit.name}{extra}  (running: {running})"
+        (self.live.say if self.live is not None else self.progress)(line)
 
     def _run_one(self, unit: Unit, placement: Placement | None = None) -> UnitResult:
         if self._stopping:
@@ -164,6 +166,7 @@ class Runner:
         with tempfile.TemporaryDirectory(prefix="tabbook-unit-") as tmp:
             job = Path(tmp) / "job.json"
             out = Path(tmp) / "result.json"
+            cell = Path(tmp) / "cell.json"  # the worker's current cell (tabbook.execute.progress)
             job.write_text(json.dumps({
                 "notebook": build_notebook(unit),
                 "kernel_name": unit.kernel_name,
@@ -176,6 +179,7 @@ class Runner:
                 "memory_limit": unit.memory_limit,
                 "section": unit.section,
                 "framework": unit.framework,
+                "progress": str(cell),
             }))
             proc = subprocess.Popen(
                 [sys.executable, "-m", "tabbook.execute.worker", str(job), str(out)],
@@ -184,7 +188,13 @@ class Runner:
             )
             with self._lock:
                 self._procs.add(proc)
-            log = _tail(proc)
+            if self.live is not None:
+                self.live.started(unit.name, unit.framework, cell)
+            try:
+                log = _tail(proc)
+            finally:
+                if self.live is not None:
+                    self.live.finished(unit.name)
             with self._lock:
                 self._procs.discard(proc)
             seconds = time.monotonic() - t0
@@ -238,16 +248,17 @@ class Runner:
 
         pool = ThreadPoolExecutor(max_workers=self.jobs)
         futures = []
-        try:
-            for unit in units:
-                held = start(unit)
-                futures.append(pool.submit(one, unit, held))
-            return [f.result() for f in futures]
-        except BaseException:
-            self.stop()
-            raise
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+        with self.live or nullcontext():
+            try:
+                for unit in units:
+                    held = start(unit)
+                    futures.append(pool.submit(one, unit, held))
+                return [f.result() for f in futures]
+            except BaseException:
+                self.stop()
+                raise
+            finally:
+                pool.shutdown(wait=True, cancel_futures=True)
 
     def stop(self) -> None:
         """Kill every worker process group (worker + its kernel)."""
