@@ -19,13 +19,11 @@ export TF_CPP_MIN_LOG_LEVEL := 2
 
 html: $(BUILDER_STAMP)
 	$(TB) build $(if $(FORCE),--force)
-	@echo "site: build/html/index.html"
 
 # The complete site, as published: the four PDFs, then the HTML with them inside and linked
 # from every page (`make html` alone says on its pages that the PDFs are not in the build).
 site: $(BUILDER_STAMP) tex
 	$(TB) site $(if $(FORCE),--force)
-	@echo "site: build/html/index.html (with the PDFs)"
 
 $(BUILDER_STAMP): envs/builder.txt packaging/tabbook/pyproject.toml packaging/tabbook/hatch_build.py
 	@test -x $(VPY) || $(PY) -m venv $(VENV)

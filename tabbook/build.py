@@ -230,7 +230,7 @@ def _render(config: Config, book: Book, opts: Options, notebooks: Notebooks, ori
 
         if not available_pdfs(load_site_options(config)):
             log("[html] the site has no PDFs (none in build/pdf): its pages say \"PDF: not in "
-                "this build\"; `tabbook site` (make site) builds the site with its PDFs")
+                "this build\"; `tabbook site` builds the site with its PDFs")
 
 
 def build_pdfs(config: Config, frameworks: tuple[str, ...] | None = None, *, frozen: bool = False,
@@ -285,11 +285,16 @@ def _runner(config: Config, the_plan: Plan, opts: Options, log: Callable[[str], 
                   live=live)
 
 
-def clean(config: Config) -> None:
+def clean(config: Config) -> tuple[int, int]:
     """Remove ``build/``, once no build of the book is running (a waiting build then locks
-    the lock file created anew)."""
+    the lock file created anew); returns how many files and bytes it held (0, 0: there was none)."""
+    if not config.build_dir.is_dir():
+        return 0, 0
     with locked(config):
+        files = [p for p in config.build_dir.rglob("*") if p.is_file() and not p.is_symlink()]
+        size = sum(p.stat().st_size for p in files)
         shutil.rmtree(config.build_dir, ignore_errors=True)
+    return len(files), size
 
 
 def verify_freeze(config: Config, selection: Selection, *, jobs: int = 0, scheduler: str | None = None,
