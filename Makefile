@@ -25,14 +25,22 @@ html: $(BUILDER_STAMP)
 site: $(BUILDER_STAMP) tex
 	$(TB) site $(if $(FORCE),--force)
 
+# pip's own output (which can be pages of the machine's configuration warnings) goes to a log,
+# shown only when an install fails: a newcomer's `make html` prints our lines, not pip's.
+PIP_QUIET = $(VPY) -m pip install --quiet --disable-pip-version-check
+PIP_LOG   = $(VENV)/pip-install.log
+
 $(BUILDER_STAMP): envs/builder.txt packaging/tabbook/pyproject.toml packaging/tabbook/hatch_build.py
 	@test -x $(VPY) || $(PY) -m venv $(VENV)
-	$(VPY) -m pip install --quiet --disable-pip-version-check -r envs/builder.txt
-	$(VPY) -m pip install --quiet --disable-pip-version-check --no-deps -e packaging/tabbook
+	@echo "[setup] the builder's environment: $(VENV) from envs/builder.txt (pip's log: $(PIP_LOG))"
+	@{ $(PIP_QUIET) -r envs/builder.txt && $(PIP_QUIET) --no-deps -e packaging/tabbook; } >$(PIP_LOG) 2>&1 \
+		|| { tail -n 40 $(PIP_LOG); echo "[setup] pip failed: $(PIP_LOG)"; exit 1; }
 	@rm -f $(VENV)/.installed-* && touch $@
 
 $(TEST_STAMP): envs/builder-test.txt envs/builder-dask.txt $(BUILDER_STAMP)
-	$(VPY) -m pip install --quiet --disable-pip-version-check -r envs/builder-test.txt
+	@echo "[setup] the test tools: envs/builder-test.txt into $(VENV) (pip's log: $(PIP_LOG))"
+	@$(PIP_QUIET) -r envs/builder-test.txt >$(PIP_LOG) 2>&1 \
+		|| { tail -n 40 $(PIP_LOG); echo "[setup] pip failed: $(PIP_LOG)"; exit 1; }
 	@rm -f $(VENV)/.extra-test-* && touch $@
 
 envs: $(BUILDER_STAMP)
