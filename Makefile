@@ -15,7 +15,7 @@ BUILDER_STAMP := $(VENV)/.installed-$(shell cat envs/builder.txt packaging/tabbo
 TEST_STAMP := $(VENV)/.extra-test-$(shell cat envs/builder-test.txt envs/builder-dask.txt 2>/dev/null | sha256sum | cut -c1-12)
 export TF_CPP_MIN_LOG_LEVEL := 2
 
-.PHONY: html site test check lib envs clean serve unit frozen-site freeze-check exec-check lint pdf tex libtest dist browser bench d2lbook-book d2l-side-by-side wheelhouse d2lbook-venv differential
+.PHONY: html site test check lib envs clean serve unit frozen-site freeze-check exec-check lint pdf tex libtest dist browser axe bench d2lbook-book d2l-side-by-side wheelhouse d2lbook-venv differential
 
 html: $(BUILDER_STAMP)
 	$(TB) build $(if $(FORCE),--force)
@@ -69,7 +69,7 @@ lint: $(BUILDER_STAMP) $(TEST_STAMP)
 
 # The PDFs are part of the product, so their tests run everywhere `make test` runs, not only
 # under CI: TeX (like Chromium) is installed first when missing (Debian packages, root once).
-unit: $(BUILDER_STAMP) $(TEST_STAMP) browser tex d2lbook-venv
+unit: $(BUILDER_STAMP) $(TEST_STAMP) browser axe tex d2lbook-venv
 	TABBOOK_TEST_STRICT=1 $(VPY) -m pytest -q -rs tests
 
 # The committed freeze store must match the sources (no stale or missing entry),
@@ -107,6 +107,12 @@ serve: $(BUILDER_STAMP)
 # Debian's Chromium for the browser tests and the page-weight benchmark (idempotent).
 browser:
 	@bash scripts/install-browser.sh
+
+# axe-core, the accessibility checker the browser tests run over the site: from the npm registry,
+# pinned with its integrity hash (tests/browser/axe/package-lock.json), installed once into the
+# user-wide cache; nothing is loaded from a CDN (tests/browser/axe_core.py).
+axe: $(BUILDER_STAMP)
+	@$(VPY) tests/browser/axe_core.py
 
 bench: $(BUILDER_STAMP) $(TEST_STAMP) browser
 	$(VPY) bench/run.py
