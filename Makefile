@@ -15,7 +15,7 @@ BUILDER_STAMP := $(VENV)/.installed-$(shell cat envs/builder.txt packaging/tabbo
 TEST_STAMP := $(VENV)/.extra-test-$(shell cat envs/builder-test.txt envs/builder-dask.txt 2>/dev/null | sha256sum | cut -c1-12)
 export TF_CPP_MIN_LOG_LEVEL := 2
 
-.PHONY: html site test check lib envs clean serve unit frozen-site freeze-check exec-check lint pdf tex libtest dist browser axe bench d2lbook-book d2l-side-by-side wheelhouse d2lbook-venv differential
+.PHONY: html site test check lib envs clean serve unit frozen-site freeze-check exec-check lint pdf tex libtest dist browser axe bench d2lbook-book d2l-side-by-side wheelhouse d2lbook-venv differential gpu-bundle
 
 html: $(BUILDER_STAMP)
 	$(TB) build $(if $(FORCE),--force)
@@ -99,6 +99,14 @@ test: lint frozen-site unit freeze-check exec-check libtest
 # GPU machine): wheels for its Python into build/wheelhouse.
 wheelhouse: $(BUILDER_STAMP)
 	$(TB) wheelhouse $(if $(PYVER),--python-version $(PYVER))
+
+# The wheel folder scripts/gpu-build.sh installs on a GPU machine without network (README:
+# Executing on a GPU machine), and what would travel with it: the working tree and the wheels.
+gpu-bundle: wheelhouse
+	@tree=$$(git ls-files -co --exclude-standard -z | du -cb --files0-from=- 2>/dev/null | tail -1 | cut -f1); \
+	wheels=$$(du -sb build/wheelhouse | cut -f1); \
+	echo "gpu-bundle: working tree $$((tree / 1048576)) MiB + build/wheelhouse $$((wheels / 1048576)) MiB = $$(((tree + wheels) / 1048576)) MiB"; \
+	echo "gpu-bundle: on the GPU machine, from the repository root: bash scripts/gpu-build.sh (OUT=folder for the results)"
 
 # Live preview: rebuilds on save (a prose edit starts no kernel) and reloads the page.
 serve: $(BUILDER_STAMP)

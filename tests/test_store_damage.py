@@ -162,12 +162,49 @@ def test_a_result_that_is_not_a_notebook_is_a_failure_and_nothing_is_stored(tmp_
     assert the_plan.todo
 
     class Forged:
-        def run(self, units: list[Any]) -> list[UnitResult]:
-            return [UnitResult(u, notebook={"cells": [{"cell_type": "code", "source": "", "outputs": "x"}]})
-                    for u in units]
+        def run(self, units: list[Any], on_result: Any = None) -> list[UnitResult]:
+            results = [UnitResult(u, notebook={"cells": [{"cell_type": "code", "source": "", "outputs": "x"}]})
+                       for u in units]
+            for result in results:
+                on_result(result)
+            return results
 
     notebooks, failures = plan.run(config, the_plan, store, lambda: Forged())  # type: ignore[arg-type, return-value]
     assert len(failures) == len(the_plan.todo)
     assert "the result is not a notebook (cell 0: its outputs are a string, not a list); nothing was stored" \
         in failures[0].message
     assert store.entries() == []
+
+
+def test_an_interrupted_build_keeps_the_units_that_ended_before_it(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C (or a GPU machine's time running out: scripts/gpu-build.sh's BUILD_SECONDS) after
+    one unit ended: that unit's entry is in the store, whole; the others are not."""
+    from tabbook.book import read_book
+    from tabbook.config import OVERLAY_ENV, load_config
+    from tabbook.execute import plan
+    from tabbook.execute.runner import UnitResult, build_notebook
+    from tabbook.execute.store import FreezeStore
+    from tabbook.library.cache import book_library
+
+    monkeypatch.delenv(OVERLAY_ENV, raising=False)
+    book, overlay = make_book(tmp_path, eval_notebook=True)
+    config = load_config(book, overlay)
+    pages = read_book(config, extra_files=False)
+    store = FreezeStore(tmp_path / "store", book)
+    the_plan = plan.plan(config, pages.sections, book_library(pages), store, plan.Selection())
+    assert len(the_plan.todo) >= 2
+
+    class StoppedAfterOne:
+        def run(self, units: list[Any], on_result: Any = None) -> list[UnitResult]:
+            nb = build_notebook(units[0])
+            for cell in nb["cells"]:
+                if cell["cell_type"] == "code":
+                    cell["outputs"], cell["execution_count"] = [], 1
+            on_result(UnitResult(units[0], notebook=nb, seconds=1.0))
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        plan.run(config, the_plan, store, lambda: StoppedAfterOne())  # type: ignore[arg-type, return-value]
+    assert len(store.entries()) == 1
+    assert not list((tmp_path / "store").rglob("*.tmp"))

@@ -27,6 +27,7 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -230,7 +231,7 @@ class ClusterRunner(Runner):
         self.progress(f"[dask] {len(workers)} workers at {self.address}")
         return client
 
-    def run(self, units: list[Unit]) -> list[UnitResult]:
+    def run(self, units: list[Unit], on_result: Callable[[UnitResult], None] | None = None) -> list[UnitResult]:
         self._total = len(units)
         if not units:
             return []
@@ -268,6 +269,8 @@ class ClusterRunner(Runner):
                                         provenance=data.get("provenance") or {})
                 results[index[future.key]] = result
                 self._finished(unit, result, host)
+                if on_result is not None:
+                    on_result(result)
             return [r for r in results if r is not None]
         except BaseException:
             self.stop()

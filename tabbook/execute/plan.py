@@ -18,6 +18,7 @@ it failed) still has a notebook for the page: its code without outputs
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -482,15 +483,23 @@ def run(config: Config, the_plan: Plan, store: FreezeStore,
     # build does not end waiting on one long unit started last while the other cores idle.
     last = [store.last_seconds(u.section, u.framework) for u, _ in the_plan.todo]
     order = sorted(range(len(last)), key=lambda i: -(last[i] if last[i] is not None else float("inf")))
-    ran = runner.run([the_plan.todo[i][0] for i in order])
-    results = [res for _, res in sorted(zip(order, ran, strict=True))]
-    failures: list[BookError] = []
-    for (unit, parts), res in zip(the_plan.todo, results, strict=False):
+    parts_of = {(u.section, u.framework): parts for u, parts in the_plan.todo}
+    failed: dict[tuple[str, str], BookError] = {}
+    lock = threading.Lock()
+
+    def keep(res: Any) -> None:
+        """Store one unit's result as soon as it ends: a build stopped later (Ctrl-C, a GPU
+        machine's time running out) keeps every unit that finished."""
+        unit = res.unit
         record = the_plan.outcomes[(unit.section, unit.framework)]
-        record.seconds = res.seconds
-        failure = _store_result(config, store, unit, parts, res, record)
-        if failure is not None:
-            failures.append(failure)
+        with lock:
+            record.seconds = res.seconds
+            failure = _store_result(config, store, unit, parts_of[(unit.section, unit.framework)], res, record)
+            if failure is not None:
+                failed[(unit.section, unit.framework)] = failure
+
+    runner.run([the_plan.todo[i][0] for i in order], on_result=keep)
+    failures = [failed[(u.section, u.framework)] for u, _ in the_plan.todo if (u.section, u.framework) in failed]
     return the_plan.notebooks, failures
 
 

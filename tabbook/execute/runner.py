@@ -212,8 +212,9 @@ class Runner:
         self._report("done", unit, f" {status} {seconds:.1f}s")
         return result
 
-    def run(self, units: list[Unit]) -> list[UnitResult]:
-        """Run ``units``, starting them in their order as cores, GPUs and the machine allow."""
+    def run(self, units: list[Unit], on_result: Callable[[UnitResult], None] | None = None) -> list[UnitResult]:
+        """Run ``units``, starting them in their order as cores, GPUs and the machine allow;
+        ``on_result`` gets each result as its unit ends (so a build stopped later keeps it)."""
         self._total = len(units)
         if not units:
             return []
@@ -242,9 +243,12 @@ class Runner:
 
         def one(unit: Unit, held: Held) -> UnitResult:
             try:
-                return self._run_one(unit, held.placement)
+                result = self._run_one(unit, held.placement)
             finally:
                 finish(unit, held)
+            if on_result is not None and not self._stopping:
+                on_result(result)
+            return result
 
         pool = ThreadPoolExecutor(max_workers=self.jobs)
         futures = []
