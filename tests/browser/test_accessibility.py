@@ -37,23 +37,15 @@ def axe_source() -> str:
     return script.read_text(encoding="utf-8")
 
 
-@pytest.fixture(scope="module")
-def book_server(serve_dir: Any) -> Any:
-    srv = serve_dir(SITE)
-    yield srv
-    srv.httpd.shutdown()
-    srv.httpd.server_close()
-
-
 @skip_unless(PAGES, "no built book in build/html (`make test` builds it before the tests; or `make html`)")
 @pytest.mark.parametrize("width", [1280, 390])
 @pytest.mark.parametrize("path", PAGES or ["-"])
-def test_no_serious_accessibility_violation(browser: Any, book_server: Any, axe_source: str, path: str,
+def test_no_serious_accessibility_violation(browser: Any, real_server: Any, axe_source: str, path: str,
                                             width: int) -> None:
     ctx = browser.new_context(viewport={"width": width, "height": 900})
     try:
         page = ctx.new_page()
-        page.goto(f"{book_server.url}/{path}", wait_until="networkidle")
+        page.goto(f"{real_server.url}/{path}", wait_until="networkidle")
         page.add_script_tag(content=axe_source)
         violations = page.evaluate(RUN)
     finally:

@@ -77,17 +77,9 @@ def pip_env(index_url: str, find_links: Path) -> dict[str, str]:
     return env
 
 
-@pytest.fixture(scope="module")
-def real_site_server(serve_dir: Any) -> Any:
-    srv = serve_dir(REAL_SITE)
-    yield srv
-    srv.httpd.shutdown()
-    srv.httpd.server_close()
-
-
 @skip_unless(BUILT, "no built book in build/html (`make test` builds it before the tests; or `make html`)")
 def test_the_command_on_the_front_page_installs_this_books_package(
-        page: Any, real_site_server: Any, package_index: Any, tmp_path: Path) -> None:
+        page: Any, real_server: Any, package_index: Any, tmp_path: Path) -> None:
     index, numpy_wheels = package_index
     env = pip_env(f"{index.url}/simple/", numpy_wheels)
     # The stand-in works as PyPI does: asked for d2l, it offers the other project.
@@ -95,11 +87,11 @@ def test_the_command_on_the_front_page_installs_this_books_package(
                             "d2l"], capture_output=True, text=True, env=env)
     assert other.returncode == 0 and (tmp_path / "other" / "d2l-1.0.3-py3-none-any.whl").is_file(), other.stderr
 
-    page.goto(f"{real_site_server.url}/index.html", wait_until="networkidle")
+    page.goto(f"{real_server.url}/index.html", wait_until="networkidle")
     commands = page.evaluate("[...document.querySelectorAll('.tabbook-pip pre')].map(p => p.textContent)")
     assert commands, "the front page shows no install line"
     base = commands[0]
-    assert base.startswith(f"pip install --extra-index-url {real_site_server.url}/simple/ "), base
+    assert base.startswith(f"pip install --extra-index-url {real_server.url}/simple/ "), base
 
     subprocess.run([sys.executable, "-m", "venv", str(tmp_path / "venv")], check=True)
     bin_dir = tmp_path / "venv" / "bin"

@@ -49,17 +49,15 @@ def _equations_clear_of_their_numbers(page: Any) -> list[dict[str, Any]]:
 
 @needs_book
 @pytest.mark.parametrize("width", [390, 1280])
-def test_an_equations_number_never_covers_it(browser: Any, serve_dir: Any, width: int) -> None:
-    srv = serve_dir(REAL_SITE)
+def test_an_equations_number_never_covers_it(browser: Any, real_server: Any, width: int) -> None:
     ctx = browser.new_context(viewport={"width": width, "height": 844}, is_mobile=width < 500)
     try:
         page = ctx.new_page()
-        page.goto(f"{srv.url}/chapter_gpus/why.html", wait_until="networkidle")
+        page.goto(f"{real_server.url}/chapter_gpus/why.html", wait_until="networkidle")
         _equations_clear_of_their_numbers(page)
         assert page.evaluate("document.documentElement.scrollWidth") <= width  # it scrolls in its box
     finally:
         ctx.close()
-        srv.httpd.shutdown()
 
 
 def test_printing_leaves_out_the_skip_link_and_the_controls(page: Any, server: Server) -> None:
@@ -98,18 +96,16 @@ def _images(page: Any) -> list[dict[str, Any]]:
 
 @needs_book
 @pytest.mark.parametrize("path", ["chapter_gpus/devices.html", "chapter_gpus/training.html"])
-def test_images_have_words_and_a_size_before_they_load(browser: Any, serve_dir: Any, path: str) -> None:
-    srv = serve_dir(REAL_SITE)
+def test_images_have_words_and_a_size_before_they_load(browser: Any, real_server: Any, path: str) -> None:
     ctx = browser.new_context(viewport={"width": 1280, "height": 900})
     try:
         page = ctx.new_page()
         page.route("**/_images/**", lambda route: route.abort())  # as if none had arrived yet
-        page.goto(f"{srv.url}/{path}", wait_until="domcontentloaded")
+        page.goto(f"{real_server.url}/{path}", wait_until="domcontentloaded")
         page.evaluate("document.querySelectorAll('.sd-tab-content').forEach(p => p.style.display = 'block')")
         images = _images(page)
     finally:
         ctx.close()
-        srv.httpd.shutdown()
     assert images
     for img in images:
         alt = img["alt"] or ""
