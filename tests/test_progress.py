@@ -55,6 +55,10 @@ def test_a_log_gets_a_line_every_thirty_seconds(tmp_path: Path) -> None:
     clock.now += 2 * LOG_PERIOD
     status.tick()
     assert len(lines) == 2  # nothing runs: nothing to say
+    status.started("ch/short.md [jax]", "jax", tmp_path / "other.json")
+    clock.now += LOG_PERIOD - 1
+    status.tick()
+    assert len(lines) == 2  # a unit that has not run for a whole period yet is not long work
 
 
 def test_a_terminal_gets_one_live_line_under_the_runners_lines(tmp_path: Path) -> None:

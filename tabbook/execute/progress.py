@@ -9,7 +9,8 @@ unit's current cell with the time it has taken so far:
 - on a terminal, one live line, redrawn every second under the runner's own lines
   (``running chapter_gpus/training.md:88 [pytorch] 14s (unit 41s)``);
 - in a log (no terminal: CI, a file, a pipe), one such line every :data:`LOG_PERIOD` seconds
-  while units run, so a log shows that work goes on and where, without a line per second.
+  while some unit has run that long, naming those units: a log shows that long work goes on and
+  where, without a line per second, and says nothing about units that end sooner.
 """
 
 from __future__ import annotations
@@ -85,8 +86,6 @@ class LiveStatus:
     def started(self, unit: str, framework: str, cell_file: Path) -> None:
         with self._lock:
             self._running[unit] = _Running(unit, framework, cell_file, self.clock())
-            if len(self._running) == 1:
-                self._last_log = self.clock()
 
     def finished(self, unit: str) -> None:
         with self._lock:
@@ -100,9 +99,12 @@ class LiveStatus:
             self._draw(self._line(self.clock()))
 
     # ---- what it shows ----
-    def _line(self, now: float) -> str:
+    def _line(self, now: float, min_age: float = 0.0) -> str:
+        """The running units (those running for ``min_age`` seconds at least), each at its cell."""
         parts = []
         for r in self._running.values():
+            if now - r.started < min_age:
+                continue
             cell = _current_cell(r.cell_file)
             if cell and isinstance(cell.get("where"), str):
                 since = float(cell.get("since", r.started))
@@ -130,15 +132,15 @@ class LiveStatus:
         """Redraw the live line (a terminal), or write a line if a log period has passed."""
         with self._lock:
             now = self.clock()
-            line = self._line(now)
             if self.interactive:
+                line = self._line(now)
                 if line:
                     self._draw(line)
                 else:
                     self._erase()
-            elif line and now - self._last_log >= LOG_PERIOD:
+            elif now - self._last_log >= LOG_PERIOD and (long := self._line(now, LOG_PERIOD)):
                 self._last_log = now
-                self.log(f"[exec] still {line}")
+                self.log(f"[exec] still {long}")
 
     # ---- its clock ----
     def __enter__(self) -> LiveStatus:
