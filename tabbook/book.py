@@ -26,6 +26,7 @@ from typing import Any
 from tabbook.config import Config
 from tabbook.errors import BookError, BookErrors, raise_all
 from tabbook.files import BuildDir
+from tabbook.problems import Problem
 from tabbook.source.model import Section
 from tabbook.source.read import read_section
 from tabbook.source.toc import entry_path, is_external, page_entries, walk_toc
@@ -99,10 +100,11 @@ def decode_page(data: bytes, rel: str) -> tuple[str, list[BookError]]:
     warnings: list[BookError] = []
     if text.startswith("\ufeff"):
         text = text[1:]
-        warnings.append(BookError("the file starts with a byte-order mark (U+FEFF); it is ignored", rel, 1))
+        warnings.append(BookError("the file starts with a byte-order mark (U+FEFF); it is ignored", rel, 1,
+                                  kind=Problem.ENCODING))
     if "\r" in text:
         line = text.count("\n", 0, text.index("\r")) + 1
-        warnings.append(BookError("CRLF (Windows) line ends, read as LF", rel, line))
+        warnings.append(BookError("CRLF (Windows) line ends, read as LF", rel, line, kind=Problem.ENCODING))
     if not text.strip():
         raise BookError("the file is empty: a page needs at least a # title", rel, 1)
     return text, warnings
@@ -209,8 +211,9 @@ class Book:
         return [*self.sections, *(self.pages[rel] for rel in self.orphans)]
 
     def raise_problems(self) -> None:
-        if self.problems:
-            raise_all(self.problems)
+        """Raise what stops a build (a page that could not be read); problems of a kind
+        (:mod:`tabbook.problems`: a duplicate label, a toc entry for no page) are read past."""
+        raise_all([p for p in self.problems if p.kind is None])
 
 
 _SALVAGE_LABEL = re.compile(r":(?:label|eqlabel):`([^`]+)`")
@@ -346,7 +349,8 @@ def read_book(config: Config, extra_files: bool = True, whole_library: bool = Fa
         for name, line in section.labels.items():
             if name in labels:
                 first = "{}:{}".format(*labels[name])
-                problems.append(BookError(f"duplicate label {name!r} (also at {first})", section.path, line))
+                problems.append(BookError(f"duplicate label {name!r} (also at {first})", section.path, line,
+                                          kind=Problem.DUPLICATE_LABEL))
             else:
                 labels[name] = (section.path, line)
     problems.sort(key=lambda e: (e.path or "", e.line or 0))
@@ -363,7 +367,8 @@ def read_book(config: Config, extra_files: bool = True, whole_library: bool = Fa
                 book.outside[rel] = read_page(config, rel, hashes, cache.sections)
             except BookError as exc:
                 book.outside_problems += [BookError(f"{e.message} (outside this partial build: its #@save "
-                                                    "code is not in the library)", e.path, e.line)
+                                                    "code is not in the library)", e.path, e.line,
+                                                    kind=Problem.PARTIAL_LIBRARY)
                                           for e in _errors(exc)]
         book.library_order, twice = library_order(book.toc, pages, book.outside,
                                                   lambda rel: page_exists(config.root / rel))
@@ -373,7 +378,7 @@ def read_book(config: Config, extra_files: bool = True, whole_library: bool = Fa
                 f"the library of this partial build is the whole book's, in an order inferred without "
                 f"the whole book's index: {shown}, saved in more than one chapter, may not be the "
                 f"book's last version (keep the whole index and name this one with [build] index)",
-                config.rel(config.index), 1))
+                config.rel(config.index), 1, kind=Problem.PARTIAL_LIBRARY))
         cache.save(config.root)
     for rel in failed:
         found_labels, found_entries = salvage(config, rel)

@@ -31,9 +31,11 @@ from pathlib import Path
 from typing import Any
 
 from tabbook.errors import BookError
+from tabbook.problems import Problem
 from tabbook.settings import (
     MODULE_NAME,
     At,
+    Unusable,
     bibliography,
     book_file,
     book_files,
@@ -440,8 +442,8 @@ class Config:
                         "lang attribute and Sphinx's own words (default: en)")
     repository: str = setting("project", "repository", "", text, "where the sources live (view-source "
                               "and notebook links); a GitHub repository adds Colab links")
-    tabs: tuple[str, ...] = setting("build", "tabs", ONE_LANGUAGE, tab_list, "the code tabs, in display "
-                                    "order; without it a one-language book (d2lbook's), its code run "
+    tabs: tuple[str, ...] = setting("build", "tabs", "", tab_list(ONE_LANGUAGE), "the code tabs, in display "
+                                    "order; empty (d2lbook's default): a one-language book, its code run "
                                     "in the builder's Python", overlay=False)
     default_tab: str = setting("build", "default_tab", lambda v: v["tabs"][0], one_of_the_tabs,
                                "the tab of a cell without a %%tab line (default: the first tab)", overlay=False)
@@ -467,8 +469,9 @@ class Config:
         "builder's environment besides the allow-list (PATH, HOME, locale, CUDA/XLA/TF…, TABBOOK_*)")
     execute: bool = setting("build", "eval_notebook", "true", boolean, "False: every tab's code is shown "
                             "without outputs where the store has none")
-    warning_is_error: bool = setting("build", "warning_is_error", "false", boolean, "True: warnings (a bib "
-                                     "entry's data, a page no toc lists, …) fail the build, as build --strict")
+    warning_is_error: bool = setting("build", "warning_is_error", "false", boolean, "True: every problem a "
+                                     "build goes on past (README: d2lbook's contract) fails it, all listed in "
+                                     "one run, as build --strict; False (d2lbook's default): they are warnings")
     sphinx_configs: str = setting("build", "sphinx_configs", "", python_statements, "Python statements "
                                   "setting Sphinx options, run after tabbook's own (they win)")
     sphinx_extensions: tuple[str, ...] = setting("build", "sphinx_extensions", "", words, "more Sphinx "
@@ -520,6 +523,9 @@ class Config:
     overlay: Path | None = None  # the overlay file that was read, if any
     # Interpreters chosen on the command line or in $TABBOOK_PYTHON: (tab, path), in that order.
     chosen_interpreters: tuple[tuple[str, Path], ...] = ()
+    # What was read past, at its key's line (a file a key names that does not exist): d2lbook
+    # goes on without it, and so does a build, reporting each (tabbook.problems).
+    problems: tuple[BookError, ...] = ()
 
     @property
     def build_dir(self) -> Path:
@@ -602,16 +608,17 @@ class Config:
             return str(path)
 
 
-def config_error(config: Config, section: str, key: str, why: str) -> BookError:
+def config_error(config: Config, section: str, key: str, why: str, kind: Problem | None = None) -> BookError:
     """A problem with a key found after the configuration was read (what a file it names holds),
-    at the key's line in the file that set it; also what a warning about a key is made of."""
+    at the key's line in the file that set it; also what a warning about a key is made of
+    (``kind``: :mod:`tabbook.problems`)."""
     for path in (config.overlay, config.root / "config.ini"):
         if path is not None and path.is_file():
             line = key_line(path.read_text(encoding="utf-8"), section, key)
             if line is not None:
                 return BookError(f"[{section}] {key} {why}", "config.ini" if path.parent == config.root
-                                 and path.name == "config.ini" else str(path), line)
-    return BookError(f"[{section}] {key} {why}", "config.ini")
+                                 and path.name == "config.ini" else str(path), line, kind=kind)
+    return BookError(f"[{section}] {key} {why}", "config.ini", kind=kind)
 
 
 def overlay_path(root: Path) -> Path | None:
@@ -648,15 +655,33 @@ def chosen_interpreters(tabs: tuple[str, ...], given: Sequence[str] = ()) -> dic
 
 
 
+class _Parser(configparser.ConfigParser):
+    """configparser as d2lbook reads ``config.ini``: with interpolation (``%%`` is ``%``). A value
+    interpolation cannot read (a lone ``%``, on which d2lbook stops) is read as written, and
+    noted in ``unreadable`` for a warning at its line."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.unreadable: set[tuple[str, str]] = set()
+
+    def get(self, section: str, option: str, **kwargs: Any) -> Any:  # type: ignore[override]
+        try:
+            return super().get(section, option, **kwargs)
+        except configparser.InterpolationError:
+            self.unreadable.add((section, option))
+            return super().get(section, option, **{**kwargs, "raw": True})
+
+
 class _Files:
     """config.ini and the overlay, as configparser reads them, with their texts for locating keys."""
 
     def __init__(self, root: Path, overlay: Path | None) -> None:
         self.root = root
         self.path = root / "config.ini"
+        self.problems: list[BookError] = []  # what was read past (tabbook.problems)
         if not self.path.is_file():
             raise BookError("no config.ini here; run from the book's root", str(self.path))
-        self.parser = configparser.ConfigParser(interpolation=None)
+        self.parser = _Parser()
         try:
             self.parser.read(self.path, encoding="utf-8")
         except configparser.Error as exc:
@@ -705,6 +730,12 @@ class _Files:
                 raw, folder = self.parser.get(*where), self.source(*where)[2]
             try:
                 values[name] = decl.parse(raw, At(self.root, folder, values))
+            except Unusable as exc:
+                if where is None:
+                    raise
+                values[name] = exc.fallback
+                problem = self.error(*where, str(exc))
+                self.problems.append(BookError(problem.message, problem.path, problem.line, kind=exc.kind))
             except ValueError as exc:
                 if where is None:  # a default that does not fit (another key decided it)
                     raise BookError(f"[{sec}] {decl.key}: its default {raw!r} {exc}", "config.ini") from None
@@ -739,7 +770,7 @@ def load_config(root: Path, overlay: Path | None = None, interpreters: Sequence[
         lib_file = files.parser.get(f"library-{tab}", "lib_file", fallback="").strip()  # d2lbook's d2l/<module>.py
         if lib_file and Path(lib_file).suffix == ".py":
             module = Path(lib_file).stem
-        one_language = tab == ONE_LANGUAGE and not files.parser.has_option("build", "tabs")
+        one_language = tab == ONE_LANGUAGE and not files.parser.get("build", "tabs", fallback="").strip()
         context = {"known": (label, module, import_name), "chosen": chosen.get(tab),
                    "python_default": "current" if one_language else "3.11"}
         values = files.read(Framework, f"framework:{tab}", context)
@@ -749,9 +780,13 @@ def load_config(root: Path, overlay: Path | None = None, interpreters: Sequence[
             if why := leaves_book(root, value):
                 raise files.error(section, key, why)
         frameworks[tab] = Framework(name=tab, library=library, **values)
+    for section, key in sorted(files.parser.unreadable):
+        problem = files.error(section, key, "has a % that is not %% nor %(name)s: read as written "
+                              "(d2lbook stops here)")
+        files.problems.append(BookError(problem.message, problem.path, problem.line, kind=Problem.CONFIG_VALUE))
     return Config(root=root, site=site, frameworks=frameworks, overlay=files.overlay, html=sections[Html],
                   pdf=sections[Pdf], colab=sections[Colab], deploy=sections[Deploy], unused=sections[Unused],
-                  chosen_interpreters=tuple(chosen.items()), **book)
+                  chosen_interpreters=tuple(chosen.items()), problems=tuple(files.problems), **book)
 
 
 #: Every class whose fields are keys, in the order README lists them.

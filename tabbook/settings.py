@@ -17,6 +17,8 @@ from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from tabbook.problems import Problem
+
 
 @dataclass(frozen=True)
 class At:
@@ -64,6 +66,17 @@ def settings_of(cls: type) -> list[tuple[str, Setting]]:
 
 
 # -- parsers: text → value, or ValueError(why) -------------------------------------------------
+
+
+class Unusable(ValueError):
+    """A value a build goes on without, as d2lbook does (a file that does not exist): the key
+    reads as ``fallback``, and the problem is reported at its line with its ``kind``."""
+
+    def __init__(self, why: str, fallback: Any, kind: Problem = Problem.CONFIG_MISSING_FILE) -> None:
+        super().__init__(why)
+        self.fallback = fallback
+        self.kind = kind
+
 
 MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 _TRUTH = {"1": True, "yes": True, "true": True, "on": True, "0": False, "no": False, "false": False, "off": False}
@@ -281,11 +294,11 @@ def import_stack(value: str, at: At) -> str:
     return value.strip()
 
 
-def tab_list(value: str, at: At) -> tuple[str, ...]:
-    tabs = commas(value, at)
-    if not tabs:
-        raise ValueError("is empty")
-    return tabs
+def tab_list(one_language: str) -> Parse:
+    """``[build] tabs``: empty is d2lbook's default, a book of one language (its one tab)."""
+    def parse(value: str, at: At) -> tuple[str, ...]:
+        return commas(value, at) or (one_language,)
+    return parse
 
 
 def one_of_the_tabs(value: str, at: At) -> str:
@@ -368,12 +381,13 @@ def header_links(value: str, at: At) -> tuple[tuple[str, str, str], ...]:
 
 
 def book_file(value: str, at: At) -> Path | None:
-    """A file of the book, relative to its root (d2lbook's paths are); "" is none."""
+    """A file of the book, relative to its root (d2lbook's paths are); "" is none. One that does
+    not exist is none too, with a warning: d2lbook goes on without it."""
     if not value.strip():
         return None
     target = at.root / value.strip()
     if not target.is_file():
-        raise ValueError(f"names {value.strip()}, which does not exist")
+        raise Unusable(f"names {value.strip()}, which does not exist: left unset", None)
     return target
 
 
@@ -417,7 +431,9 @@ def book_globs(value: str, at: At) -> tuple[str, ...]:
     which must name a file of the book: a pattern naming nothing is a typo."""
     patterns = tuple(value.split())
     for pattern in patterns:
-        target = at.root / pattern
-        if not (target.is_dir() or any(p.is_file() for p in at.root.glob(pattern))):
-            raise ValueError(f"names no file of the book: {pattern}")
+        in_book(pattern, at)
+    found = tuple(p for p in patterns if (at.root / p).is_dir() or any(f.is_file() for f in at.root.glob(p)))
+    if found != patterns:  # d2lbook's glob finds nothing there, and goes on
+        missing = " ".join(p for p in patterns if p not in found)
+        raise Unusable(f"names no file of the book: {missing} (left out)", found)
     return patterns

@@ -41,3 +41,20 @@ def test_every_builder_path_the_documents_name_exists() -> None:
             runnable = (path / "__main__.py").is_file() or (
                 path.with_suffix(".py").is_file() and "__main__" in path.with_suffix(".py").read_text())
             assert runnable, f"{name} runs {module}, which is not a module that runs"
+
+
+def test_readme_has_the_contract_table_the_problem_kinds_make() -> None:
+    """README's table of d2lbook's contract is written from tabbook/problems.py: every kind of
+    problem a build goes on past, with its default and strict severity and what d2lbook does."""
+    from tabbook.problems import Problem, Severity, contract_table
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert contract_table() in readme, "README's contract table is stale: paste tabbook.problems.contract_table()"
+    assert len({k.slug for k in Problem}) == len(Problem) >= 20
+    for kind in Problem:
+        assert kind.rule.message and kind.rule.tabbook and kind.rule.d2lbook, kind
+        assert kind.severity(strict=False) is kind.rule.default and kind.severity(strict=True) is kind.rule.strict
+    # Every kind is built past by default (d2lbook's contract); a strict build fails on all but
+    # what d2lbook's own strict build does not see (a highlighting failure, suppressed in its conf.py).
+    assert {k for k in Problem if k.rule.default is Severity.ERROR} == set()
+    assert {k for k in Problem if k.rule.strict is Severity.WARNING} == {Problem.HIGHLIGHTING}

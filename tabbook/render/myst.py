@@ -34,7 +34,7 @@ from tabbook.source.dialect import (
     sub_roles,
 )
 from tabbook.source.model import Block, Cell
-from tabbook.source.read import parse_blocks
+from tabbook.source.read import parse_blocks, toc_option
 
 
 def convert_roles(line: str) -> str:
@@ -74,8 +74,11 @@ def _longer_fence(lines: list[str], block: Block) -> dict[int, str]:
 
 
 def toc_to_toctree(block: str) -> str:
+    """A ```` ```toc ```` block as a ``{toctree}``; an option Sphinx's toctree does not take
+    (which would lose the whole toc) is left out, as reading reported
+    (:func:`tabbook.source.read.toc_option`)."""
     lines = block.split("\n")
-    body = lines[1:-1]
+    body = [row for row in lines[1:-1] if not isinstance(toc_option(row), str)]
     return "\n".join(["```{toctree}", *body, "```"])
 
 

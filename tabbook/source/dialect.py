@@ -172,6 +172,10 @@ IMAGE_PARAGRAPH = re.compile(
     r"^\s*!\[(?P<cap>(?:[^\]]|\](?!\())*)\]\((?P<src>[^)\s]+)(?:\s+\"[^\"]*\")?\)\s*$", re.S)
 #: The table of contents fence's opening line, exactly (other spellings stay literal).
 TOC_OPENER = "```toc"
+#: The options of a ```` ```toc ```` block: Sphinx's toctree's, which d2lbook passes on (a flag
+#: takes no value; ``maxdepth`` an integer). Any other is read past, with a warning.
+TOC_OPTIONS = {"maxdepth": int, "numbered": None, "hidden": None, "caption": str, "name": str, "titlesonly": None,
+               "glob": None, "reversed": None, "includehidden": None, "class": str}
 
 _SLIDE_ONLY = re.compile(r"\((~~)(.+?)\1\)|\[(~~)(.+?)\3\](?!\()", re.S)
 _SLIDE_KEEP = re.compile(r"\(\*\*(.+?)\*\*\)|\[\*\*(.+?)\*\*\](?!\()", re.S)

@@ -5,8 +5,9 @@ without the ``.md`` extension (the d2lbook convention); an entry with ``://``
 is an external link, not a page. The walk is depth first (a page, then the
 pages its toc lists), which is the order the book is read, the order numbers
 are given in, and the order in which later ``#@save`` definitions replace
-earlier ones in the library. A missing page, or a page listed twice, is an
-error at the toc block that names it, and so is an entry outside the book's folder.
+earlier ones in the library. A missing page, or a page listed twice, is a problem at the toc
+block that names it, which the build goes on past as Sphinx does (the entry is left out;
+:attr:`~tabbook.problems.Problem.TOC_ENTRY`); an entry outside the book's folder is an error.
 
 This module is the one place that resolves toc entries: ``check`` asks it too,
 so the linter and the build can never disagree about what the toc lists.
@@ -18,6 +19,7 @@ import posixpath
 from collections.abc import Callable, Iterator
 
 from tabbook.errors import BookError
+from tabbook.problems import Problem
 from tabbook.source.model import Section, TocBlock
 
 
@@ -74,12 +76,13 @@ def walk_toc(root: str, page: Callable[[str], Section | None],
             if child in seen:
                 first, line = seen[child]
                 errors.append(BookError(f"{child} is listed twice in the table of contents "
-                                        f"(first at {first}:{line})", rel, at))
+                                        f"(first at {first}:{line})", rel, at, kind=Problem.TOC_ENTRY))
                 continue
             found = OUTSIDE if leaves_book(child) else exists(child)
             if found is not True:
                 why = found if isinstance(found, str) else "does not exist"
-                errors.append(BookError(f"toc entry {entry!r}: {child} {why}", rel, at))
+                errors.append(BookError(f"toc entry {entry!r}: {child} {why}", rel, at,
+                                        kind=None if found is OUTSIDE else Problem.TOC_ENTRY))
                 continue
             seen[child] = (rel, at)
             visit(child)

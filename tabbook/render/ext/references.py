@@ -1,0 +1,88 @@
+"""A reference that cannot resolve is shown as d2lbook shows it, with a warning at its line.
+
+d2lbook's contract (:mod:`tabbook.problems`): a ``:numref:``/``:eqref:``/``:ref:`` to a label
+no page defines (or one out of a ``--partial`` build) is reported and rendered as the label's
+text, which is what Sphinx shows under d2lbook. The build's check already reported those at
+``file.md:LINE``; here the reference becomes that text (``tabbook-unresolved``), and one that
+the check could not see (inside an ``eval_rst`` block) is reported too, with the check's words,
+so the builder drops the second report of the same one.
+
+Better than d2lbook where it loses something: a ``:numref:`` to a section whose page has no
+number (its toc is not ``:numbered:``) is a link with the section's title, where Sphinx would
+show the bare label (``Any number is not assigned``); a warning says so. A ``:numref:`` to a
+label that has no number at all (an equation, a paragraph) stays its text, with a warning.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from docutils import nodes
+from sphinx import addnodes
+from sphinx.application import Sphinx
+from sphinx.environment import BuildEnvironment
+from sphinx.transforms.post_transforms import SphinxPostTransform
+from sphinx.util import logging
+
+from tabbook.problems import Problem
+
+logger = logging.getLogger(__name__)
+
+#: Cross-references shown as their text when they cannot resolve: section/figure/table and
+#: equation references, with the dialect's name of each.
+REFS = {("std", "numref"): "numref", ("std", "ref"): "ref", ("math", "eq"): "eqref"}
+
+
+def _warn(kind: Problem, message: str, node: nodes.Element) -> None:
+    logger.warning(message, location=node, type="tabbook", subtype=kind.slug)
+
+
+def _as_text(app: Sphinx, env: BuildEnvironment, node: nodes.Element,
+             contnode: nodes.Element) -> nodes.Node | None:
+    role = REFS.get((node.get("refdomain"), node.get("reftype")))
+    if role is None:
+        return None
+    target = node.get("reftarget", "")
+    std = env.domains.standard_domain
+    if role != "eqref" and target in std.anonlabels:
+        _warn(Problem.UNNUMBERED_REFERENCE, f":{role}: to {target!r}, which has no number (not a figure, "
+              "table or section): shown as its text", node)
+    else:
+        _warn(Problem.UNDEFINED_REFERENCE, f":{role}: to undefined label {target!r}", node)
+    return nodes.inline(target, target, classes=["tabbook-unresolved"])
+
+
+class UnnumberedSections(SphinxPostTransform):
+    """``:numref:`` to a section without a number → ``:ref:`` (a link with its title), warned."""
+
+    default_priority = 5  # before Sphinx's ReferencesResolver (10)
+
+    def run(self, **kwargs: Any) -> None:
+        if self.app.builder.name == "latex":  # LaTeX numbers every section itself
+            return
+        std = self.env.domains.standard_domain
+        for node in self.document.findall(addnodes.pending_xref):
+            if node.get("refdomain") != "std" or node.get("reftype") != "numref":
+                continue
+            target = node.get("reftarget", "")
+            docname, labelid, _ = std.labels.get(target, ("", "", ""))
+            if not docname:
+                continue
+            target_node = self.env.get_doctree(docname).ids.get(labelid)
+            if target_node is None or std.get_enumerable_node_type(target_node) != "section":
+                continue
+            try:
+                number = std.get_fignumber(self.env, self.app.builder, "section", docname, target_node)
+            except ValueError:
+                number = None
+            if number:
+                continue
+            node["reftype"], node["refexplicit"] = "ref", False
+            _warn(Problem.UNNUMBERED_REFERENCE, f":numref: to {target!r}, which has no number (its page's "
+                  "toc is not :numbered:): shown as a link with the section's title", node)
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    app.connect("missing-reference", _as_text)
+    app.add_post_transform(UnnumberedSections)
+    return {"version": "0.2", "parallel_read_safe": True, "parallel_write_safe": True}
