@@ -28,8 +28,13 @@ class BookError(Exception):
         return (type(self), (self.message, self.path, self.line, self.column, self.kind))
 
     def shown(self) -> str:
-        """The located message with its kind (``page.md:3: duplicate label 'x' [duplicate-label]``)."""
-        return self.location_message() + (f" [{self.kind.slug}]" if self.kind is not None else "")
+        """The located message with its kind at the end of its first line
+        (``page.md:3: duplicate label 'x' [duplicate-label]``)."""
+        text = self.location_message()
+        if self.kind is None:
+            return text
+        first, newline, rest = text.partition("\n")
+        return f"{first} [{self.kind.slug}]{newline}{rest}"
 
     def location_message(self) -> str:
         if self.path is None:

@@ -58,6 +58,9 @@ _WORDED = (("duplicate label", Problem.DUPLICATE_LABEL), ("undefined label", Pro
            ('Problems with "raw" directive path', Problem.MISSING_INCLUDE),
            ("Could not lex literal_block", Problem.HIGHLIGHTING))
 _SLUGS = {kind.slug: kind for kind in Problem}
+#: The subtype of a warning of tabbook's own extensions that is an error in every build (an
+#: image outside the book: the site would publish a file of the machine).
+STOPS = "error"
 #: Where a bib warning names its entry's key.
 _BIB_KEY = (re.compile(r"^missing \S+ in (?P<key>\S+)"),
             re.compile(r'for keys "[^"]*" and "(?P<key>[^"]*)"'),
@@ -138,10 +141,13 @@ def _bib_location(config: Config, record: dict[str, Any]) -> tuple[str, int | No
     return None
 
 
-def kind_of(record: dict[str, Any]) -> Problem:
-    """The kind of a recorded warning: tabbook's own extensions name theirs, Sphinx's typed
+def kind_of(record: dict[str, Any]) -> Problem | None:
+    """The kind of a recorded warning: tabbook's own extensions name theirs (``type="tabbook"``,
+    ``subtype`` a kind's slug, or :data:`STOPS` for one that fails every build), Sphinx's typed
     ones and a few worded ones have their own; any other is :attr:`Problem.SPHINX`."""
     typed = (record.get("type"), record.get("subtype"))
+    if typed == ("tabbook", STOPS):
+        return None
     if typed[0] == "tabbook" and typed[1] in _SLUGS:
         return _SLUGS[str(typed[1])]
     if typed in DATA_WARNINGS:

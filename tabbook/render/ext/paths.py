@@ -4,7 +4,7 @@
 an image (an ``eval_rst`` ``.. image::`` or ``.. figure::``, a MyST figure), since Sphinx copies
 whatever file an image names into ``_images/``: ``.. image:: ../../../../home/me/secret.png``
 would publish a file of the machine on the site. The image is dropped from the page, so nothing
-is copied, and a warning at its line fails the build (:mod:`.diagnostics`). "Outside" is where
+is copied, and a warning at its line fails every build, strict or not (:mod:`.diagnostics`). "Outside" is where
 the path really leads (symbolic links followed): the book's resources are linked into
 ``build/src``, and lead back into the book.
 """
@@ -33,7 +33,10 @@ def refuse_outside_images(app: Sphinx, doctree: nodes.document) -> None:
             continue
         _, file = app.env.relfn2path(uri, app.env.docname)
         if not Path(file).resolve().is_relative_to(book):
-            logger.warning(f"image file {uri} is outside the book's folder", location=node)
+            # An error in every build (no kind: tabbook.render.diagnostics.STOPS): the site would
+            # publish a file of the machine.
+            logger.warning(f"image file {uri} is outside the book's folder", location=node, type="tabbook",
+                           subtype="error")
             node.parent.remove(node)
 
 
