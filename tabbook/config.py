@@ -96,8 +96,20 @@ KNOWN_FRAMEWORKS: dict[str, tuple[str, str, str]] = {
 
 
 def _glob(pattern: str) -> re.Pattern[str]:
-    """A d2lbook file pattern as a regex: ``*`` and ``?`` never cross a ``/`` (glob's meaning)."""
-    return re.compile("".join("[^/]*" if c == "*" else "[^/]" if c == "?" else re.escape(c) for c in pattern))
+    """A d2lbook file pattern as a regex, as d2lbook's ``glob(recursive=True)`` reads it: ``*``
+    and ``?`` never cross a ``/``; a ``**`` part is any number of folders, none included
+    (``**/*.md`` is every Markdown file, the root's too)."""
+    out = []
+    parts = pattern.split("/")
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        if part == "**":
+            out.append(".*" if last else "(?:[^/]*/)*")
+            continue
+        out.append("".join("[^/]*" if c == "*" else "[^/]" if c == "?" else re.escape(c) for c in part))
+        if not last:
+            out.append("/")
+    return re.compile("".join(out))
 
 
 @dataclass(frozen=True)
@@ -452,7 +464,7 @@ class Config:
     title: str = setting("project", "title", lambda v: page_title(v["index"]), text,
                          "the book's title (default: the first heading of the index page, as d2lbook's)")
     notebooks: tuple[str, ...] = setting(
-        "build", "notebooks", "", words, "root-relative globs of the book's pages (a star stays in "
+        "build", "notebooks", "", words, "root-relative globs of the book's pages (** is any number of folders, a star stays in "
         "one folder); empty: every Markdown file", overlay=False)
     exclusions: tuple[str, ...] = setting("build", "exclusions", "", words, "root-relative globs of "
                                           "Markdown that is not a page", overlay=False)
@@ -591,7 +603,11 @@ class Config:
             return True
         for pattern in self.notebooks:
             parts = pattern.split("/")
-            if len(parts) > len(rel_dir) and all(_glob(p).fullmatch(d) for p, d in zip(parts, rel_dir, strict=False)):
+            if "**" in parts:  # any depth past it: the parts before it must match
+                fixed = parts[:parts.index("**")]
+                if all(_glob(p).fullmatch(d) for p, d in zip(fixed, rel_dir, strict=False)):
+                    return True
+            elif len(parts) > len(rel_dir) and all(_glob(p).fullmatch(d) for p, d in zip(parts, rel_dir, strict=False)):
                 return True
         return False
 

@@ -172,10 +172,10 @@ def test_a_build_that_fails_before_rendering_calls_the_early_sphinx_off(tmp_path
     book = tmp_path / "book"
     shutil.copytree(FIXTURE, book)
     sec = book / "sec.md"
-    sec.write_text(sec.read_text() + "\nSee :numref:`no_such_label`.\n")
+    sec.write_text(sec.read_text() + "\n```{.python .input}\nx = 1\n")  # a fence never closed: it stops the build
     proc = _tabbook(book, "build")
     assert proc.returncode == 1
-    assert "sec.md:" in proc.stderr and "no_such_label" in proc.stderr
+    assert "sec.md:" in proc.stderr and "code fence is never closed" in proc.stderr
     html = book / "build" / "html"
     assert not (html.exists() and any(html.rglob("*.html")))
     assert _sphinx_processes(book) == []
