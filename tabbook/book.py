@@ -27,6 +27,7 @@ from tabbook.config import Config
 from tabbook.errors import BookError, BookErrors, raise_all
 from tabbook.files import BuildDir
 from tabbook.problems import Problem
+from tabbook.source.dialect import BIBLIOGRAPHY
 from tabbook.source.model import Section
 from tabbook.source.read import read_section
 from tabbook.source.toc import entry_path, is_external, page_entries, walk_toc
@@ -65,6 +66,28 @@ def book_markdown_files(config: Config) -> list[Path]:
             if path.is_file() and not config.excluded("/".join((*parts, name))):
                 out.append(path)
     return sorted(out)
+
+
+def named_bibfiles(config: Config) -> list[Path]:
+    """The bib files citations are resolved against: ``[pdf] bibfile``, then each file a page
+    names on its ``:bibliography:`FILE``` line (relative to the page), those that exist, each
+    once. d2lbook uses the key's alone, and a book that names its bib file only on the line
+    (d2l-ar) loses every citation there."""
+    found = [config.bibfile] if config.bibfile is not None else []
+    for path in book_markdown_files(config):
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if ":bibliography:" not in text:
+            continue
+        for line in text.splitlines():
+            m = BIBLIOGRAPHY.match(line)
+            named = (path.parent / m.group(1).strip()).resolve() if m and m.group(1).strip() else None
+            if named is not None and named.is_file() and named.is_relative_to(config.root.resolve()) \
+                    and named not in found:
+                found.append(named)
+    return found
 
 
 def _errors(exc: BookError) -> list[BookError]:

@@ -70,9 +70,6 @@ class Problem(Enum):
     # -- pages, labels, references, the toc ----------------------------------------------------
     ENCODING = Rule(
         "`the file starts with a byte-order mark` / `CRLF (Windows) line ends`", "read through", "the same")
-    TITLE_LEVEL = Rule(
-        "`the page's first heading is ## (level N), not #`",
-        "its first heading is the page's title, as Sphinx makes it", "the same")
     DUPLICATE_LABEL = Rule(
         "`duplicate label 'x' (also at page.md:LINE)`",
         "references go where Sphinx sends them (the label read last)", "the same (Sphinx's warning)")

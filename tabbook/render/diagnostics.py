@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tabbook.book import named_bibfiles
 from tabbook.config import Config
 from tabbook.errors import BookError, judge
 from tabbook.files import BuildDir
@@ -122,22 +123,22 @@ def bib_entry_line(bibfile: Path, key: str) -> int | None:
     return text.count("\n", 0, m.start()) + 1 if m else None
 
 
-def _bib_location(config: Config, record: dict[str, Any]) -> tuple[str, int | None] | None:
+def _bib_location(config: Config, record: dict[str, Any], bibs: list[Path]) -> tuple[str, int | None] | None:
     """``(refs.bib, line of the entry)`` for a bibtex warning that names an entry, else None.
 
     sphinxcontrib-bibtex places these at the ``{bibliography}`` directive, often on a page the
     builder generated (``references.md``); the problem is in the bib file's entry."""
-    if record.get("type") != "bibtex" or config.bibfile is None:
+    if record.get("type") != "bibtex" or not bibs:
         return None
     message = str(record.get("message", ""))
     for pattern in _BIB_KEY:
         m = pattern.search(message)
-        if m:
-            line = bib_entry_line(config.bibfile, m.group("key"))
+        for bib in bibs if m else ():
+            line = bib_entry_line(bib, m.group("key"))  # type: ignore[union-attr]
             if line is not None:
-                return config.rel(config.bibfile), line
+                return config.rel(bib), line
     if record.get("subtype") == "bibfile_data_error":
-        return config.rel(config.bibfile), None
+        return config.rel(bibs[0]), None
     return None
 
 
@@ -158,7 +159,7 @@ def kind_of(record: dict[str, Any]) -> Problem | None:
     return next((kind for opening, kind in _WORDED if message.startswith(opening)), Problem.SPHINX)
 
 
-def to_error(config: Config, record: dict[str, Any]) -> BookError:
+def to_error(config: Config, record: dict[str, Any], bibs: list[Path] | None = None) -> BookError:
     """One recorded warning as an error at the Markdown source (or the bib entry, or where
     Sphinx put it)."""
     first, *rest = str(record.get("message", "")).split("\n")
@@ -168,7 +169,7 @@ def to_error(config: Config, record: dict[str, Any]) -> BookError:
     level = str(record.get("level", "WARNING")).lower()
     text = f"{message}{kind}" if level == "warning" else f"{level}: {message}{kind}"
     problem = kind_of(record)
-    bib = _bib_location(config, record)
+    bib = _bib_location(config, record, named_bibfiles(config) if bibs is None else bibs)
     if bib is not None:
         return BookError(text, *bib, kind=problem)
     location = record.get("location")
@@ -196,8 +197,9 @@ def collect(config: Config, records_file: Path, strict: bool = False, mark: bool
     touched: set[Path] = set()
     everything = False
     problems = []
+    bibs = named_bibfiles(config) if records else []
     for record in records if isinstance(records, list) else []:
-        problems.append(to_error(config, record))
+        problems.append(to_error(config, record, bibs))
         if not mark:
             continue
         location = record.get("location")

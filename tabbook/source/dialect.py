@@ -49,7 +49,9 @@ from markdown_it.rules_core import StateCore
 # --- code cells -------------------------------------------------------------------------------
 
 #: The executable fence's info string: ```` ```{.python .input} ```` (extra classes allowed).
-CODE_INFO = re.compile(r"^\{\s*\.python\s+\.input\b")
+#: notedown, which d2lbook reads pages with, takes ```` ```{.python .output} ```` for one too (a
+#: cell's input unless its output is JSON, ``.json .output``).
+CODE_INFO = re.compile(r"^\{\s*\.python\s+\.(?:input|output)\b")
 #: ``%%tab jax, mxnet`` (or ``%%tab all``): the frameworks a code cell belongs to; group 1: the names.
 TAB_MAGIC = re.compile(r"^\s*%%tab\b(.*)$")
 #: d2lbook's older spelling of :data:`TAB_MAGIC`, ``#@tab NAMES``, or the magic commented out,

@@ -153,9 +153,10 @@ def cell_blocks(blocks: tuple[Block, ...], first: int, stop: int) -> tuple[Block
 
 
 def _title(tokens: list[Token]) -> str:
-    """The first level-1 heading's text."""
+    """The first heading's text, at any level (``#``, ``##``, a setext one), as Sphinx makes the
+    first heading of a page its title under d2lbook (notedown and pandoc keep it)."""
     for i, tok in enumerate(tokens):
-        if tok.type == "heading_open" and tok.tag == "h1" and i + 1 < len(tokens):
+        if tok.type == "heading_open" and tok.level == 0 and i + 1 < len(tokens):
             return tokens[i + 1].content.strip()
     return ""
 
