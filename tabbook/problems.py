@@ -90,8 +90,11 @@ class Problem(Enum):
         "`image file X does not exist`", "the figure keeps its caption; the image is missing",
         "Sphinx warns; the image is missing")
     MISSING_INCLUDE = Rule(
-        "`raw:: html :file: X does not exist`", "the block is left out",
+        "`raw:: html :file: X does not exist beside the page`", "the block is left out (the book's file is used when it has it)",
         "docutils' severe error, logged; the block is left out")
+    LINK_TARGET = Rule(
+        "`link to x.pdf, which the book does not have`", "linked as written (a broken link)",
+        "linked as written, no warning")
     MISSING_CITATION = Rule(
         "`could not find bibtex key \"x\"`", "shown as the key", "Sphinx warns; shown as the key")
     BIB_DATA = Rule(

@@ -15,6 +15,7 @@ label that has no number at all (an equation, a paragraph) stays its text, with 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from docutils import nodes
@@ -82,7 +83,45 @@ class UnnumberedSections(SphinxPostTransform):
                   "toc is not :numbered:): shown as a link with the section's title", node)
 
 
+class PlainLinks(SphinxPostTransform):
+    """A Markdown link MyST would look up among the book's documents and labels, but that d2lbook
+    (pandoc, then reST) keeps as the URL it is: site-absolute (``/summer22``, a page of the site
+    the book is published in) or a file path (``slides/lec1.pdf``). MyST would send it to an
+    anchor of the page (``#/summer22``); here it links where it says. A file the book does not
+    have is reported (:attr:`~tabbook.problems.Problem.LINK_TARGET`): the link is broken, as in
+    d2lbook, which says nothing."""
+
+    default_priority = 8  # before MyST's resolver (9)
+
+    def run(self, **kwargs: Any) -> None:
+        root = self.app.config.tabbook_root
+        for node in list(self.document.findall(addnodes.pending_xref)):
+            target = node.get("reftarget", "")
+            if node.get("reftype") != "myst" or node.get("refdomain") == "doc" or not _a_url(target):
+                continue
+            if not target.startswith("/") and root:
+                page = Path(self.env.doc2path(self.env.docname)).parent
+                source = Path(root) / Path(self.env.docname).parent / target.split("#")[0]
+                if not (page / target.split("#")[0]).exists() and not source.exists():
+                    _warn(Problem.LINK_TARGET, f"link to {target}, which the book does not have: linked as "
+                          "it is", node)
+            link = nodes.reference("", "", *node.children, refuri=target, internal=False)
+            node.replace_self(link)
+
+
+def _a_url(target: str) -> bool:
+    """A link target that names a place on the web, not a page or label of the book: site-absolute,
+    or a path whose last part has an extension other than a page's."""
+    if not target or "://" in target or target.startswith(("#", "mailto:")):
+        return False
+    if target.startswith("/"):
+        return True
+    last = target.split("#")[0].rstrip("/").rsplit("/", 1)[-1]
+    return "." in last and last.rsplit(".", 1)[-1].lower() not in ("md", "ipynb", "rst", "html", "txt")
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("missing-reference", _as_text)
     app.add_post_transform(UnnumberedSections)
+    app.add_post_transform(PlainLinks)
     return {"version": "0.2", "parallel_read_safe": True, "parallel_write_safe": True}
