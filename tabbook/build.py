@@ -175,7 +175,9 @@ def _not_said(rendered: list[BookError], result: BuildResult) -> list[BookError]
     """Sphinx's problems less those the check reported already."""
     said = {(p.kind, p.path, p.line) for _, p in result.problems}
     pages = {(p.kind, p.path) for _, p in result.problems if p.kind in CHECKED}
-    return [p for p in rendered if (p.kind, p.path, p.line) not in said and (p.kind, p.path) not in pages]
+    kinds = {p.kind for _, p in result.problems if p.kind in CHECKED}
+    return [p for p in rendered if (p.kind, p.path, p.line) not in said and (p.kind, p.path) not in pages
+            and not (p.path is None and p.kind in kinds)]  # Sphinx names no page for an equation's
 
 
 def _read_and_check(config: Config, opts: Options, execute: bool, strict: bool, result: BuildResult,

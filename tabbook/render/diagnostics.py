@@ -57,6 +57,7 @@ _WORDED = (("duplicate label", Problem.DUPLICATE_LABEL), ("undefined label", Pro
            ("image file not readable", Problem.MISSING_IMAGE),
            ("toctree contains reference to nonexisting document", Problem.TOC_ENTRY),
            ('Problems with "raw" directive path', Problem.MISSING_INCLUDE),
+           ("raw:: ", Problem.MISSING_INCLUDE),  # tabbook.render.ext.paths.BookRaw
            ("Could not lex literal_block", Problem.HIGHLIGHTING))
 _SLUGS = {kind.slug: kind for kind in Problem}
 #: The subtype of a warning of tabbook's own extensions that is an error in every build (an

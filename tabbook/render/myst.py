@@ -41,7 +41,9 @@ def convert_roles(line: str) -> str:
     def sub(m: re.Match[str]) -> str:
         role, target = m.group("role"), m.group("target")
         if role in ("cite", "citet", "citep"):
-            target = ",".join(t.strip() for t in target.split(","))
+            # A bib key holds no whitespace: what a typo or a wrapped line put inside one is
+            # dropped (sphinxcontrib-bibtex stops the whole build on such a key).
+            target = ",".join("".join(t.split()) for t in target.split(",") if t.strip())
         return f"{{{ROLE_MAP[role]}}}`{target}`"
 
     return sub_roles(line, sub, ROLE)  # a role in a code span or a comment is text

@@ -13,7 +13,7 @@ A ``.. raw:: html`` with ``:file: frontpage.html`` (d2l-en's front page, which i
 copies beside the generated reST) names a file relative to the page; Sphinx reads the page from
 ``build/src``, where no such file is. :class:`BookRaw` looks for it beside the page in the book
 too, so a book's own front page is used when the book has it; when it has not, the block is left
-out with a warning at its line (:attr:`~tabbook.problems.Problem.MISSING_INCLUDE`), where
+out with a warning at its line (``missing-include``: :mod:`tabbook.problems`), where
 docutils would report a severe error naming a generated path.
 """
 
@@ -26,8 +26,6 @@ from docutils import nodes
 from docutils.parsers.rst.directives.misc import Raw
 from sphinx.application import Sphinx
 from sphinx.util import logging
-
-from tabbook.problems import Problem
 
 logger = logging.getLogger(__name__)
 
@@ -68,11 +66,10 @@ class BookRaw(Raw):
         if there.is_file() and there.is_relative_to(book):
             self.options["file"] = str(there)
             return super().run()
-        location = self.state_machine.get_source_and_line(self.lineno)
-        logger.warning(f"{self.name}:: {self.arguments[0]} :file: {named} does not exist beside the page: "
-                       "the block is left out", location=location, type="tabbook",
-                       subtype=Problem.MISSING_INCLUDE.slug)
-        return []
+        # docutils' own report, so it is located as its others are (inside an eval_rst block too);
+        # its words say its kind (tabbook.render.diagnostics).
+        return [self.reporter.warning(f"{self.name}:: {self.arguments[0]} :file: {named} does not exist "
+                                      "beside the page: the block is left out", line=self.lineno)]
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
