@@ -32,7 +32,9 @@ from tabbook.source.model import Section
 from tabbook.source.read import read_section
 from tabbook.source.toc import entry_path, is_external, page_entries, walk_toc
 
-#: The repository's own documents at the book root are not book pages.
+#: The repository's documents at the book root are not book pages when ``[build] notebooks`` is
+#: left empty (tabbook's "every Markdown file"); patterns the book gives are followed as d2lbook
+#: follows them (a README.md they match is a page, unless ``exclusions`` names it).
 REPO_DOCS = frozenset({"README.MD", "CONTRIBUTING.MD", "BENCHMARKS.MD", "CHANGELOG.MD", "LICENSE.MD",
                        "AGENTS.MD", "ARCHITECTURE.MD"})
 #: Top-level folders that never hold book pages (build output, stores, tooling).
@@ -60,7 +62,7 @@ def book_markdown_files(config: Config) -> list[Path]:
         dirnames[:] = sorted(d for d in dirnames if not (
             not parts and (d in IGNORED_DIRS or d.startswith("."))) and config.may_hold_pages((*parts, d)))
         for name in filenames:
-            if not name.endswith(".md") or (not parts and name.upper() in REPO_DOCS):
+            if not name.endswith(".md") or (not parts and not config.notebooks and name.upper() in REPO_DOCS):
                 continue
             path = here / name
             if path.is_file() and not config.excluded("/".join((*parts, name))):

@@ -210,15 +210,23 @@ def book_folder(value: str, at: At) -> Path:
 
 
 def page_title(page: Path) -> str:
-    """The first heading of a Markdown page (d2lbook's default title); the page's name without one."""
+    """The first heading of a Markdown page (d2lbook's default title: its first line, less the
+    ``#``), at any level, a setext one (``Title`` over ``====``) included, outside code; the
+    page's name without one."""
     try:
-        fenced = False
-        for line in page.read_text(encoding="utf-8").splitlines():
-            fenced ^= line.lstrip().startswith("```")
-            if not fenced and line.startswith("# "):
-                return line[2:].strip()
+        lines = page.read_text(encoding="utf-8").splitlines()
     except OSError:
-        pass
+        return page.stem
+    fenced = False
+    for i, line in enumerate(lines):
+        fenced ^= line.lstrip().startswith(("```", "~~~"))
+        if fenced or not line.strip():
+            continue
+        atx = re.match(r"^ {0,3}#{1,6}\s+(.*?)\s*#*\s*$", line)
+        if atx:
+            return atx.group(1).strip()
+        if i + 1 < len(lines) and re.match(r"^ {0,3}(=+|-+)\s*$", lines[i + 1]) and not line.startswith((" " * 4, "\t")):
+            return line.strip()
     return page.stem
 
 

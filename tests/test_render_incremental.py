@@ -112,7 +112,8 @@ def test_the_walk_for_pages_never_enters_folders_that_cannot_hold_one(
 
     monkeypatch.setattr(book_module.os, "walk", recording_walk)
     pages = [p.relative_to(root).as_posix() for p in book_module.book_markdown_files(load_config(root))]
-    assert pages == ["chapter_a/one.md", "chapter_b.md/two.md", "index.md"]
+    # The patterns are followed as d2lbook follows them: README.md is a page unless excluded.
+    assert pages == ["README.md", "chapter_a/one.md", "chapter_b.md/two.md", "index.md"]
     assert sorted(visited) == [".", "chapter_a", "chapter_b.md", "chapter_c"]
     # Without `notebooks` every folder but the ignored ones may hold pages; a link loop ends.
     config_ini = root / "config.ini"
@@ -120,6 +121,7 @@ def test_the_walk_for_pages_never_enters_folders_that_cannot_hold_one(
     visited.clear()
     pages = [p.relative_to(root).as_posix() for p in book_module.book_markdown_files(load_config(root))]
     assert "chapter_a/deep/no.md" in pages and "notes/no.md" in pages
+    assert "README.md" not in pages  # tabbook's "every Markdown file" leaves the repository's documents out
     assert not any(p.startswith((".venv", "build")) for p in pages)
     assert not any(v.startswith((".venv", "build")) for v in visited)
 

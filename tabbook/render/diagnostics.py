@@ -39,6 +39,10 @@ from tabbook.problems import Problem
 from tabbook.render.sources import source_dir
 
 _LOCATION = re.compile(r"^(?P<path>.*?)(?::(?P<line>\d+))?$")
+#: The "line" of a warning about what the builder wrote into a page (the front page's lines):
+#: the front page copies each section's first sentence, whose problems are reported at the
+#: section's own line; such a warning is not reported again (:func:`collect`).
+GENERATED = 0
 #: The (first) line of myst-nb's numbering for cell ``i`` is ``(i + 1) * CELL_BASE + 1``.
 CELL_BASE = 10000
 #: (type, subtype) of the warnings about a bib entry's data: its text renders (maybe with a
@@ -110,7 +114,9 @@ def source_line(config: Config, generated: Path, line: int | None) -> tuple[str,
         rows = data["lines"]
         if not rows:
             return page, None
-        found = rows[min(max(line - 1, 0), len(rows) - 1)]
+        if line > len(rows):  # what the builder appended (the front page): no line of the author's
+            return page, GENERATED
+        found = rows[max(line - 1, 0)]
     return page, (found or None)
 
 
@@ -200,7 +206,9 @@ def collect(config: Config, records_file: Path, strict: bool = False, mark: bool
     problems = []
     bibs = named_bibfiles(config) if records else []
     for record in records if isinstance(records, list) else []:
-        problems.append(to_error(config, record, bibs))
+        problem = to_error(config, record, bibs)
+        if not (problem.line == GENERATED and problem.kind is not None):
+            problems.append(problem)
         if not mark:
             continue
         location = record.get("location")
