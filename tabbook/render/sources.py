@@ -142,6 +142,7 @@ def write_sources(
     memo = build.memo("sources") if origins is not None else None
     before = (memo.load() if memo is not None else None) or {}
     jobs = plan_pages(config, build, sections, labels, before, origins, page_hashes or {}, orphans)
+    _unlink_folders_holding_pages(tree, config, jobs)
     for job in jobs:
         if job.current:
             tree.wanted.add(job.out)
@@ -234,12 +235,46 @@ def _write_prose_page(tree: SourceTree, job: PageJob, config: Config, sections: 
     return {"source": section.path, "lines": lines}
 
 
+def _unlink_folders_holding_pages(tree: SourceTree, config: Config, jobs: list[PageJob]) -> None:
+    """A resource folder that holds pages (d2l-vi's ``img/README.md``: d2lbook renders what its
+    ``notebooks`` patterns match, in a resource folder too) is a real folder in ``build/src``, its
+    files linked one by one (:func:`_link_into`): a page must never be written through a link
+    into the book."""
+    for name in config.resources:
+        link = tree.src / name
+        if link.is_symlink() and any(link in job.out.parents for job in jobs):
+            link.unlink()
+            tree.changed += 1
+
+
+def _link_into(folder: Path, target: Path) -> int:
+    """Link each file of ``target`` into the real ``folder`` (sub-folders: as a whole, or one by
+    one where the folder is real too), leaving Markdown out (a page there is generated) and
+    what is there already; returns how many links were made."""
+    made = 0
+    for child in sorted(target.iterdir()):
+        link = folder / child.name
+        if child.suffix == ".md" or link.is_symlink() and link.resolve() == child.resolve():
+            continue
+        if child.is_dir() and link.is_dir() and not link.is_symlink():
+            made += _link_into(link, child)
+        elif not link.exists():
+            link.unlink(missing_ok=True)  # a dangling link
+            link.symlink_to(child.resolve(), target_is_directory=child.is_dir())
+            made += 1
+    return made
+
+
 def _link_book_files(tree: SourceTree, config: Config) -> None:
-    """What pages refer to, seen in place: d2lbook's ``[build] resources`` (linked),
-    ``root_files`` (linked at the root, by name) and the bib file (copied)."""
+    """What pages refer to, seen in place: d2lbook's ``[build] resources`` (linked; a folder
+    that holds pages, file by file), ``root_files`` (linked at the root, by name) and the bib
+    file (copied)."""
     src = tree.src
     for name in config.resources:
         target, link = config.root / name, src / name
+        if target.is_dir() and link.is_dir() and not link.is_symlink():
+            tree.changed += _link_into(link, target)
+            continue
         if not target.exists() or (link.exists() and not link.is_symlink()):
             continue
         # A link left by a build of the book in another folder (a copied or moved checkout,
@@ -267,7 +302,7 @@ def _remove_unwanted(tree: SourceTree) -> None:
     src = tree.src
     for path in list(src.rglob("*")):
         if path.suffix in (".md", ".ipynb", ".rst") and path.is_file() and path not in tree.wanted \
-                and not any(p.is_symlink() for p in path.parents if src in p.parents):
+                and not path.is_symlink() and not any(p.is_symlink() for p in path.parents if src in p.parents):
             path.unlink()
             tree.changed += 1
 

@@ -85,6 +85,18 @@ def leave_out_myst_nb_execution() -> list[str]:
     return replaced
 
 
+def _not_pages(book: Config) -> list[str]:
+    """The documents Sphinx would find in the resource folders linked into its sources that are
+    not pages: notebooks, and Markdown that ``notebooks`` does not match (a page there, which
+    d2lbook renders too, is generated in its place)."""
+    out = []
+    for path in book.files(tuple(r for r in book.resources if (book.root / r).is_dir())):
+        rel = book.rel(path)
+        if path.suffix == ".ipynb" or path.suffix == ".md" and book.excluded(rel):
+            out.append(rel)
+    return out
+
+
 def sphinx_settings(root: Path) -> dict[str, Any]:
     """The Sphinx settings of the book at ``root``; evaluated by its ``conf.py``, in the Sphinx process."""
     book = load_config(root)
@@ -136,7 +148,7 @@ def sphinx_settings(root: Path) -> dict[str, Any]:
         "bibtex_bibfiles": [str(b) for b in bibs],
         "bibtex_reference_style": "author_year",
         # Resources (images, data) are linked into the sources: any Markdown in them is not a page.
-        "exclude_patterns": ["**.ipynb_checkpoints", *(f"{r}/**" for r in book.resources)],
+        "exclude_patterns": ["**.ipynb_checkpoints", *_not_pages(book)],
         "html_theme": "furo",
         "html_theme_options": theme_options,
         "html_title": book.title,
