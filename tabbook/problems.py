@@ -127,6 +127,10 @@ class Problem(Enum):
         "`the library of this partial build is the whole book's, in an order inferred …`",
         "the order is inferred from what the chapters use", "no partial builds")
     # -- rendering ------------------------------------------------------------------------------
+    MATH = Rule(
+        "`KaTeX parse error: …: typeset as an aligned block` (or `with what it cannot read marked`)",
+        "typeset at build time all the same (an `aligned` block, or the part KaTeX cannot read "
+        "shown as TeX in red); nothing loaded from other sites", "MathJax, loaded from a CDN, shows its error")
     HIGHLIGHTING = Rule(
         "`Could not lex literal_block as \"x\"` (Pygments)", "shown without colours",
         "not reported (its `conf.py` suppresses it)", strict=_W)

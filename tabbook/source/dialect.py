@@ -360,7 +360,9 @@ def dialect_plugin(md: MarkdownIt) -> None:
                           {"alt": _TERMINATES})
     md.block.ruler.before("paragraph", "dialect_bibliography",
                           _single_line_rule(BIBLIOGRAPHY, _bibliography_token), {"alt": _TERMINATES})
-    md.block.ruler.before("paragraph", "dialect_math", _math_rule, {"alt": _TERMINATES})
+    # Before the setext heading rule, which would read ``$$`` and the TeX after it as a heading
+    # title underlined by a ``=`` line of the math (nlp-notes': ``… \n= \n…``).
+    md.block.ruler.before("lheading", "dialect_math", _math_rule, {"alt": _TERMINATES})
     # d2lbook's fences: closed by a bare run of exactly the opener's length (CommonMark: at
     # least), so an example of the dialect's own fences can be shown inside a shorter one.
     md.block.ruler.at("fence", make_fence_rule(exact_match=True),

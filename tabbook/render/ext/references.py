@@ -15,6 +15,7 @@ label that has no number at all (an equation, a paragraph) stays its text, with 
 
 from __future__ import annotations
 
+import posixpath
 from pathlib import Path
 from typing import Any
 
@@ -99,7 +100,7 @@ class PlainLinks(SphinxPostTransform):
             target = node.get("reftarget", "")
             if node.get("reftype") != "myst" or node.get("refdomain") == "doc" or not _a_url(target):
                 continue
-            if not target.startswith("/") and root:
+            if not target.startswith("/") and root and not self._page_of(target):
                 page = Path(self.env.doc2path(self.env.docname)).parent
                 source = Path(root) / Path(self.env.docname).parent / target.split("#")[0]
                 if not (page / target.split("#")[0]).exists() and not source.exists():
@@ -107,6 +108,15 @@ class PlainLinks(SphinxPostTransform):
                           "it is", node)
             link = nodes.reference("", "", *node.children, refuri=target, internal=False)
             node.replace_self(link)
+
+
+    def _page_of(self, target: str) -> bool:
+        """Whether ``x.html`` is the page the book's ``x.md`` becomes (a link d2lbook keeps works)."""
+        path = target.split("#")[0]
+        if not path.endswith(".html"):
+            return False
+        doc = posixpath.normpath(posixpath.join(posixpath.dirname(self.env.docname), path[:-5]))
+        return doc in self.env.found_docs
 
 
 def _a_url(target: str) -> bool:
@@ -117,7 +127,7 @@ def _a_url(target: str) -> bool:
     if target.startswith("/"):
         return True
     last = target.split("#")[0].rstrip("/").rsplit("/", 1)[-1]
-    return "." in last and last.rsplit(".", 1)[-1].lower() not in ("md", "ipynb", "rst", "html", "txt")
+    return "." in last and last.rsplit(".", 1)[-1].lower() not in ("md", "ipynb", "rst", "txt")
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
