@@ -30,7 +30,7 @@ from tabbook.problems import Problem
 from tabbook.source.dialect import BIBLIOGRAPHY
 from tabbook.source.model import Section
 from tabbook.source.read import read_section
-from tabbook.source.toc import entry_path, is_external, page_entries, walk_toc
+from tabbook.source.toc import entry_path, is_external, page_entries, rst_toc_section, walk_toc
 
 #: The repository's documents at the book root are not book pages when ``[build] notebooks`` is
 #: left empty (tabbook's "every Markdown file"); patterns the book gives are followed as d2lbook
@@ -90,6 +90,15 @@ def named_bibfiles(config: Config) -> list[Path]:
                     and named not in found:
                 found.append(named)
     return found
+
+
+def rst_page(config: Config, rel: str) -> str | None:
+    """The reStructuredText page a toc path names (``x.rst``, or ``x.md`` where only ``x.rst``
+    exists: a toctree names pages without their suffix); None when it names none."""
+    rst = rel if rel.endswith(".rst") else rel[:-3] + ".rst" if rel.endswith(".md") else None
+    if rst is None or (rel.endswith(".md") and (config.root / rel).exists()):
+        return None
+    return rst if (config.root / rst).is_file() else None
 
 
 def _errors(exc: BookError) -> list[BookError]:
@@ -211,6 +220,10 @@ class Book:
     outside: dict[str, Section] = field(default_factory=dict)
     library_order: list[str] = field(default_factory=list)
     outside_problems: list[BookError] = field(default_factory=list)
+    # The reStructuredText pages the toc walk went through (an ``index.rst`` root and the ``.rst``
+    # pages its toctrees list), each as the toc it holds: not pages of the book (Sphinx renders
+    # them from [build] rsts), only what leads to its Markdown pages.
+    rst_tocs: dict[str, Section] = field(default_factory=dict)
     # What later stages derive from this book, made once per command and kept here by the
     # stage that makes it (the generated library: tabbook.library.cache.book_library).
     derived: dict[str, Any] = field(default_factory=dict, repr=False)
@@ -345,6 +358,7 @@ def read_book(config: Config, extra_files: bool = True, whole_library: bool = Fa
     pages: dict[str, Section] = {}
     hashes: dict[str, str] = {}
     failed: set[str] = set()
+    rst_tocs: dict[str, Section] = {}
     cache = PageCache(config)
 
     def read(rel: str) -> Section | None:
@@ -352,6 +366,11 @@ def read_book(config: Config, extra_files: bool = True, whole_library: bool = Fa
             return pages[rel]
         if rel in failed:
             return None
+        rst = rst_page(config, rel)
+        if rst is not None:  # a reStructuredText page: its toctrees only; Sphinx renders it
+            if rst not in rst_tocs:
+                rst_tocs[rst] = rst_toc_section((config.root / rst).read_text(encoding="utf-8", errors="replace"), rst)
+            return rst_tocs[rst]
         try:
             pages[rel] = read_page(config, rel, hashes, cache.sections)
         except BookError as exc:
@@ -367,7 +386,8 @@ def read_book(config: Config, extra_files: bool = True, whole_library: bool = Fa
         problems.append(BookError(f"the table of contents root {config.rel(index)} does not exist", "config.ini"))
         return Book(config, pages, [], {}, problems)
     root = index.resolve().relative_to(config.root.resolve()).as_posix()
-    toc, toc_problems = walk_toc(root, read, lambda rel: page_exists(config.root / rel))
+    toc, toc_problems = walk_toc(root, read, lambda rel: rst_page(config, rel) is not None
+                                 or page_exists(config.root / rel))
     problems.extend(toc_problems)
     labels: dict[str, tuple[str, int]] = {}
     for section in pages.values():
@@ -380,7 +400,8 @@ def read_book(config: Config, extra_files: bool = True, whole_library: bool = Fa
                 labels[name] = (section.path, line)
     problems.sort(key=lambda e: (e.path or "", e.line or 0))
     cache.save(config.root)
-    book = Book(config, pages, [rel for rel in toc if rel in pages], labels, problems, page_hashes=hashes)
+    book = Book(config, pages, [rel for rel in toc if rel in pages], labels, problems, page_hashes=hashes,
+                rst_tocs=rst_tocs)
     reached = set(toc)
     book.orphans = sorted(rel for rel in pages if rel not in reached)
     if whole_library:

@@ -32,7 +32,7 @@ def _errors(exc: BookError) -> list[BookError]:
 
 def _toc_members(book: Book) -> set[str]:
     members = {book.config.rel(book.config.index)}
-    for section in book.pages.values():
+    for section in [*book.pages.values(), *book.rst_tocs.values()]:
         members.update(path for _, _, path in page_entries(section))
     return members
 
@@ -79,6 +79,9 @@ def check_book(book: Book | Config, *, partial: bool = False, executes: bool = T
                                      "emitted: tabbook's pages load nothing from other sites (no "
                                      "tracker); remove the key to silence this warning",
                                      kind=Problem.CONFIG_UNUSED))
+    for module in config.missing_extensions():
+        problems.append(config_error(config, "build", "sphinx_extensions", f"names {module}, which cannot be "
+                                     "imported: left out", kind=Problem.CONFIG_EXTENSION))
     members = _toc_members(book)
     for section in book.pages.values():
         problems.extend(section.warnings)

@@ -210,9 +210,12 @@ def library_keys(parser: configparser.ConfigParser, tab: str) -> LibraryKeys:
 
 def root_page(value: str, at: At) -> Path:
     """``[build] index``: a page of the book, named with or without ``.md`` (d2lbook writes
-    ``index``); Sphinx's root document is its path."""
+    ``index``), or a reStructuredText page where the book has that and no Markdown one
+    (deepnumpy-doc's ``index.rst``, which older d2lbooks took); Sphinx's root document is its path."""
     name = value.strip()
-    page = at.root / (name if name.endswith(".md") else f"{name}.md")
+    page = at.root / (name if name.endswith((".md", ".rst")) else f"{name}.md")
+    if page.suffix == ".md" and not page.is_file() and page.with_suffix(".rst").is_file():
+        page = page.with_suffix(".rst")
     try:
         page.resolve().relative_to(at.root.resolve())
     except ValueError:
@@ -460,7 +463,8 @@ class Config:
     default_tab: str = setting("build", "default_tab", lambda v: v["tabs"][0], one_of_the_tabs,
                                "the tab of a cell without a %%tab line (default: the first tab)", overlay=False)
     index: Path = setting("build", "index", "index.md", root_page, "the table of contents' root page "
-                          "(d2lbook's spelling, without .md, too); any page of the book", overlay=False)
+                          "(d2lbook's spelling, without .md, too); any page of the book (index.rst where "
+                          "there is no index.md: its toctrees are walked)", overlay=False)
     title: str = setting("project", "title", lambda v: page_title(v["index"]), text,
                          "the book's title (default: the first heading of the index page, as d2lbook's)")
     notebooks: tuple[str, ...] = setting(
@@ -568,6 +572,30 @@ class Config:
         if self.notebooks and not any(_glob(pattern).fullmatch(rel) for pattern in self.notebooks):
             return True
         return any(_glob(pattern).fullmatch(rel) for pattern in (*self.exclusions, *self.non_notebooks))
+
+    def missing_extensions(self) -> list[str]:
+        """The ``[build] sphinx_extensions`` that cannot be imported (the book's root on the path,
+        as Sphinx has it): left out of the build with a warning, where Sphinx would not start
+        (deepnumpy-doc's numpydoc)."""
+        import importlib.util
+        import sys
+
+        added = str(self.root) not in sys.path
+        if added:
+            sys.path.insert(0, str(self.root))
+        try:
+            missing = []
+            for module in self.sphinx_extensions:
+                try:
+                    found = importlib.util.find_spec(module) is not None
+                except (ImportError, ValueError):
+                    found = False
+                if not found:
+                    missing.append(module)
+            return missing
+        finally:
+            if added:
+                sys.path.remove(str(self.root))
 
     def named_files(self) -> list[Path]:
         """The book's files that keys name besides its pages and resources: the favicon, the logos,

@@ -311,11 +311,17 @@ def _write_rsts(tree: SourceTree, config: Config) -> None:
     """``[build] rsts``: the book's reStructuredText pages, at their place in the sources (Sphinx
     reads them beside the Markdown). A toc lists Markdown pages only, so each is an orphan, reached
     by the links to it, as the API pages of a d2lbook book are."""
-    for path in config.files(config.rsts):
+    root = config.index if config.index.suffix == ".rst" else None  # the root (no orphan), rsts or not
+    build = BuildDir(config.build_dir)
+    for path in sorted(set(config.files(config.rsts)) | ({root} if root is not None else set())):
         text = path.read_text(encoding="utf-8")
-        if not text.lstrip().startswith(":orphan:"):
-            text = ":orphan:\n\n" + text
-        tree.write(tree.src / config.rel(path), text)
+        lines = list(range(1, text.count("\n") + 2))
+        if path != root and not text.lstrip().startswith(":orphan:"):
+            text, lines = ":orphan:\n\n" + text, [0, 0, *lines]
+        rel = config.rel(path)
+        tree.write(tree.src / rel, text)
+        # its line map, so Sphinx's warnings about it name the book's file and line
+        write_if_changed(build.line_map(rel.removesuffix(".rst")), json.dumps({"source": rel, "lines": lines}))
 
 
 def front_page(config: Config, root: Section, sections: list[Section],

@@ -102,8 +102,9 @@ def sphinx_settings(root: Path) -> dict[str, Any]:
     book = load_config(root)
     leave_out_myst_nb_execution()
     bibs = named_bibfiles(book)
+    missing = book.missing_extensions()  # left out; the check says so at the key's line
     extensions = ["myst_nb", "sphinx_design", "sphinx.ext.autodoc", "tabbook.render.ext",
-                  *book.sphinx_extensions]  # [build] sphinx_extensions
+                  *(m for m in book.sphinx_extensions if m not in missing)]  # [build] sphinx_extensions
     css = _included(book, book.html.include_css, "include_css")
     js = _included(book, book.html.include_js, "include_js")
     # autodoc imports the book's own package first (not another d2l on the path).
@@ -126,7 +127,7 @@ def sphinx_settings(root: Path) -> dict[str, Any]:
         # [project] lang: the pages' lang attribute and Sphinx's own words.
         "language": book.lang or "en",
         # [build] index: the root page under any name (d2lbook's is "index"), in any folder.
-        "root_doc": book.rel(book.index).removesuffix(".md"),
+        "root_doc": book.rel(book.index).removesuffix(book.index.suffix),
         "tabbook_root": str(book.root),  # tabbook.render.ext.paths: images stay inside the book
         "extensions": extensions,
         # Outputs come from the freeze store; Sphinx never executes anything.
