@@ -92,6 +92,14 @@ def named_bibfiles(config: Config) -> list[Path]:
     return found
 
 
+def notebook_page(config: Config, rel: str) -> str | None:
+    """The notebook a toc entry names where the book has ``x.ipynb`` and no ``x.md``; else None."""
+    if not rel.endswith(".md") or (config.root / rel).exists():
+        return None
+    notebook = rel[:-3] + ".ipynb"
+    return notebook if (config.root / notebook).is_file() else None
+
+
 def rst_page(config: Config, rel: str) -> str | None:
     """The reStructuredText page a toc path names (``x.rst``, or ``x.md`` where only ``x.rst``
     exists: a toctree names pages without their suffix); None when it names none."""
@@ -224,6 +232,9 @@ class Book:
     # pages its toctrees list), each as the toc it holds: not pages of the book (Sphinx renders
     # them from [build] rsts), only what leads to its Markdown pages.
     rst_tocs: dict[str, Section] = field(default_factory=dict)
+    # Toc entries whose page is a notebook (``x.ipynb``, no ``x.md``: d2l-java's, made by its own
+    # build script): rendered as they are, outputs cleaned as every output is, never executed.
+    notebook_pages: list[str] = field(default_factory=list)
     # What later stages derive from this book, made once per command and kept here by the
     # stage that makes it (the generated library: tabbook.library.cache.book_library).
     derived: dict[str, Any] = field(default_factory=dict, repr=False)
@@ -359,12 +370,18 @@ def read_book(config: Config, extra_files: bool = True, whole_library: bool = Fa
     hashes: dict[str, str] = {}
     failed: set[str] = set()
     rst_tocs: dict[str, Section] = {}
+    notebooks: list[str] = []
     cache = PageCache(config)
 
     def read(rel: str) -> Section | None:
         if rel in pages:
             return pages[rel]
         if rel in failed:
+            return None
+        notebook = notebook_page(config, rel)
+        if notebook is not None:  # a page that exists as a notebook: rendered as it is
+            if notebook not in notebooks:
+                notebooks.append(notebook)
             return None
         rst = rst_page(config, rel)
         if rst is not None:  # a reStructuredText page: its toctrees only; Sphinx renders it
@@ -387,7 +404,7 @@ def read_book(config: Config, extra_files: bool = True, whole_library: bool = Fa
         return Book(config, pages, [], {}, problems)
     root = index.resolve().relative_to(config.root.resolve()).as_posix()
     toc, toc_problems = walk_toc(root, read, lambda rel: rst_page(config, rel) is not None
-                                 or page_exists(config.root / rel))
+                                 or notebook_page(config, rel) is not None or page_exists(config.root / rel))
     problems.extend(toc_problems)
     labels: dict[str, tuple[str, int]] = {}
     for section in pages.values():
@@ -401,7 +418,7 @@ def read_book(config: Config, extra_files: bool = True, whole_library: bool = Fa
     problems.sort(key=lambda e: (e.path or "", e.line or 0))
     cache.save(config.root)
     book = Book(config, pages, [rel for rel in toc if rel in pages], labels, problems, page_hashes=hashes,
-                rst_tocs=rst_tocs)
+                rst_tocs=rst_tocs, notebook_pages=notebooks)
     reached = set(toc)
     book.orphans = sorted(rel for rel in pages if rel not in reached)
     if whole_library:

@@ -245,7 +245,7 @@ def _render(config: Config, book: Book, opts: Options, notebooks: Notebooks, ori
     changed = sources.write_sources(config, book.rendered, notebooks,
                                     sources.extra_pages(config, book_library(book), book.sections),
                                     origins=origins, page_hashes=book.page_hashes,
-                                    orphans=set(book.orphans))
+                                    orphans=set(book.orphans), notebook_pages=book.notebook_pages)
     if opts.builder == "html":
         from tabbook.render import slides
 

@@ -121,6 +121,7 @@ def write_sources(
     config: Config, sections: list[Section], notebooks: dict[tuple[str, str], dict[str, Any]],
     extra: dict[str, str] | None = None, origins: dict[tuple[str, str], str] | None = None,
     page_hashes: dict[str, str] | None = None, orphans: Collection[str] = (),
+    notebook_pages: Collection[str] = (),
 ) -> int:
     """Write Sphinx's source tree: one merged notebook (or MyST page) per section.
 
@@ -156,6 +157,10 @@ def write_sources(
         write_if_changed(build.line_map(job.stem), json.dumps(line_map))
     for rel, text in (extra or {}).items():
         tree.write(tree.src / rel, text)
+    for rel in notebook_pages:
+        text, line_map = notebook_page(config, rel)
+        tree.write(tree.src / rel, text)
+        write_if_changed(build.line_map(rel.removesuffix(".ipynb")), json.dumps(line_map))
     _write_rsts(tree, config)
     _link_book_files(tree, config)
     _remove_unwanted(tree)
@@ -305,6 +310,39 @@ def _remove_unwanted(tree: SourceTree) -> None:
                 and not path.is_symlink() and not any(p.is_symlink() for p in path.parents if src in p.parents):
             path.unlink()
             tree.changed += 1
+
+
+_SOURCE_KEY = re.compile(r'^\s*"source":\s*(\[?)')
+
+
+def notebook_page(config: Config, rel: str) -> tuple[str, dict[str, Any]]:
+    """A toc entry that is a notebook of the book (d2l-java's ``x.ipynb``, made by its own build
+    script), as Sphinx reads it: its Markdown cells read as the dialect (they hold ``:label:``
+    and ``:numref:``, which d2lbook converts), its outputs cleaned of script unless the book trusts
+    them; and its line map, so a warning names the notebook's own line (of its JSON text)."""
+    from tabbook.render.myst import to_myst_rows
+    from tabbook.render.sanitize import untrusted_notebook
+
+    raw = (config.root / rel).read_text(encoding="utf-8")
+    try:
+        nb = json.loads(raw)
+        firsts = [i + (2 if m.group(1) else 1) for i, line in enumerate(raw.split("\n"))
+                  if (m := _SOURCE_KEY.match(line))]
+        cells, maps = [], []
+        for cell, first in zip(nb["cells"], firsts, strict=False):
+            source = "".join(cell.get("source", ""))
+            if cell.get("cell_type") == "markdown":
+                text, rows = to_myst_rows(source)
+                cells.append({**cell, "source": text})
+                maps.append([first + r for r in rows])
+            elif cell.get("cell_type") == "code":
+                shown = {**cell, "source": source}
+                cells.append(shown if config.site.trusted_outputs else untrusted_notebook({"cells": [shown]})["cells"][0])
+                maps.append([first + r for r in range(source.count("\n") + 1)])
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise BookError(f"the notebook cannot be read: {exc}", rel) from None
+    meta = {k: v for k, v in nb.get("metadata", {}).items() if k != "widgets" or config.site.trusted_outputs}
+    return json.dumps({**nb, "cells": cells, "metadata": meta}, ensure_ascii=False), {"source": rel, "cells": maps}
 
 
 def _write_rsts(tree: SourceTree, config: Config) -> None:

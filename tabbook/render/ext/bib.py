@@ -17,6 +17,7 @@ from docutils import nodes
 from docutils.parsers.rst import Directive
 from sphinx.application import Sphinx
 from sphinx.config import Config
+from sphinx.domains import Domain
 from sphinx.util import logging
 from sphinx.util.docutils import is_directive_registered
 
@@ -48,11 +49,19 @@ def _keys_as_text(name: str, rawtext: str, text: str, lineno: int, inliner: Any,
     return [node], []
 
 
+class NoCitations(Domain):
+    """sphinxcontrib-bibtex's ``cite`` domain where it is not loaded: ``{cite:p}``/``{cite:t}``
+    show their keys (a role of an unknown domain is reported without a place, once per use)."""
+
+    name = "cite"
+    label = "citations without a bib file"
+    roles = {"p": _keys_as_text, "t": _keys_as_text}  # type: ignore[dict-item]
+
+
 def _fallback(app: Sphinx, config: Config) -> None:
     if "sphinxcontrib.bibtex" not in app.extensions and not is_directive_registered("bibliography"):
         app.add_directive("bibliography", NoBibliography)
-        for role in ("cite:p", "cite:t"):
-            app.add_role(role, _keys_as_text)
+        app.add_domain(NoCitations)
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
