@@ -48,8 +48,8 @@ class Options:
     jobs: int = 0  # parallel units; 0 = core count
     builder: str = "html"  # "" = write Sphinx's sources only (the PDF driver renders per framework)
     execute: bool | None = None  # None: the book's setting (d2lbook's [build] eval_notebook)
-    # A build of part of a book: references to pages that are not in it are warnings, shown as
-    # text (d2lbook's behaviour), and Markdown outside the toc is not read. Full builds stay strict.
+    # A build of part of a book: Markdown outside the toc is not read, the library is the whole
+    # book's; references to pages that are not in it are warnings, shown as text (as in any build).
     partial: bool = False
     scheduler: str | None = None  # a Dask scheduler's address: execute on its cluster (tabbook.execute.cluster)
     # Warnings fail the build too (d2lbook's [build] warning_is_error, Sphinx's -W); None: the book's setting.

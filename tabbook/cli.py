@@ -92,7 +92,7 @@ def _build_parser(sub: argparse._SubParsersAction) -> None:
     ex.add_argument("--execute", dest="execute", action="store_true",
                     help="execute even if config.ini says eval_notebook = False")
     b.add_argument("--partial", action="store_true",
-                   help="part of a book: references to other pages are warnings, shown as text")
+                   help="part of a book: Markdown outside its toc is not read, its library is the whole book's")
     b.add_argument("--dry-run", action="store_true",
                    help="say which units would run and why (which input changed); run and write nothing")
     b.add_argument("--json", action="store_true", help="with --dry-run: the plan as a JSON list, one object per unit")

@@ -58,3 +58,13 @@ def test_readme_has_the_contract_table_the_problem_kinds_make() -> None:
     # what d2lbook's own strict build does not see (a highlighting failure, suppressed in its conf.py).
     assert {k for k in Problem if k.rule.default is Severity.ERROR} == set()
     assert {k for k in Problem if k.rule.strict is Severity.WARNING} == {Problem.HIGHLIGHTING}
+
+
+def test_every_problem_kind_is_raised_somewhere() -> None:
+    """A kind nothing raises is a row of README's table that no build can show: each is named
+    (``Problem.X``) by the code that finds it."""
+    from tabbook.problems import Problem
+
+    code = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "tabbook").rglob("*.py")
+                     if p.name != "problems.py")
+    assert [k.name for k in Problem if f"Problem.{k.name}" not in code] == []
