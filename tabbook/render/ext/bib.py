@@ -57,6 +57,12 @@ class NoCitations(Domain):
     label = "citations without a bib file"
     roles = {"p": _keys_as_text, "t": _keys_as_text}  # type: ignore[dict-item]
 
+    def merge_domaindata(self, docnames: Any, otherdata: dict[str, Any]) -> None:
+        """Nothing to merge from a parallel reader: the domain keeps no data."""
+
+    def clear_doc(self, docname: str) -> None:
+        """Nothing kept per document."""
+
 
 def _fallback(app: Sphinx, config: Config) -> None:
     if "sphinxcontrib.bibtex" not in app.extensions and not is_directive_registered("bibliography"):
