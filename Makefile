@@ -15,7 +15,7 @@ BUILDER_STAMP := $(VENV)/.installed-$(shell cat envs/builder.txt packaging/tabbo
 TEST_STAMP := $(VENV)/.extra-test-$(shell cat envs/builder-test.txt envs/builder-dask.txt 2>/dev/null | sha256sum | cut -c1-12)
 export TF_CPP_MIN_LOG_LEVEL := 2
 
-.PHONY: html site test check lib envs clean serve unit frozen-site freeze-check exec-check lint pdf tex libtest dist browser axe bench d2lbook-book d2l-side-by-side wheelhouse d2lbook-venv differential gpu-bundle
+.PHONY: html site test check lib envs clean serve unit frozen-site freeze-check exec-check lint pdf tex libtest dist browser axe bench d2lbook-book d2l-side-by-side wheelhouse d2lbook-venv differential gpu-bundle corpus
 
 html: $(BUILDER_STAMP)
 	$(TB) build $(if $(FORCE),--force)
@@ -168,3 +168,13 @@ REPEAT ?= 3
 d2l-side-by-side: $(BUILDER_STAMP)
 	@test -n "$(BOOK)" || { echo "usage: make d2l-side-by-side BOOK=/path/to/book [REPEAT=3]" >&2; exit 2; }
 	$(VPY) bench/d2l_side_by_side.py --book $(BOOK) --repeat $(REPEAT) --overlay $(or $(OVERLAY),books/d2l-en/tabbook.ini)
+
+# The corpus (issue 44; not in CI: the books are not ours): every d2lbook book in a folder (one per
+# subfolder with a config.ini, or its docs/), copied and built unchanged by tabbook with execution
+# off (then --strict), and by d2lbook 1.0.3 beside it; one row per book (exit, pages rendered of
+# those d2lbook selects, warnings by kind, times), the Markdown table BENCHMARKS.md keeps, exit 1
+# when a book does not build as the contract says (bench/corpus.py):
+#   make corpus BOOKS=/path/to/books [ONLY=d2l-pt,mlc-en] [D2LBOOK=0] [WORKDIR=/tmp/corpus]
+corpus: $(BUILDER_STAMP) d2lbook-venv
+	@test -n "$(BOOKS)" || { echo "usage: make corpus BOOKS=/path/to/books [ONLY=a,b] [D2LBOOK=0] [WORKDIR=DIR]" >&2; exit 2; }
+	$(VPY) bench/corpus.py $(BOOKS) $(if $(ONLY),--only $(ONLY)) $(if $(filter 0,$(D2LBOOK)),--no-d2lbook) $(if $(WORKDIR),--workdir $(WORKDIR) --json $(WORKDIR)/corpus.json)

@@ -26,12 +26,16 @@ from typing import Any
 from tabbook.config import Config
 from tabbook.errors import BookError, BookErrors, leads_out, raise_all
 from tabbook.files import BuildDir
+from tabbook.problems import Problem
 from tabbook.settings import leads_outside, links_leading_out
+from tabbook.source.dialect import BIBLIOGRAPHY
 from tabbook.source.model import Section
 from tabbook.source.read import read_section
-from tabbook.source.toc import entry_path, is_external, page_entries, walk_toc
+from tabbook.source.toc import entry_path, is_external, page_entries, rst_toc_section, walk_toc
 
-#: The repository's own documents at the book root are not book pages.
+#: The repository's documents at the book root are not book pages when ``[build] notebooks`` is
+#: left empty (tabbook's "every Markdown file"); patterns the book gives are followed as d2lbook
+#: follows them (a README.md they match is a page, unless ``exclusions`` names it).
 REPO_DOCS = frozenset({"README.MD", "CONTRIBUTING.MD", "BENCHMARKS.MD", "CHANGELOG.MD", "LICENSE.MD",
                        "AGENTS.MD", "ARCHITECTURE.MD"})
 #: Top-level folders that never hold book pages (build output, stores, tooling).
@@ -66,7 +70,7 @@ def book_markdown_files(config: Config, outside: list[Path] | None = None) -> li
             if outside is not None:
                 outside.append(here / d)
         for name in filenames:
-            if not name.endswith(".md") or (not parts and name.upper() in REPO_DOCS):
+            if not name.endswith(".md") or (not parts and not config.notebooks and name.upper() in REPO_DOCS):
                 continue
             path = here / name
             if config.excluded("/".join((*parts, name))):
@@ -87,6 +91,44 @@ def outside_links(config: Config, pages: list[Path]) -> list[BookError]:
     found += links_leading_out(config.root, [config.root / r for r in config.resources])
     found += [(p, real) for p in config.named_files() if (real := leads_outside(config.root, p)) is not None]
     return [leads_out(p.relative_to(config.root).as_posix(), real) for p, real in sorted(set(found))]
+
+def named_bibfiles(config: Config) -> list[Path]:
+    """The bib files citations are resolved against: ``[pdf] bibfile``, then each file a page
+    names on its ``:bibliography:`FILE``` line (relative to the page), those that exist, each
+    once. d2lbook uses the key's alone, and a book that names its bib file only on the line
+    (d2l-ar) loses every citation there."""
+    found = [config.bibfile] if config.bibfile is not None else []
+    for path in book_markdown_files(config):
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if ":bibliography:" not in text:
+            continue
+        for line in text.splitlines():
+            m = BIBLIOGRAPHY.match(line)
+            named = (path.parent / m.group(1).strip()).resolve() if m and m.group(1).strip() else None
+            if named is not None and named.is_file() and named.is_relative_to(config.root.resolve()) \
+                    and named not in found:
+                found.append(named)
+    return found
+
+
+def notebook_page(config: Config, rel: str) -> str | None:
+    """The notebook a toc entry names where the book has ``x.ipynb`` and no ``x.md``; else None."""
+    if not rel.endswith(".md") or (config.root / rel).exists():
+        return None
+    notebook = rel[:-3] + ".ipynb"
+    return notebook if (config.root / notebook).is_file() else None
+
+
+def rst_page(config: Config, rel: str) -> str | None:
+    """The reStructuredText page a toc path names (``x.rst``, or ``x.md`` where only ``x.rst``
+    exists: a toctree names pages without their suffix); None when it names none."""
+    rst = rel if rel.endswith(".rst") else rel[:-3] + ".rst" if rel.endswith(".md") else None
+    if rst is None or (rel.endswith(".md") and (config.root / rel).exists()):
+        return None
+    return rst if (config.root / rst).is_file() else None
 
 
 def _errors(exc: BookError) -> list[BookError]:
@@ -122,10 +164,11 @@ def decode_page(data: bytes, rel: str) -> tuple[str, list[BookError]]:
     warnings: list[BookError] = []
     if text.startswith("\ufeff"):
         text = text[1:]
-        warnings.append(BookError("the file starts with a byte-order mark (U+FEFF); it is ignored", rel, 1))
+        warnings.append(BookError("the file starts with a byte-order mark (U+FEFF); it is ignored", rel, 1,
+                                  kind=Problem.ENCODING))
     if "\r" in text:
         line = text.count("\n", 0, text.index("\r")) + 1
-        warnings.append(BookError("CRLF (Windows) line ends, read as LF", rel, line))
+        warnings.append(BookError("CRLF (Windows) line ends, read as LF", rel, line, kind=Problem.ENCODING))
     if not text.strip():
         raise BookError("the file is empty: a page needs at least a # title", rel, 1)
     return text, warnings
@@ -209,6 +252,13 @@ class Book:
     outside: dict[str, Section] = field(default_factory=dict)
     library_order: list[str] = field(default_factory=list)
     outside_problems: list[BookError] = field(default_factory=list)
+    # The reStructuredText pages the toc walk went through (an ``index.rst`` root and the ``.rst``
+    # pages its toctrees list), each as the toc it holds: not pages of the book (Sphinx renders
+    # them from [build] rsts), only what leads to its Markdown pages.
+    rst_tocs: dict[str, Section] = field(default_factory=dict)
+    # Toc entries whose page is a notebook (``x.ipynb``, no ``x.md``: d2l-java's, made by its own
+    # build script): rendered as they are, outputs cleaned as every output is, never executed.
+    notebook_pages: list[str] = field(default_factory=list)
     # What later stages derive from this book, made once per command and kept here by the
     # stage that makes it (the generated library: tabbook.library.cache.book_library).
     derived: dict[str, Any] = field(default_factory=dict, repr=False)
@@ -234,8 +284,9 @@ class Book:
         return [*self.sections, *(self.pages[rel] for rel in self.orphans)]
 
     def raise_problems(self) -> None:
-        if self.problems:
-            raise_all(self.problems)
+        """Raise what stops a build (a page that could not be read); problems of a kind
+        (:mod:`tabbook.problems`: a duplicate label, a toc entry for no page) are read past."""
+        raise_all([p for p in self.problems if p.kind is None])
 
 
 _SALVAGE_LABEL = re.compile(r":(?:label|eqlabel):`([^`]+)`")
@@ -344,6 +395,8 @@ def read_book(config: Config, extra_files: bool = True, whole_library: bool = Fa
     pages: dict[str, Section] = {}
     hashes: dict[str, str] = {}
     failed: set[str] = set()
+    rst_tocs: dict[str, Section] = {}
+    notebooks: list[str] = []
     cache = PageCache(config)
 
     def read(rel: str) -> Section | None:
@@ -351,6 +404,16 @@ def read_book(config: Config, extra_files: bool = True, whole_library: bool = Fa
             return pages[rel]
         if rel in failed:
             return None
+        notebook = notebook_page(config, rel)
+        if notebook is not None:  # a page that exists as a notebook: rendered as it is
+            if notebook not in notebooks:
+                notebooks.append(notebook)
+            return None
+        rst = rst_page(config, rel)
+        if rst is not None:  # a reStructuredText page: its toctrees only; Sphinx renders it
+            if rst not in rst_tocs:
+                rst_tocs[rst] = rst_toc_section((config.root / rst).read_text(encoding="utf-8", errors="replace"), rst)
+            return rst_tocs[rst]
         try:
             pages[rel] = read_page(config, rel, hashes, cache.sections)
         except BookError as exc:
@@ -369,19 +432,22 @@ def read_book(config: Config, extra_files: bool = True, whole_library: bool = Fa
         problems.append(BookError(f"the table of contents root {config.rel(index)} does not exist", "config.ini"))
         return Book(config, pages, [], {}, problems)
     root = index.resolve().relative_to(config.root.resolve()).as_posix()
-    toc, toc_problems = walk_toc(root, read, lambda rel: page_exists(config.root / rel))
+    toc, toc_problems = walk_toc(root, read, lambda rel: rst_page(config, rel) is not None
+                                 or notebook_page(config, rel) is not None or page_exists(config.root / rel))
     problems.extend(toc_problems)
     labels: dict[str, tuple[str, int]] = {}
     for section in pages.values():
         for name, line in section.labels.items():
             if name in labels:
                 first = "{}:{}".format(*labels[name])
-                problems.append(BookError(f"duplicate label {name!r} (also at {first})", section.path, line))
+                problems.append(BookError(f"duplicate label {name!r} (also at {first})", section.path, line,
+                                          kind=Problem.DUPLICATE_LABEL))
             else:
                 labels[name] = (section.path, line)
     problems.sort(key=lambda e: (e.path or "", e.line or 0))
     cache.save(config.root)
-    book = Book(config, pages, [rel for rel in toc if rel in pages], labels, problems, page_hashes=hashes)
+    book = Book(config, pages, [rel for rel in toc if rel in pages], labels, problems, page_hashes=hashes,
+                rst_tocs=rst_tocs, notebook_pages=notebooks)
     reached = set(toc)
     book.orphans = sorted(rel for rel in pages if rel not in reached)
     if whole_library:
@@ -393,7 +459,8 @@ def read_book(config: Config, extra_files: bool = True, whole_library: bool = Fa
                 book.outside[rel] = read_page(config, rel, hashes, cache.sections)
             except BookError as exc:
                 book.outside_problems += [BookError(f"{e.message} (outside this partial build: its #@save "
-                                                    "code is not in the library)", e.path, e.line)
+                                                    "code is not in the library)", e.path, e.line,
+                                                    kind=Problem.PARTIAL_LIBRARY)
                                           for e in _errors(exc)]
         book.library_order, twice = library_order(book.toc, pages, book.outside,
                                                   lambda rel: page_exists(config.root / rel))
@@ -403,7 +470,7 @@ def read_book(config: Config, extra_files: bool = True, whole_library: bool = Fa
                 f"the library of this partial build is the whole book's, in an order inferred without "
                 f"the whole book's index: {shown}, saved in more than one chapter, may not be the "
                 f"book's last version (keep the whole index and name this one with [build] index)",
-                config.rel(config.index), 1))
+                config.rel(config.index), 1, kind=Problem.PARTIAL_LIBRARY))
         cache.save(config.root)
     for rel in failed:
         found_labels, found_entries = salvage(config, rel)

@@ -7,6 +7,11 @@
 - **render** (:func:`_render`): merged sources → Sphinx (:mod:`tabbook.render`).
 
 ``build/report.json`` (:attr:`tabbook.files.BuildDir.report`) is written even when a stage fails.
+
+d2lbook's contract (:mod:`tabbook.problems`): a problem of a kind is reported where it is found
+and built past; it is a warning, or in a strict build an error kept for the end, when the build
+fails listing every problem it found, its failed units and Sphinx's included. Only a problem of
+no kind (nothing can be made past it) stops the build where it is found.
 """
 
 from __future__ import annotations
@@ -24,12 +29,13 @@ from typing import TYPE_CHECKING, Any
 
 from tabbook.book import Book, read_book
 from tabbook.config import Config
-from tabbook.errors import BookError, raise_all
+from tabbook.errors import BookError, flatten, judge, raise_all, stops
 from tabbook.execute.gpus import Devices, detect
 from tabbook.execute.plan import Notebooks, Plan, Selection, UnitOutcome
 from tabbook.execute.runner import Runner
 from tabbook.execute.store import FreezeStore
 from tabbook.files import BuildDir, book_lock, write_atomic
+from tabbook.problems import Problem
 
 if TYPE_CHECKING:
     from tabbook.render.sphinx import Launcher, SphinxRun
@@ -43,8 +49,8 @@ class Options:
     jobs: int = 0  # parallel units; 0 = core count
     builder: str = "html"  # "" = write Sphinx's sources only (the PDF driver renders per framework)
     execute: bool | None = None  # None: the book's setting (d2lbook's [build] eval_notebook)
-    # A build of part of a book: references to pages that are not in it are warnings, shown as
-    # text (d2lbook's behaviour), and Markdown outside the toc is not read. Full builds stay strict.
+    # A build of part of a book: Markdown outside the toc is not read, the library is the whole
+    # book's; references to pages that are not in it are warnings, shown as text (as in any build).
     partial: bool = False
     scheduler: str | None = None  # a Dask scheduler's address: execute on its cluster (tabbook.execute.cluster)
     # Warnings fail the build too (d2lbook's [build] warning_is_error, Sphinx's -W); None: the book's setting.
@@ -62,6 +68,9 @@ class BuildResult:
     execute_seconds: float = 0.0  # wall time of the execution stage (units run in parallel)
     library_changed: list[str] = field(default_factory=list)
     warm: bool = False  # it ran in the warm builder (tabbook.warm)
+    # Every problem the build reported, as (severity, problem): the corpus harness counts them
+    # by kind from build/report.json.
+    problems: list[tuple[str, BookError]] = field(default_factory=list)
 
     @property
     def units(self) -> list[UnitOutcome]:
@@ -83,9 +92,20 @@ class BuildResult:
         return f"GPU outputs in {gpu} of {len(shown)} units ({parts})"
 
     def as_report(self) -> dict[str, Any]:
+        problems = [{"severity": severity, "kind": p.kind.slug if p.kind else None, "path": p.path,
+                     "line": p.line, "message": p.message} for severity, p in self.problems]
         return {"units": [u.as_report() for u in self.units], "seconds": round(self.seconds, 3), "sphinx_seconds": round(self.sphinx_seconds, 3),
                 "execute_seconds": round(self.execute_seconds, 3), "library_changed": self.library_changed,
-                "warm": self.warm}
+                "warm": self.warm, "problems": problems}
+
+    def report(self, problems: list[BookError], strict: bool, log: Callable[[str], Any]) -> list[BookError]:
+        """Judge ``problems`` (:func:`tabbook.errors.judge`): log the warnings now, record
+        every one; returns the errors, which the caller raises when it should."""
+        errors, warnings = judge(problems, strict)
+        for warning in warnings:
+            log(f"warning: {warning.shown()}")
+        self.problems += [("warning", w) for w in warnings] + [("error", e) for e in errors]
+        return errors
 
 
 def locked(config: Config, freeze_dir: Path | None = None) -> AbstractContextManager[None]:
@@ -112,15 +132,16 @@ def _build(config: Config, opts: Options, log: Callable[[str], Any]) -> BuildRes
     site: sphinx.SphinxRun | None = None
     try:
         if opts.render and opts.builder:
-            site = sphinx.SphinxRun(config, opts.builder, partial=opts.partial, strict=strict,
+            site = sphinx.SphinxRun(config, opts.builder, strict=strict,
                                     launch=opts.sphinx or sphinx.new_interpreter)
             if site.likely_to_run():
                 # Sphinx sets itself up while the book is read, the library written and
                 # stale code run; it reads the sources once they are written.
                 site.start()
-        book = _read_and_check(config, opts, execute, strict, log)
+        book, kept = _read_and_check(config, opts, execute, strict, result, log)
         result.library_changed = _write_library(config, book, log)
         the_plan, notebooks, failures = _execute(config, book, opts, execute, strict, site, result, log)
+        kept += failures
         if opts.render:
             from tabbook.render.sanitize import published, published_origins
 
@@ -129,9 +150,14 @@ def _build(config: Config, opts: Options, log: Callable[[str], Any]) -> BuildRes
             notebooks = published(notebooks, trusted, the_plan.origins,  # type: ignore[assignment]
                                   BuildDir(config.build_dir).clean_outputs)
             # Every page renders even when units failed (they show their code without
-            # outputs); the build then fails listing every failure.
-            _render(config, book, opts, notebooks, published_origins(the_plan.origins, trusted), site, result, log)
-        raise_all([*failures, *(the_plan.outdated if strict else [])])
+            # outputs); the build then fails listing every failure, Sphinx's included.
+            try:
+                rendered = _render(config, book, opts, notebooks, published_origins(the_plan.origins, trusted),
+                                   site, result, log)
+            except BookError as exc:
+                rendered = flatten([exc])
+            kept += result.report(_not_said(rendered, result), strict, log)
+        raise_all(sorted(kept, key=lambda e: (e.path or "", e.line or 0)))
     finally:
         if site is not None:
             site.call_off()  # a failed build: the early Sphinx reads and writes nothing
@@ -140,23 +166,36 @@ def _build(config: Config, opts: Options, log: Callable[[str], Any]) -> BuildRes
     return result
 
 
-def _read_and_check(config: Config, opts: Options, execute: bool, strict: bool, log: Callable[[str], Any]) -> Book:
-    """The book read once and checked; its problems raised together, its warnings logged
-    (problems too under ``strict``)."""
+#: Kinds the check finds on its own: Sphinx's report of one on a page where the check reported
+#: that kind is the same problem again (Sphinx places a toc's at the block, a duplicate label's
+#: at its heading), said once.
+CHECKED = frozenset({Problem.DUPLICATE_LABEL, Problem.TOC_ENTRY, Problem.MISSING_IMAGE, Problem.UNDEFINED_REFERENCE})
+
+
+def _not_said(rendered: list[BookError], result: BuildResult) -> list[BookError]:
+    """Sphinx's problems less those the check reported already."""
+    said = {(p.kind, p.path, p.line) for _, p in result.problems}
+    pages = {(p.kind, p.path) for _, p in result.problems if p.kind in CHECKED}
+    kinds = {p.kind for _, p in result.problems if p.kind in CHECKED}
+    return [p for p in rendered if (p.kind, p.path, p.line) not in said and (p.kind, p.path) not in pages
+            and not (p.path is None and p.kind in kinds)]  # Sphinx names no page for an equation's
+
+
+def _read_and_check(config: Config, opts: Options, execute: bool, strict: bool, result: BuildResult,
+                    log: Callable[[str], Any]) -> tuple[Book, list[BookError]]:
+    """The book read once and checked. What stops the build (a problem of no kind) is raised
+    here, all of it together; the rest is reported: warnings logged, and the errors of a strict
+    build returned, for the build to raise at its end with everything else it finds."""
     from tabbook.check import check_book
 
     book = read_book(config, extra_files=not opts.partial, whole_library=opts.partial)
-    warnings: list[BookError] = []
-    problems = check_book(book, partial=opts.partial, warnings=warnings, executes=execute)
-    if strict:
-        problems, warnings = problems + warnings, []
-    for warning in warnings:
-        log(f"warning: {warning.location_message()}")
-    raise_all(problems)
+    problems = check_book(book, partial=opts.partial, executes=execute)
+    raise_all([p for p in problems if stops(p)])
+    kept = result.report(problems, strict, log)
     missing = [p for p in opts.selection.only or () if p not in book.toc]
     if missing:
         raise BookError(f"not in the table of contents: {', '.join(missing)}")
-    return book
+    return book, kept
 
 
 def _write_library(config: Config, book: Book, log: Callable[[str], Any]) -> list[str]:
@@ -183,15 +222,13 @@ def _execute(config: Config, book: Book, opts: Options, execute: bool, strict: b
     result.outcomes = the_plan.units
     # GPU outputs this machine could not re-run (execute/plan.py lesser_host): a warning, which
     # fails a strict build once every page is written, like any other warning.
-    if not strict:
-        for err in the_plan.outdated:
-            log(f"warning: {err.location_message()}")
-    failures: list[BookError] = []
+    failures: list[BookError] = result.report(the_plan.outdated, strict, log)
     if site is not None and not site.started and execute and the_plan.todo:
         site.start()  # code will run, so pages will change: Sphinx sets itself up meanwhile
     try:
         if execute:
-            notebooks, failures = plan.run(config, the_plan, store, lambda: _runner(config, the_plan, opts, log))
+            notebooks, failed = plan.run(config, the_plan, store, lambda: _runner(config, the_plan, opts, log))
+            failures += result.report(failed, strict, log)
         else:
             notebooks = plan.skip_execution(the_plan)
     finally:
@@ -200,15 +237,16 @@ def _execute(config: Config, book: Book, opts: Options, execute: bool, strict: b
 
 
 def _render(config: Config, book: Book, opts: Options, notebooks: Notebooks, origins: dict[tuple[str, str], str],
-            site: SphinxRun | None, result: BuildResult, log: Callable[[str], Any]) -> None:
-    """``build/src``, the decks, then Sphinx (when a source changed)."""
+            site: SphinxRun | None, result: BuildResult, log: Callable[[str], Any]) -> list[BookError]:
+    """``build/src``, the decks, then Sphinx (when a source changed); returns Sphinx's warnings,
+    each of its kind, for the build to judge."""
     from tabbook.library.cache import book_library
     from tabbook.render import sources
 
     changed = sources.write_sources(config, book.rendered, notebooks,
                                     sources.extra_pages(config, book_library(book), book.sections),
                                     origins=origins, page_hashes=book.page_hashes,
-                                    orphans=set(book.orphans))
+                                    orphans=set(book.orphans), notebook_pages=book.notebook_pages)
     if opts.builder == "html":
         from tabbook.render import slides
 
@@ -231,6 +269,7 @@ def _render(config: Config, book: Book, opts: Options, notebooks: Notebooks, ori
         if not available_pdfs(load_site_options(config)):
             log("[html] the site has no PDFs (none in build/pdf): its pages say \"PDF: not in "
                 "this build\"; `tabbook site` builds the site with its PDFs")
+    return site.problems if site is not None else []
 
 
 def build_pdfs(config: Config, frameworks: tuple[str, ...] | None = None, *, frozen: bool = False,

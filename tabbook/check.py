@@ -16,8 +16,9 @@ from pathlib import Path
 
 from tabbook.book import Book, page_exists, read_book
 from tabbook.config import Config, config_error
-from tabbook.errors import BookError, BookErrors
+from tabbook.errors import BookError, BookErrors, stops
 from tabbook.library.cache import book_library
+from tabbook.problems import Problem
 from tabbook.source.dialect import IMAGE, SAVE_MARK, unclosed_slide_marks
 from tabbook.source.model import Section
 from tabbook.source.pycode import mask_magics
@@ -31,7 +32,7 @@ def _errors(exc: BookError) -> list[BookError]:
 
 def _toc_members(book: Book) -> set[str]:
     members = {book.config.rel(book.config.index)}
-    for section in book.pages.values():
+    for section in [*book.pages.values(), *book.rst_tocs.values()]:
         members.update(path for _, _, path in page_entries(section))
     return members
 
@@ -57,83 +58,89 @@ def _check_save(section: Section, problems: list[BookError], tabs: tuple[str, ..
                 problems.append(BookError("#@save marks a statement that is not top-level", cell.path, line))
 
 
-def check_book(book: Book | Config, *, partial: bool = False,
-               warnings: list[BookError] | None = None, executes: bool = True) -> list[BookError]:
-    """All problems found in the book's sources (empty list: clean).
+def check_book(book: Book | Config, *, partial: bool = False, executes: bool = True) -> list[BookError]:
+    """Every problem found in the book's sources (empty list: clean), each with its kind where
+    the build goes on past it (:mod:`tabbook.problems`; :func:`tabbook.errors.judge` says which
+    are warnings): d2lbook's contract, under which a reference to a label no page defines, a
+    page no toc lists or a missing image is reported and built past.
 
-    ``partial``: the book is part of a larger one (a few chapters built on their own;
-    its library is the whole book's, :func:`tabbook.book.read_book`), so a reference to a label none of its pages defines is a warning, appended to
-    ``warnings``, not an error: it renders as text, as d2lbook does.
-    A page no toc lists is a warning too: the build renders it as an orphan, as d2lbook does.
+    ``partial``: the book is part of a larger one (a few chapters built on their own; its
+    library is the whole book's, :func:`tabbook.book.read_book`).
     ``executes=False`` (a build that runs nothing): saved code that uses, inside a
-    function, a name no section saves is a warning too; the call is never made.
+    function, a name no section saves is a warning; the call is never made.
     """
     if isinstance(book, Config):
         book = read_book(book, extra_files=not partial, whole_library=partial)
     config = book.config
-    problems: list[BookError] = list(book.problems)
-    if warnings is not None:
-        warnings.extend(book.outside_problems)
-        warnings.extend(config.warnings)  # keys nothing reads (config.ini's typos)
-        if config.deploy.google_analytics_tracking_id:
-            # d2lbook's tracker script loads from Google: tabbook's pages load nothing from outside.
-            warnings.append(config_error(config, "deploy", "google_analytics_tracking_id", "is not "
-                                         "emitted: tabbook's pages load nothing from other sites (no "
-                                         "tracker); remove the key to silence this warning"))
+    problems: list[BookError] = [*book.problems, *config.problems, *book.outside_problems]
+    if config.deploy.google_analytics_tracking_id:
+        # d2lbook's tracker script loads from Google: tabbook's pages load nothing from outside.
+        problems.append(config_error(config, "deploy", "google_analytics_tracking_id", "is not "
+                                     "emitted: tabbook's pages load nothing from other sites (no "
+                                     "tracker); remove the key to silence this warning",
+                                     kind=Problem.CONFIG_UNUSED))
+    for module in config.missing_extensions():
+        problems.append(config_error(config, "build", "sphinx_extensions", f"names {module}, which cannot be "
+                                     "imported: left out", kind=Problem.CONFIG_EXTENSION))
     members = _toc_members(book)
     for section in book.pages.values():
-        if warnings is not None:
-            warnings.extend(section.warnings)
-        for role, target, line in section.refs:
-            name = target.rsplit("<", 1)[-1].rstrip(">").strip()  # "text <label>" or "label"
-            if name not in book.labels and name not in book.unread_labels:
-                problem = BookError(f":{role}: to undefined label {name!r}", section.path, line)
-                if partial:
-                    if warnings is not None:
-                        warnings.append(problem)
-                else:
-                    problems.append(problem)
-        if section.path not in members and section.path not in book.unread_entries and warnings is not None:
+        problems.extend(section.warnings)
+        _check_references(book, section, problems)
+        if section.path not in members and section.path not in book.unread_entries:
             # d2lbook builds such a page as an orphan (reachable by links only): so do we.
-            warnings.append(BookError("section is not listed in any ```toc block: built as an orphan page "
-                                      "(no toc lists it)", section.path, 1))
+            problems.append(BookError("section is not listed in any ```toc block: built as an orphan page "
+                                      "(no toc lists it)", section.path, 1, kind=Problem.ORPHAN_PAGE))
         if section.path not in book.toc:  # the toc walk checked the entries of the pages it reached
             for block, entry, target in page_entries(section):
                 found = OUTSIDE if leaves_book(target) else page_exists(config.root / target)
                 if found is not True:
                     problems.append(BookError(f"toc entry {entry!r}: {target} {found}", section.path,
-                                              block.line_of(entry)))
-        for cell in section.cells:
-            if cell.kind != "markdown":
-                continue
-            if warnings is not None:
-                for row, opener in unclosed_slide_marks(cell.source):
-                    closer = opener[1:] + ("]" if opener[0] == "[" else ")")
-                    warnings.append(BookError(f"slide mark {opener} is never closed by {closer}: the slides "
-                                              "leave its text out", section.path, cell.line + row))
-            for m in IMAGE.finditer(cell.source):  # the alt text may span lines
-                src = m.group(1)
-                if "://" in src:
-                    continue
-                image = (config.root / Path(section.path).parent / src).resolve()
-                i = cell.source.count("\n", 0, m.start())
-                if not image.is_relative_to(config.root.resolve()):  # Sphinx would publish it
-                    problems.append(BookError(f"image file {src} is outside the book's folder", section.path,
-                                              cell.line + i))
-                elif not image.is_file():
-                    problems.append(BookError(f"image file {src} does not exist", section.path, cell.line + i))
+                                              block.line_of(entry),
+                                              kind=None if found is OUTSIDE else Problem.TOC_ENTRY))
+        _check_prose(config, section, problems)
         _check_save(section, problems, config.tabs)
-    if not problems:
+    if not any(stops(p) for p in problems):
         # The library stage knows #@save rules best (add_to_class targets, syntax): ask it.
         # The book caches the result, so a build that checks first generates the library once.
         try:
             book_library(book)  # generating is the check
-            if executes:
-                problems.extend(book.library_problems)
-            elif warnings is not None:
-                warnings.extend(book.library_problems)
+            problems.extend(book.library_problems if executes else
+                            [BookError(p.message, p.path, p.line, kind=Problem.LIBRARY_UNSAVED_NAME)
+                             for p in book.library_problems])
         except BookError as exc:
             problems.extend(e for e in _errors(exc)
                             if e.location_message() not in {p.location_message() for p in problems})
     problems.sort(key=lambda e: (e.path or "", e.line or 0))
     return problems
+
+
+def _check_references(book: Book, section: Section, problems: list[BookError]) -> None:
+    """A reference to a label no page defines: shown as its text, as d2lbook shows it."""
+    for role, target, line in section.refs:
+        name = target.rsplit("<", 1)[-1].rstrip(">").strip()  # "text <label>" or "label"
+        if name not in book.labels and name not in book.unread_labels:
+            problems.append(BookError(f":{role}: to undefined label {name!r}", section.path, line,
+                                      kind=Problem.UNDEFINED_REFERENCE))
+
+
+def _check_prose(config: Config, section: Section, problems: list[BookError]) -> None:
+    """Slide marks and images of a page's prose."""
+    for cell in section.cells:
+        if cell.kind != "markdown":
+            continue
+        for row, opener in unclosed_slide_marks(cell.source):
+            closer = opener[1:] + ("]" if opener[0] == "[" else ")")
+            problems.append(BookError(f"slide mark {opener} is never closed by {closer}: the slides "
+                                      "leave its text out", section.path, cell.line + row, kind=Problem.SLIDE_MARK))
+        for m in IMAGE.finditer(cell.source):  # the alt text may span lines
+            src = m.group(1)
+            if "://" in src:
+                continue
+            image = (config.root / Path(section.path).parent / src).resolve()
+            i = cell.source.count("\n", 0, m.start())
+            if not image.is_relative_to(config.root.resolve()):  # Sphinx would publish it
+                problems.append(BookError(f"image file {src} is outside the book's folder", section.path,
+                                          cell.line + i))
+            elif not image.is_file():
+                problems.append(BookError(f"image file {src} does not exist", section.path, cell.line + i,
+                                          kind=Problem.MISSING_IMAGE))

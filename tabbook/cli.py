@@ -17,7 +17,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tabbook.errors import BookError, BookErrors, interrupted_status, raise_all, raise_interrupted
+from tabbook.errors import (
+    BookError,
+    BookErrors,
+    interrupted_status,
+    judge,
+    raise_all,
+    raise_interrupted,
+    stops,
+)
 from tabbook.files import BuildDir
 
 if TYPE_CHECKING:
@@ -93,7 +101,7 @@ def _build_parser(sub: argparse._SubParsersAction) -> None:
     ex.add_argument("--execute", dest="execute", action="store_true",
                     help="execute even if config.ini says eval_notebook = False")
     b.add_argument("--partial", action="store_true",
-                   help="part of a book: references to other pages are warnings, shown as text")
+                   help="part of a book: Markdown outside its toc is not read, its library is the whole book's")
     b.add_argument("--dry-run", action="store_true",
                    help="say which units would run and why (which input changed); run and write nothing")
     b.add_argument("--json", action="store_true", help="with --dry-run: the plan as a JSON list, one object per unit")
@@ -105,7 +113,8 @@ def _build_parser(sub: argparse._SubParsersAction) -> None:
 
 def _other_parsers(sub: argparse._SubParsersAction) -> None:
     ch = sub.add_parser("check", help="lint the sources without starting a kernel")
-    ch.add_argument("--partial", action="store_true", help="undefined references are warnings")
+    ch.add_argument("--partial", action="store_true", help="part of a book: its library is the whole book's")
+    ch.add_argument("--strict", action="store_true", help="warnings are errors too (as [build] warning_is_error)")
     lib = sub.add_parser("lib", help="generate the d2l package from the book's #@save code")
     lib.add_argument("--check", action="store_true", help="exit 1 if the committed d2l/ is stale")
     lib.add_argument("--import", dest="import_", action="store_true",
@@ -271,9 +280,7 @@ def _dry_run(config, args: argparse.Namespace, selection) -> int:  # noqa: ANN00
 
     book = read_book(config, extra_files=not args.partial, whole_library=args.partial)
     execute = config.execute if args.execute is None else args.execute
-    problems = check_book(book, partial=args.partial, warnings=[], executes=execute)
-    if problems:
-        raise_all(problems)
+    raise_all([p for p in check_book(book, partial=args.partial, executes=execute) if stops(p)])
     from dataclasses import replace
 
     store = FreezeStore(args.freeze_dir or config.freeze_dir, config.root)
@@ -306,13 +313,12 @@ def _dry_run(config, args: argparse.Namespace, selection) -> int:  # noqa: ANN00
 def _check(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
     from tabbook.check import check_book
 
-    warnings: list[BookError] = []
-    problems = check_book(config, partial=args.partial, warnings=warnings)
+    errors, warnings = judge(check_book(config, partial=args.partial), config.warning_is_error or args.strict)
     for w in warnings:
-        print(f"warning: {w.location_message()}", file=sys.stderr)
-    for p in problems:
-        print(p.location_message(), file=sys.stderr)
-    if problems:
+        print(f"warning: {w.shown()}", file=sys.stderr)
+    for p in errors:
+        print(p.shown(), file=sys.stderr)
+    if errors:
         return 1
     print("[check] no problems found")
     return 0
@@ -434,7 +440,7 @@ def _dispatch(args: argparse.Namespace, rest: list[str]) -> int:
             return WITHOUT_BOOK[args.command](args, rest)
         return WITH_BOOK[args.command](load_config(args.root, args.overlay, args.interpreters), args)
     except BookError as err:
-        print(err.location_message(), file=sys.stderr)
+        print(err.shown(), file=sys.stderr)
         return 1
     except OSError as exc:
         _debug(args)

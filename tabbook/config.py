@@ -32,9 +32,11 @@ from pathlib import Path
 from typing import Any
 
 from tabbook.errors import BookError
+from tabbook.problems import Problem
 from tabbook.settings import (
     MODULE_NAME,
     At,
+    Unusable,
     bibliography,
     book_file,
     book_files,
@@ -99,8 +101,20 @@ KNOWN_FRAMEWORKS: dict[str, tuple[str, str, str]] = {
 
 
 def _glob(pattern: str) -> re.Pattern[str]:
-    """A d2lbook file pattern as a regex: ``*`` and ``?`` never cross a ``/`` (glob's meaning)."""
-    return re.compile("".join("[^/]*" if c == "*" else "[^/]" if c == "?" else re.escape(c) for c in pattern))
+    """A d2lbook file pattern as a regex, as d2lbook's ``glob(recursive=True)`` reads it: ``*``
+    and ``?`` never cross a ``/``; a ``**`` part is any number of folders, none included
+    (``**/*.md`` is every Markdown file, the root's too)."""
+    out = []
+    parts = pattern.split("/")
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        if part == "**":
+            out.append(".*" if last else "(?:[^/]*/)*")
+            continue
+        out.append("".join("[^/]*" if c == "*" else "[^/]" if c == "?" else re.escape(c) for c in part))
+        if not last:
+            out.append("/")
+    return re.compile("".join(out))
 
 
 @dataclass(frozen=True)
@@ -205,9 +219,12 @@ def library_keys(parser: configparser.ConfigParser, tab: str) -> LibraryKeys:
 
 def root_page(value: str, at: At) -> Path:
     """``[build] index``: a page of the book, named with or without ``.md`` (d2lbook writes
-    ``index``); Sphinx's root document is its path."""
+    ``index``), or a reStructuredText page where the book has that and no Markdown one
+    (deepnumpy-doc's ``index.rst``, which older d2lbooks took); Sphinx's root document is its path."""
     name = value.strip()
-    page = at.root / (name if name.endswith(".md") else f"{name}.md")
+    page = at.root / (name if name.endswith((".md", ".rst")) else f"{name}.md")
+    if page.suffix == ".md" and not page.is_file() and page.with_suffix(".rst").is_file():
+        page = page.with_suffix(".rst")
     try:
         page.resolve().relative_to(at.root.resolve())
     except ValueError:
@@ -449,17 +466,18 @@ class Config:
                         "lang attribute and Sphinx's own words (default: en)")
     repository: str = setting("project", "repository", "", text, "where the sources live (view-source "
                               "and notebook links); a GitHub repository adds Colab links")
-    tabs: tuple[str, ...] = setting("build", "tabs", ONE_LANGUAGE, tab_list, "the code tabs, in display "
-                                    "order; without it a one-language book (d2lbook's), its code run "
+    tabs: tuple[str, ...] = setting("build", "tabs", "", tab_list(ONE_LANGUAGE), "the code tabs, in display "
+                                    "order; empty (d2lbook's default): a one-language book, its code run "
                                     "in the builder's Python", overlay=False)
     default_tab: str = setting("build", "default_tab", lambda v: v["tabs"][0], one_of_the_tabs,
                                "the tab of a cell without a %%tab line (default: the first tab)", overlay=False)
     index: Path = setting("build", "index", "index.md", root_page, "the table of contents' root page "
-                          "(d2lbook's spelling, without .md, too); any page of the book", overlay=False)
+                          "(d2lbook's spelling, without .md, too); any page of the book (index.rst where "
+                          "there is no index.md: its toctrees are walked)", overlay=False)
     title: str = setting("project", "title", lambda v: page_title(v["index"]), text,
                          "the book's title (default: the first heading of the index page, as d2lbook's)")
     notebooks: tuple[str, ...] = setting(
-        "build", "notebooks", "", words, "root-relative globs of the book's pages (a star stays in "
+        "build", "notebooks", "", words, "root-relative globs of the book's pages (** is any number of folders, a star stays in "
         "one folder); empty: every Markdown file", overlay=False)
     exclusions: tuple[str, ...] = setting("build", "exclusions", "", words, "root-relative globs of "
                                           "Markdown that is not a page", overlay=False)
@@ -476,8 +494,9 @@ class Config:
         "builder's environment besides the allow-list (PATH, HOME, locale, CUDA/XLA/TF…, TABBOOK_*)")
     execute: bool = setting("build", "eval_notebook", "true", boolean, "False: every tab's code is shown "
                             "without outputs where the store has none")
-    warning_is_error: bool = setting("build", "warning_is_error", "false", boolean, "True: warnings (a bib "
-                                     "entry's data, a page no toc lists, …) fail the build, as build --strict")
+    warning_is_error: bool = setting("build", "warning_is_error", "false", boolean, "True: every problem a "
+                                     "build goes on past (README: d2lbook's contract) fails it, all listed in "
+                                     "one run, as build --strict; False (d2lbook's default): they are warnings")
     sphinx_configs: str = setting("build", "sphinx_configs", "", python_statements, "Python statements "
                                   "setting Sphinx options, run after tabbook's own (they win)")
     sphinx_extensions: tuple[str, ...] = setting("build", "sphinx_extensions", "", words, "more Sphinx "
@@ -529,8 +548,9 @@ class Config:
     overlay: Path | None = None  # the overlay file that was read, if any
     # Interpreters chosen on the command line or in $TABBOOK_PYTHON: (tab, path), in that order.
     chosen_interpreters: tuple[tuple[str, Path], ...] = ()
-    # What reading the files found that does not stop the build (a key nothing reads), at its line.
-    warnings: tuple[BookError, ...] = ()
+    # What was read past, at its key's line (a file a key names that does not exist): d2lbook
+    # goes on without it, and so does a build, reporting each (tabbook.problems).
+    problems: tuple[BookError, ...] = ()
 
     @property
     def build_dir(self) -> Path:
@@ -561,6 +581,30 @@ class Config:
         if self.notebooks and not any(_glob(pattern).fullmatch(rel) for pattern in self.notebooks):
             return True
         return any(_glob(pattern).fullmatch(rel) for pattern in (*self.exclusions, *self.non_notebooks))
+
+    def missing_extensions(self) -> list[str]:
+        """The ``[build] sphinx_extensions`` that cannot be imported (the book's root on the path,
+        as Sphinx has it): left out of the build with a warning, where Sphinx would not start
+        (deepnumpy-doc's numpydoc)."""
+        import importlib.util
+        import sys
+
+        added = str(self.root) not in sys.path
+        if added:
+            sys.path.insert(0, str(self.root))
+        try:
+            missing = []
+            for module in self.sphinx_extensions:
+                try:
+                    found = importlib.util.find_spec(module) is not None
+                except (ImportError, ValueError):
+                    found = False
+                if not found:
+                    missing.append(module)
+            return missing
+        finally:
+            if added:
+                sys.path.remove(str(self.root))
 
     def named_files(self) -> list[Path]:
         """The book's files that keys name besides its pages and resources: the favicon, the logos,
@@ -598,7 +642,11 @@ class Config:
             return True
         for pattern in self.notebooks:
             parts = pattern.split("/")
-            if len(parts) > len(rel_dir) and all(_glob(p).fullmatch(d) for p, d in zip(parts, rel_dir, strict=False)):
+            if "**" in parts:  # any depth past it: the parts before it must match
+                fixed = parts[:parts.index("**")]
+                if all(_glob(p).fullmatch(d) for p, d in zip(fixed, rel_dir, strict=False)):
+                    return True
+            elif len(parts) > len(rel_dir) and all(_glob(p).fullmatch(d) for p, d in zip(parts, rel_dir, strict=False)):
                 return True
         return False
 
@@ -615,16 +663,17 @@ class Config:
             return str(path)
 
 
-def config_error(config: Config, section: str, key: str, why: str) -> BookError:
+def config_error(config: Config, section: str, key: str, why: str, kind: Problem | None = None) -> BookError:
     """A problem with a key found after the configuration was read (what a file it names holds),
-    at the key's line in the file that set it; also what a warning about a key is made of."""
+    at the key's line in the file that set it; also what a warning about a key is made of
+    (``kind``: :mod:`tabbook.problems`)."""
     for path in (config.overlay, config.root / "config.ini"):
         if path is not None and path.is_file():
             line = key_line(path.read_text(encoding="utf-8"), section, key)
             if line is not None:
                 return BookError(f"[{section}] {key} {why}", "config.ini" if path.parent == config.root
-                                 and path.name == "config.ini" else str(path), line)
-    return BookError(f"[{section}] {key} {why}", "config.ini")
+                                 and path.name == "config.ini" else str(path), line, kind=kind)
+    return BookError(f"[{section}] {key} {why}", "config.ini", kind=kind)
 
 
 def overlay_path(root: Path) -> Path | None:
@@ -688,15 +737,33 @@ def _parse_ini(parser: configparser.ConfigParser, text: str, shown: str) -> None
         raise BookError(f"cannot parse: {' '.join(what.split())}", shown, line) from None
 
 
+class _Parser(configparser.ConfigParser):
+    """configparser as d2lbook reads ``config.ini``: with interpolation (``%%`` is ``%``). A value
+    interpolation cannot read (a lone ``%``, on which d2lbook stops) is read as written, and
+    noted in ``unreadable`` for a warning at its line."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.unreadable: set[tuple[str, str]] = set()
+
+    def get(self, section: str, option: str, **kwargs: Any) -> Any:  # type: ignore[override]
+        try:
+            return super().get(section, option, **kwargs)
+        except configparser.InterpolationError:
+            self.unreadable.add((section, option))
+            return super().get(section, option, **{**kwargs, "raw": True})
+
+
 class _Files:
     """config.ini and the overlay, as configparser reads them, with their texts for locating keys."""
 
     def __init__(self, root: Path, overlay: Path | None) -> None:
         self.root = root
         self.path = root / "config.ini"
+        self.problems: list[BookError] = []  # what was read past (tabbook.problems)
         if not self.path.is_file():
             raise BookError("no config.ini here; run from the book's root", str(self.path))
-        self.parser = configparser.ConfigParser(interpolation=None)
+        self.parser = _Parser()
         self.text = _ini_text(self.path, "config.ini")
         _parse_ini(self.parser, self.text, "config.ini")
         self.overlay = overlay
@@ -739,6 +806,12 @@ class _Files:
                 raw, folder = self.parser.get(*where), self.source(*where)[2]
             try:
                 values[name] = decl.parse(raw, At(self.root, folder, values))
+            except Unusable as exc:
+                if where is None:
+                    raise
+                values[name] = exc.fallback
+                problem = self.error(*where, str(exc))
+                self.problems.append(BookError(problem.message, problem.path, problem.line, kind=exc.kind))
             except OSError as exc:  # a path the system refuses (too long, unreadable)
                 why = f"names a path that cannot be used: {exc.strerror or exc}"
                 raise (self.error(*where, why) if where else BookError(f"[{sec}] {decl.key}: {why}", "config.ini")) from None
@@ -800,7 +873,7 @@ def load_config(root: Path, overlay: Path | None = None, interpreters: Sequence[
         lib_file = files.parser.get(f"library-{tab}", "lib_file", fallback="").strip()  # d2lbook's d2l/<module>.py
         if lib_file and Path(lib_file).suffix == ".py":
             module = Path(lib_file).stem
-        one_language = tab == ONE_LANGUAGE and not files.parser.has_option("build", "tabs")
+        one_language = tab == ONE_LANGUAGE and not files.parser.get("build", "tabs", fallback="").strip()
         context = {"known": (label, module, import_name), "chosen": chosen.get(tab),
                    "python_default": "current" if one_language else "3.11"}
         values = files.read(Framework, f"framework:{tab}", context)
@@ -810,10 +883,15 @@ def load_config(root: Path, overlay: Path | None = None, interpreters: Sequence[
             if why := leaves_book(root, value):
                 raise files.error(section, key, why)
         frameworks[tab] = Framework(name=tab, library=library, **values)
-    warnings = tuple(e for e in files.unknown_keys(files.known_keys(tabs)) if not e.message.startswith("[site]"))
+    for section, key in sorted(files.parser.unreadable):
+        problem = files.error(section, key, "has a % that is not %% nor %(name)s: read as written "
+                              "(d2lbook stops here)")
+        files.problems.append(BookError(problem.message, problem.path, problem.line, kind=Problem.CONFIG_VALUE))
+    files.problems += [BookError(e.message, e.path, e.line, kind=Problem.CONFIG_UNKNOWN_KEY)
+                       for e in files.unknown_keys(files.known_keys(tabs)) if not e.message.startswith("[site]")]
     return Config(root=root, site=site, frameworks=frameworks, overlay=files.overlay, html=sections[Html],
                   pdf=sections[Pdf], colab=sections[Colab], deploy=sections[Deploy], unused=sections[Unused],
-                  chosen_interpreters=tuple(chosen.items()), warnings=warnings, **book)
+                  chosen_interpreters=tuple(chosen.items()), problems=tuple(files.problems), **book)
 
 
 #: Every class whose fields are keys, in the order README lists them.

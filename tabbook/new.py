@@ -54,6 +54,7 @@ their outputs kept in `_freeze/`.
 
 ```toc
 :maxdepth: 2
+:numbered:
 
 averages
 ```
@@ -92,7 +93,8 @@ def mean(values):
     return statistics.fmean(values)
 ```
 
-The same call, whichever tab is chosen (`mean` is saved into this book's `d2l` package too):
+The same call, whichever tab is chosen (`mean` is saved into this book's `d2l` package too, and
+:numref:`sec_averages` is how another page refers to this one):
 
 ```{{.python .input}}
 %%tab all

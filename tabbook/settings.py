@@ -17,6 +17,8 @@ from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from tabbook.problems import Problem
+
 
 @dataclass(frozen=True)
 class At:
@@ -64,6 +66,17 @@ def settings_of(cls: type) -> list[tuple[str, Setting]]:
 
 
 # -- parsers: text → value, or ValueError(why) -------------------------------------------------
+
+
+class Unusable(ValueError):
+    """A value a build goes on without, as d2lbook does (a file that does not exist): the key
+    reads as ``fallback``, and the problem is reported at its line with its ``kind``."""
+
+    def __init__(self, why: str, fallback: Any, kind: Problem = Problem.CONFIG_MISSING_FILE) -> None:
+        super().__init__(why)
+        self.fallback = fallback
+        self.kind = kind
+
 
 MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 _TRUTH = {"1": True, "yes": True, "true": True, "on": True, "0": False, "no": False, "false": False, "off": False}
@@ -234,15 +247,23 @@ def book_folder(value: str, at: At) -> Path:
 
 
 def page_title(page: Path) -> str:
-    """The first heading of a Markdown page (d2lbook's default title); the page's name without one."""
+    """The first heading of a Markdown page (d2lbook's default title: its first line, less the
+    ``#``), at any level, a setext one (``Title`` over ``====``) included, outside code; the
+    page's name without one."""
     try:
-        fenced = False
-        for line in page.read_text(encoding="utf-8").splitlines():
-            fenced ^= line.lstrip().startswith("```")
-            if not fenced and line.startswith("# "):
-                return line[2:].strip()
+        lines = page.read_text(encoding="utf-8").splitlines()
     except OSError:
-        pass
+        return page.stem
+    fenced = False
+    for i, line in enumerate(lines):
+        fenced ^= line.lstrip().startswith(("```", "~~~"))
+        if fenced or not line.strip():
+            continue
+        atx = re.match(r"^ {0,3}#{1,6}\s+(.*?)\s*#*\s*$", line)
+        if atx:
+            return atx.group(1).strip()
+        if i + 1 < len(lines) and re.match(r"^ {0,3}(=+|-+)\s*$", lines[i + 1]) and not line.startswith((" " * 4, "\t")):
+            return line.strip()
     return page.stem
 
 
@@ -325,15 +346,17 @@ TAB_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,63}")
 FILE_NAME = re.compile(r"\w(?:[\w .+-]{0,98}[\w.+-])?")
 
 
-def tab_list(value: str, at: At) -> tuple[str, ...]:
-    tabs = commas(value, at)
-    if not tabs:
-        raise ValueError("is empty")
-    for tab in tabs:
-        if not TAB_NAME.fullmatch(tab):
-            raise ValueError(f"names the tab {tab!r}: a tab's name is letters, digits, _ and - (at most 64; "
-                             "it names the tab's kernel, store entries and PDF)")
-    return tabs
+def tab_list(one_language: str) -> Parse:
+    """``[build] tabs``: empty is d2lbook's default, a book of one language (its one tab). A
+    tab's name names folders and files (kernels, store entries, PDFs), so it is checked."""
+    def parse(value: str, at: At) -> tuple[str, ...]:
+        tabs = commas(value, at) or (one_language,)
+        for tab in tabs:
+            if not TAB_NAME.fullmatch(tab):
+                raise ValueError(f"names the tab {tab!r}: a tab's name is letters, digits, _ and - (at most 64; "
+                                 "it names the tab's kernel, store entries and PDF)")
+        return tabs
+    return parse
 
 
 #: A version: what PEP 440 and wheel names allow, roughly (it is written into Python and file names).
@@ -440,12 +463,13 @@ def header_links(value: str, at: At) -> tuple[tuple[str, str, str], ...]:
 
 
 def book_file(value: str, at: At) -> Path | None:
-    """A file of the book, relative to its root (d2lbook's paths are), inside it; "" is none."""
+    """A file of the book, relative to its root (d2lbook's paths are), inside it; "" is none. One
+    that does not exist is none too, with a warning: d2lbook goes on without it."""
     if not value.strip():
         return None
     target = in_book(value, at)
     if not target.is_file():
-        raise ValueError(f"names {value.strip()}, which does not exist")
+        raise Unusable(f"names {value.strip()}, which does not exist: left unset", None)
     return target
 
 
@@ -504,7 +528,9 @@ def book_globs(value: str, at: At) -> tuple[str, ...]:
     which must name a file of the book: a pattern naming nothing is a typo."""
     patterns = book_patterns(value, at)
     for pattern in patterns:
-        target = at.root / pattern
-        if not (target.is_dir() or any(p.is_file() for p in at.root.glob(pattern))):
-            raise ValueError(f"names no file of the book: {pattern}")
+        in_book(pattern, at)
+    found = tuple(p for p in patterns if (at.root / p).is_dir() or any(f.is_file() for f in at.root.glob(p)))
+    if found != patterns:  # d2lbook's glob finds nothing there, and goes on
+        missing = " ".join(p for p in patterns if p not in found)
+        raise Unusable(f"names no file of the book: {missing} (left out)", found)
     return patterns

@@ -53,15 +53,20 @@ def test_a_build_reads_each_page_once_and_generates_the_library_once(
 
 def test_the_book_collects_every_reading_problem(book: Path) -> None:
     (book / "index.md").write_text((book / "index.md").read_text().replace("sec\n", "sec\nmissing\nsec\n"))
-    (book / "bad.md").write_text("# Bad\n\n```{.python .input}\n%%tab gamma\nx = 1\n```\n")
+    (book / "bad.md").write_text("# Bad\n\n```{.python .input}\n%%tab gamma\nx = 1\n```\n\n```{.python .input}\n")
+    (book / "odd.md").write_text("# Odd\n\n```{.python .input}\n%%tab gamma\nx = 1\n```\n")
     result = read_book(load_config(book))
     msgs = [p.location_message() for p in result.problems]
-    assert any(m.startswith("bad.md:4: unknown framework 'gamma'") for m in msgs)
+    assert any(m.startswith("bad.md:8: code fence is never closed") for m in msgs)
     assert any(m.startswith("index.md:") and "missing.md does not exist" in m for m in msgs)
     assert any(m.startswith("index.md:") and "sec.md is listed twice" in m for m in msgs)
     assert result.toc == ["index.md", "sec.md"]  # the walk goes on past each problem
-    with pytest.raises(Exception, match="unknown framework 'gamma'"):
-        result.sections  # noqa: B018 - a build never starts on a book with problems
+    # A page with only problems of a kind is read (d2lbook's contract), each kept on it.
+    assert [w.shown() for w in result.pages["odd.md"].warnings] == [
+        "odd.md:4: unknown framework 'gamma' (config.ini tabs: alpha, beta): the cell is in no tab, left out "
+        "[unknown-tab]"]
+    with pytest.raises(Exception, match="code fence is never closed"):
+        result.sections  # noqa: B018 - a build never starts on a book with a page it cannot read
 
 
 def test_check_and_toc_agree_on_external_toc_entries(book: Path) -> None:

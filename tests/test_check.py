@@ -30,14 +30,16 @@ def test_all_problems_listed_in_one_run(tmp_path: Path) -> None:
     sec.write_text(text)
     (book / "orphan.md").write_text("# Orphan\n:label:`sec_fixture`\n")
     (book / "bad.md").write_text("# Bad\n\n```{.python .input}\n%%tab gamma\nx = 1\n```\n")
-    warnings: list = []
-    msgs = [e.location_message() for e in check_book(load_config(book), warnings=warnings)]
+    problems = check_book(load_config(book))
+    msgs = [e.location_message() for e in problems]
     joined = "\n".join(msgs)
     assert "sec.md:4: :numref: to undefined label 'fig_nowhere'" in joined
     assert "sec.md:6: image file img/missing.svg does not exist" in joined
-    # A page no toc lists builds as an orphan, as in d2lbook: a warning.
-    assert "orphan.md:1: section is not listed in any ```toc block: built as an orphan page (no toc lists it)" \
-        in [w.location_message() for w in warnings]
+    # A page no toc lists builds as an orphan, as in d2lbook: a problem of a kind, a warning.
+    assert "orphan.md:1: section is not listed in any ```toc block: built as an orphan page (no toc lists it) " \
+        "[orphan-page]" in [w.shown() for w in problems]
+    # Every one of them is read past (d2lbook's contract): a warning unless the build is strict.
+    assert all(p.kind is not None for p in problems), [p.shown() for p in problems if p.kind is None]
     assert "orphan.md:2: duplicate label 'sec_fixture'" in joined or "sec.md:2: duplicate label" in joined
     assert "bad.md:4: unknown framework 'gamma'" in joined
 
@@ -63,12 +65,12 @@ def test_every_problem_of_one_file_in_one_run(tmp_path: Path) -> None:
         "```toc\n:maxdepth: deep\n```\n")                                # 24
     msgs = [e.location_message() for e in check_book(load_config(book))]
     assert [m for m in msgs if m.startswith("many.md:")] == [
-        "many.md:4: unknown framework 'gamma' (config.ini tabs: alpha, beta)",
+        "many.md:4: unknown framework 'gamma' (config.ini tabs: alpha, beta): the cell is in no tab, left out",
         "many.md:8: :end_tab: without a matching :begin_tab:",
         "many.md:12: tab.selected names unknown framework 'alhpa' (config.ini tabs: alpha, beta)",
         "many.md:20: the code cell indents with both tabs and spaces; Python reads that ambiguously: "
         "use spaces only",
-        "many.md:24: :maxdepth: needs an integer",
+        "many.md:24: :maxdepth: needs an integer: left out",
     ]
 
 

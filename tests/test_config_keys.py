@@ -71,7 +71,6 @@ def test_keys_that_describe_the_book_cannot_come_from_an_overlay(book: Path) -> 
 @pytest.mark.parametrize(("old", "new", "message"), [
     ("cell_timeout = 60", "cell_timeout = soon", "[build] cell_timeout must be an integer (seconds)"),
     ("default_tab = alpha", "default_tab = gamma", "[build] default_tab 'gamma' is not one of the tabs (alpha, beta)"),
-    ("tabs = alpha, beta", "tabs = ,", "[build] tabs is empty"),
 ])
 def test_bad_values_are_errors_at_their_line(book: Path, old: str, new: str, message: str) -> None:
     ini = book / "config.ini"
@@ -88,6 +87,38 @@ def test_d2lbooks_defaults_fill_what_config_ini_leaves_out(tmp_path: Path, monke
     config = load_config(tmp_path)
     assert (config.name, config.title, config.tabs, config.default_tab) == ("d2lbook", "My Notes", ("python",), "python")
     assert config.framework("python").python == "current"
+    # d2lbook's own config_default.ini says ``tabs =``: empty is the same one-language book.
+    (tmp_path / "config.ini").write_text("[build]\nnotebooks = *.md\ntabs =\n")
+    config = load_config(tmp_path)
+    assert (config.tabs, config.default_tab, config.framework("python").python) == (("python",), "python", "current")
+
+
+def test_config_ini_is_read_with_d2lbooks_interpolation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """d2lbook's configparser interpolates: ``%%`` is ``%``. A lone ``%`` (on which d2lbook stops) is
+    read as written, with a warning at its line."""
+    monkeypatch.delenv(OVERLAY_ENV, raising=False)
+    (tmp_path / "index.md").write_text("# Notes\n")
+    (tmp_path / "config.ini").write_text("[project]\ncopyright = 100%% ours\nauthor = 50% mine\n")
+    config = load_config(tmp_path)
+    assert (config.copyright, config.author) == ("100% ours", "50% mine")
+    assert [p.shown() for p in config.problems] == [
+        "config.ini:3: [project] author has a % that is not %% nor %(name)s: read as written (d2lbook stops "
+        "here) [config-value]"]
+
+
+def test_a_file_a_key_names_that_does_not_exist_is_read_past(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """d2lbook goes on without a favicon, a logo or a stylesheet its config.ini names but the
+    book lacks (d2l-java's, fetched by its build script): so does tabbook, with a warning at the key."""
+    monkeypatch.delenv(OVERLAY_ENV, raising=False)
+    (tmp_path / "index.md").write_text("# Notes\n")
+    (tmp_path / "static").mkdir()
+    (tmp_path / "static" / "a.css").write_text("p {}\n")
+    (tmp_path / "config.ini").write_text("[html]\nfavicon = static/icon.png\ninclude_css = static/a.css static/b.css\n")
+    config = load_config(tmp_path)
+    assert (config.html.favicon, config.html.include_css) == (None, ("static/a.css",))
+    assert [p.shown() for p in config.problems] == [
+        "config.ini:2: [html] favicon names static/icon.png, which does not exist: left unset [config-missing-file]",
+        "config.ini:3: [html] include_css names no file of the book: static/b.css (left out) [config-missing-file]"]
     assert config.framework("python").label == "Python"
     (tmp_path / "config.ini").write_text("[project]\nname = notes\ntitle = Given\n[build]\nindex = index\n"
                                          "tabs = pytorch\n")

@@ -280,8 +280,8 @@ def test_a_failed_unit_does_not_stop_the_other_pages(tmp_path: Path) -> None:
 
 def test_partial_build_renders_references_out_of_the_book_as_text(tmp_path: Path) -> None:
     book, overlay = make_book(tmp_path, ref="chap_elsewhere")
-    proc = tabbook(book, overlay, "build")
-    assert proc.returncode == 1  # a full build is strict
+    proc = tabbook(book, overlay, "build", "--strict")
+    assert proc.returncode == 1  # a strict build fails on it
     assert "chapter_a/first.md:4: :numref: to undefined label 'chap_elsewhere'" in proc.stderr
     proc = tabbook(book, overlay, "check", "--partial")
     assert proc.returncode == 0
@@ -340,9 +340,10 @@ def test_a_no_op_build_runs_no_sphinx_and_any_input_change_does(tmp_path: Path) 
     proc = tabbook(book, overlay, "build")
     assert proc.returncode == 0 and "nothing changed" not in proc.stdout
     assert "Now read" in (book / "build" / "html" / "chapter_a" / "first.html").read_text()
-    # the same sources in a partial build are another Sphinx configuration
+    # the same sources in a partial build render the same site (a reference that cannot resolve
+    # is its text in every build, d2lbook's contract): nothing to do
     proc = tabbook(book, overlay, "build", "--partial")
-    assert proc.returncode == 0 and "nothing changed" not in proc.stdout
+    assert proc.returncode == 0 and "nothing changed" in proc.stdout
 
 
 APIDOC = """\

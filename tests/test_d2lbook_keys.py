@@ -109,9 +109,6 @@ def test_every_d2lbook_key_is_declared_and_optional(tmp_path: Path, monkeypatch:
 
 @pytest.mark.parametrize(("section", "key", "value", "why"), [
     ("html", "header_links", "PDF, keys.pdf", "has 2 items, not triples of name, URL, icon"),
-    ("html", "favicon", "static/missing.png", "names static/missing.png, which does not exist"),
-    ("html", "include_css", "static/*.scss", "names no file of the book: static/*.scss"),
-    ("build", "dependencies", "nowhere.cfg", "names no file of the book: nowhere.cfg"),
     ("build", "sphinx_configs", "html_title = ", "is not valid Python (invalid syntax)"),
     ("colab", "libs", "a, b, c, d", "'a, b, c, d': each line is TAB, LIBRARY, PIP ARGUMENT"),
     ("colab", "replace_svg_url", "img", "must be FOLDER, URL"),
@@ -129,6 +126,28 @@ def test_a_bad_value_is_an_error_at_its_line(tmp_path: Path, monkeypatch: pytest
     with pytest.raises(BookError) as err:
         load_config(book)
     assert err.value.location_message().startswith(f"config.ini:{line_of(book, section, key)}: [{section}] {key} {why}")
+
+
+@pytest.mark.parametrize(("section", "key", "value", "why"), [
+    ("html", "favicon", "static/missing.png", "names static/missing.png, which does not exist: left unset"),
+    ("html", "include_css", "static/*.scss", "names no file of the book: static/*.scss (left out)"),
+    ("build", "dependencies", "nowhere.cfg", "names no file of the book: nowhere.cfg (left out)"),
+])
+def test_a_file_that_does_not_exist_is_read_past_with_a_warning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                section: str, key: str, value: str, why: str) -> None:
+    """d2lbook goes on without a file its keys name but the book lacks (d2lbook's contract): the
+    key reads as unset (the patterns that match nothing left out), reported at its line."""
+    monkeypatch.delenv(OVERLAY_ENV, raising=False)
+    book = tmp_path / "book"
+    shutil.copytree(FIXTURE, book)
+    ini = book / "config.ini"
+    text = ini.read_text()
+    start = text.index(f"\n{key} =", text.index(f"[{section}]")) + 1
+    end = re.compile(r"\n(?=\S)").search(text, start + 1)
+    ini.write_text(text[:start] + f"{key} = {value}" + text[end.start() if end else len(text):])
+    config = load_config(book)
+    assert [p.shown() for p in config.problems] == [
+        f"config.ini:{line_of(book, section, key)}: [{section}] {key} {why} [config-missing-file]"]
 
 
 # ---- [project] ---------------------------------------------------------------------------------

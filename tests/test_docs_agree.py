@@ -54,3 +54,29 @@ def test_readme_starts_with_what_a_reader_installs_and_how() -> None:
     head = "\n".join((ROOT / "README.md").read_text(encoding="utf-8").splitlines()[:15])
     line = next(x for x in head.splitlines() if x.startswith("pip install "))
     assert line == f"pip install --extra-index-url https://SITE/{INDEX}/ {package.requirement('torch')}"
+
+def test_readme_has_the_contract_table_the_problem_kinds_make() -> None:
+    """README's table of d2lbook's contract is written from tabbook/problems.py: every kind of
+    problem a build goes on past, with its default and strict severity and what d2lbook does."""
+    from tabbook.problems import Problem, Severity, contract_table
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert contract_table() in readme, "README's contract table is stale: paste tabbook.problems.contract_table()"
+    assert len({k.slug for k in Problem}) == len(Problem) >= 20
+    for kind in Problem:
+        assert kind.rule.message and kind.rule.tabbook and kind.rule.d2lbook, kind
+        assert kind.severity(strict=False) is kind.rule.default and kind.severity(strict=True) is kind.rule.strict
+    # Every kind is built past by default (d2lbook's contract); a strict build fails on all but
+    # what d2lbook's own strict build does not see (a highlighting failure, suppressed in its conf.py).
+    assert {k for k in Problem if k.rule.default is Severity.ERROR} == set()
+    assert {k for k in Problem if k.rule.strict is Severity.WARNING} == {Problem.HIGHLIGHTING}
+
+
+def test_every_problem_kind_is_raised_somewhere() -> None:
+    """A kind nothing raises is a row of README's table that no build can show: each is named
+    (``Problem.X``) by the code that finds it."""
+    from tabbook.problems import Problem
+
+    code = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "tabbook").rglob("*.py")
+                     if p.name != "problems.py")
+    assert [k.name for k in Problem if f"Problem.{k.name}" not in code] == []

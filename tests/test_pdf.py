@@ -220,6 +220,14 @@ def test_without_tex_the_books_own_problems_come_first_then_what_to_install(tmp_
     page.write_text(page.read_text() + "\nSee :numref:`sec_nowhere`.\n", encoding="utf-8")
     proc = run()
     line = page.read_text().splitlines().index("See :numref:`sec_nowhere`.") + 1
+    # d2lbook's contract: a warning, said before what to install
+    assert proc.returncode == 1 and f"warning: print.md:{line}:" in proc.stdout, proc.stdout + proc.stderr
+    assert "cannot build PDFs" in proc.stderr
+    # a strict book: its problem is the error, before TeX is asked for
+    config = book / "config.ini"
+    config.write_text(config.read_text().replace("[build]\n", "[build]\nwarning_is_error = True\n", 1))
+    assert "warning_is_error" in config.read_text()
+    proc = run()
     assert proc.returncode == 1
     assert f"print.md:{line}:" in proc.stderr and "sec_nowhere" in proc.stderr, proc.stderr
     assert "cannot build PDFs" not in proc.stderr

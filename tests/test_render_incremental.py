@@ -112,7 +112,8 @@ def test_the_walk_for_pages_never_enters_folders_that_cannot_hold_one(
 
     monkeypatch.setattr(book_module.os, "walk", recording_walk)
     pages = [p.relative_to(root).as_posix() for p in book_module.book_markdown_files(load_config(root))]
-    assert pages == ["chapter_a/one.md", "chapter_b.md/two.md", "index.md"]
+    # The patterns are followed as d2lbook follows them: README.md is a page unless excluded.
+    assert pages == ["README.md", "chapter_a/one.md", "chapter_b.md/two.md", "index.md"]
     assert sorted(visited) == [".", "chapter_a", "chapter_b.md", "chapter_c"]
     # Without `notebooks` every folder but the ignored ones may hold pages; a link loop ends.
     config_ini = root / "config.ini"
@@ -120,6 +121,7 @@ def test_the_walk_for_pages_never_enters_folders_that_cannot_hold_one(
     visited.clear()
     pages = [p.relative_to(root).as_posix() for p in book_module.book_markdown_files(load_config(root))]
     assert "chapter_a/deep/no.md" in pages and "notes/no.md" in pages
+    assert "README.md" not in pages  # tabbook's "every Markdown file" leaves the repository's documents out
     assert not any(p.startswith((".venv", "build")) for p in pages)
     assert not any(v.startswith((".venv", "build")) for v in visited)
 
@@ -172,10 +174,10 @@ def test_a_build_that_fails_before_rendering_calls_the_early_sphinx_off(tmp_path
     book = tmp_path / "book"
     shutil.copytree(FIXTURE, book)
     sec = book / "sec.md"
-    sec.write_text(sec.read_text() + "\nSee :numref:`no_such_label`.\n")
+    sec.write_text(sec.read_text() + "\n```{.python .input}\nx = 1\n")  # a fence never closed: it stops the build
     proc = _tabbook(book, "build")
     assert proc.returncode == 1
-    assert "sec.md:" in proc.stderr and "no_such_label" in proc.stderr
+    assert "sec.md:" in proc.stderr and "code fence is never closed" in proc.stderr
     html = book / "build" / "html"
     assert not (html.exists() and any(html.rglob("*.html")))
     assert _sphinx_processes(book) == []

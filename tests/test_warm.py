@@ -121,7 +121,7 @@ def test_errors_and_exit_status_pass_through(warm_book: Path) -> None:
     sec = warm_book / "sec.md"
     good = sec.read_text()
     sec.write_text(good + "\nSee :numref:`no_such_label`.\n")
-    proc = _tabbook(warm_book, "build")
+    proc = _tabbook(warm_book, "build", "--strict")
     assert proc.returncode == 1
     assert "sec.md:" in proc.stderr and "no_such_label" in proc.stderr
     proc = _tabbook(warm_book, "build", "--frameworks", "nope")

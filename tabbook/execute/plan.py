@@ -39,6 +39,7 @@ from tabbook.execute.store import (
 )
 from tabbook.execute.store import provenance as store_provenance
 from tabbook.library.reach import HEADER, changed_names
+from tabbook.problems import Problem
 from tabbook.source.model import Section
 from tabbook.source.split import FrameworkCell, split_section
 
@@ -366,7 +367,7 @@ def _plan_unit(out: Plan, config: Config, section: Section, fw: str, entry: dict
                     f"hand?): the page shows the book's code with the entry's outputs; `tabbook "
                     f"verify-freeze --only {section.path}` compares them with a new run, `tabbook "
                     f"build --force --only {section.path}` stores them anew", section.path,
-                    cells[foreign].cell.line))
+                    cells[foreign].cell.line, kind=Problem.FREEZE_CODE))
         record.show(shown, store.signature(section.path, fw), "reused")  # type: ignore[arg-type]
         record.why = [REUSE_WHY[matched]]
         if needs_upgrade(entry, matched) and not selection.frozen_only:
@@ -385,7 +386,7 @@ def _plan_unit(out: Plan, config: Config, section: Section, fw: str, entry: dict
         record.state = "outdated"
         record.why = [*record.why, f"kept: {held_back} (--execute-here runs it anyway)"]
         kept = BookError(f"[{fw}] outputs kept from an earlier version of the code: {held_back}",
-                         section.path, cells[0].cell.line)
+                         section.path, cells[0].cell.line, kind=Problem.OUTDATED_OUTPUTS)
         record.show(mark_outdated(entry, f"{', '.join(record.why[:-1])} changed; {held_back}"),  # type: ignore[arg-type]
                     "outdated: " + store.signature(section.path, fw), "outdated")
         record.error = kept.location_message()

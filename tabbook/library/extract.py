@@ -4,7 +4,7 @@ Structure is decided with ``ast`` and edits are made on the book's text by
 line ranges (see :mod:`tabbook.library.pysource`), so the saved code keeps its
 comments. The rules, applied per framework in table-of-contents order:
 
-* ``#@save`` alone on an unindented line saves every top-level statement of
+* ``#@save`` alone on a line between statements saves every top-level statement of
   the cell; at the end of a top-level statement's first line (a ``def``/
   ``class`` line, one of its decorators, or any line of a simple statement)
   it saves that statement. Anywhere else it is an error.
@@ -158,7 +158,7 @@ def saved_chunks(fc: FrameworkCell, title: str, line_of: Callable[[int], int], w
     """The saved statements of one ``#@save`` cell, each with its comments, markers removed,
     and the Markdown location of each of its rows.
 
-    ``#@save`` alone on an unindented line saves the block after it, as in d2lbook
+    ``#@save`` alone on a line between statements saves the block after it, as in d2lbook
     (:func:`_block_after`), or with ``whole_cell`` (``[library] save = cell``) every
     statement of the cell."""
     path = fc.cell.path
@@ -179,11 +179,13 @@ def saved_chunks(fc: FrameworkCell, title: str, line_of: Callable[[int], int], w
     whole = False
     picked: set[int] = set()
     alone_rows: set[int] = set()
-    for row, col, alone in ps.save_comments(masked):
+    for row, _col, alone in ps.save_comments(masked):
         inside = next((i for i, (a, b) in enumerate(spans) if a <= row <= b), None)
         if alone:
             alone_rows.add(row)
-            if col == 0 and inside is None:
+            # Between statements it marks the block after it however it is indented (d2l-tr's
+            # " #@save"): d2lbook finds the mark anywhere on its line.
+            if inside is None:
                 if whole_cell:
                     whole = True
                 else:

@@ -1,4 +1,4 @@
-"""Sphinx's warnings, mapped back to the Markdown line an author wrote, as build errors.
+"""Sphinx's warnings, mapped back to the Markdown line an author wrote, each of its kind.
 
 Sphinx reads what the sources step generated (``build/src/<page>.ipynb`` or ``.md``), so its
 warnings name those files, and myst-nb numbers a notebook's lines from ``(cell + 1) * 10000``.
@@ -7,13 +7,13 @@ The sources step keeps, beside each generated page, a line map
 the line of the Markdown file it came from); :mod:`tabbook.render.ext.diagnostics` records each
 warning of the Sphinx run. Here the two meet: every warning becomes a
 :class:`~tabbook.errors.BookError` at ``chapter/page.md:LINE``, all of them at once, as
-``-W --keep-going`` would report them but at the source.
+``--keep-going`` would report them but at the source, each with its kind (:func:`kind_of`).
 
-Most are errors: the book's own text loses something (an unknown label, citation key,
-directive, role, an unreadable image). A few are about the *data* of a bib entry, which the
-author wrote in the bib file, not on a page (:data:`DATA_WARNINGS`): those are located at
-``refs.bib:LINE`` of the entry and stay warnings, which fail the build only when it is strict
-(``--strict`` or ``[build] warning_is_error``, as d2lbook's key and Sphinx's ``-W``).
+d2lbook runs Sphinx without ``-W``: every warning is reported and built past, so each is a
+problem of a kind (:mod:`tabbook.problems`): a warning, an error only in a strict build
+(``--strict`` or ``[build] warning_is_error``, as d2lbook's key and Sphinx's ``-W``). Those about
+the *data* of a bib entry, which the author wrote in the bib file, not on a page
+(:data:`DATA_WARNINGS`), are located at ``refs.bib:LINE`` of the entry.
 
 Warnings about a page are found only when Sphinx reads the page; on the next incremental run
 it would not read it again and the problem would go unreported. So a run with warnings marks
@@ -31,12 +31,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tabbook.book import named_bibfiles
 from tabbook.config import Config
-from tabbook.errors import BookError
+from tabbook.errors import BookError, judge
 from tabbook.files import BuildDir
+from tabbook.problems import Problem
 from tabbook.render.sources import source_dir
 
 _LOCATION = re.compile(r"^(?P<path>.*?)(?::(?P<line>\d+))?$")
+#: The "line" of a warning about what the builder wrote into a page (the front page's lines):
+#: the front page copies each section's first sentence, whose problems are reported at the
+#: section's own line; such a warning is not reported again (:func:`collect`).
+GENERATED = 0
 #: The (first) line of myst-nb's numbering for cell ``i`` is ``(i + 1) * CELL_BASE + 1``.
 CELL_BASE = 10000
 #: (type, subtype) of the warnings about a bib entry's data: its text renders (maybe with a
@@ -46,6 +52,21 @@ DATA_WARNINGS = frozenset({
     ("bibtex", "duplicate_label"),  # two entries format to the same label
     ("bibtex", "bibfile_data_error"),  # pybtex: a repeated entry, a bad name, …
 })
+#: (type, subtype) → kind, for the warnings Sphinx gives a type.
+_TYPED = {("bibtex", "key_not_found"): Problem.MISSING_CITATION, ("misc", "highlighting_failure"): Problem.HIGHLIGHTING,
+          ("image", "not_readable"): Problem.MISSING_IMAGE, ("toc", "not_readable"): Problem.TOC_ENTRY}
+#: Message openings → kind, for the untyped ones.
+_WORDED = (("duplicate label", Problem.DUPLICATE_LABEL), ("undefined label", Problem.UNDEFINED_REFERENCE),
+           ("Failed to create a cross reference. Any number is not assigned", Problem.UNNUMBERED_REFERENCE),
+           ("image file not readable", Problem.MISSING_IMAGE),
+           ("toctree contains reference to nonexisting document", Problem.TOC_ENTRY),
+           ('Problems with "raw" directive path', Problem.MISSING_INCLUDE),
+           ("raw:: ", Problem.MISSING_INCLUDE),  # tabbook.render.ext.paths.BookRaw
+           ("Could not lex literal_block", Problem.HIGHLIGHTING))
+_SLUGS = {kind.slug: kind for kind in Problem}
+#: The subtype of a warning of tabbook's own extensions that is an error in every build (an
+#: image outside the book: the site would publish a file of the machine).
+STOPS = "error"
 #: Where a bib warning names its entry's key.
 _BIB_KEY = (re.compile(r"^missing \S+ in (?P<key>\S+)"),
             re.compile(r'for keys "[^"]*" and "(?P<key>[^"]*)"'),
@@ -93,7 +114,9 @@ def source_line(config: Config, generated: Path, line: int | None) -> tuple[str,
         rows = data["lines"]
         if not rows:
             return page, None
-        found = rows[min(max(line - 1, 0), len(rows) - 1)]
+        if line > len(rows):  # what the builder appended (the front page): no line of the author's
+            return page, GENERATED
+        found = rows[max(line - 1, 0)]
     return page, (found or None)
 
 
@@ -107,71 +130,85 @@ def bib_entry_line(bibfile: Path, key: str) -> int | None:
     return text.count("\n", 0, m.start()) + 1 if m else None
 
 
-def _bib_location(config: Config, record: dict[str, Any]) -> tuple[str, int | None] | None:
+def _bib_location(config: Config, record: dict[str, Any], bibs: list[Path]) -> tuple[str, int | None] | None:
     """``(refs.bib, line of the entry)`` for a bibtex warning that names an entry, else None.
 
     sphinxcontrib-bibtex places these at the ``{bibliography}`` directive, often on a page the
     builder generated (``references.md``); the problem is in the bib file's entry."""
-    if record.get("type") != "bibtex" or config.bibfile is None:
+    if record.get("type") != "bibtex" or not bibs:
         return None
     message = str(record.get("message", ""))
     for pattern in _BIB_KEY:
         m = pattern.search(message)
-        if m:
-            line = bib_entry_line(config.bibfile, m.group("key"))
+        for bib in bibs if m else ():
+            line = bib_entry_line(bib, m.group("key"))  # type: ignore[union-attr]
             if line is not None:
-                return config.rel(config.bibfile), line
+                return config.rel(bib), line
     if record.get("subtype") == "bibfile_data_error":
-        return config.rel(config.bibfile), None
+        return config.rel(bibs[0]), None
     return None
 
 
-def is_data_warning(record: dict[str, Any]) -> bool:
-    """Whether a recorded warning is about a bib entry's data (a warning, not an error)."""
-    return (record.get("type"), record.get("subtype")) in DATA_WARNINGS
+def kind_of(record: dict[str, Any]) -> Problem | None:
+    """The kind of a recorded warning: tabbook's own extensions name theirs (``type="tabbook"``,
+    ``subtype`` a kind's slug, or :data:`STOPS` for one that fails every build), Sphinx's typed
+    ones and a few worded ones have their own; any other is :attr:`Problem.SPHINX`."""
+    typed = (record.get("type"), record.get("subtype"))
+    if typed == ("tabbook", STOPS):
+        return None
+    if typed[0] == "tabbook" and typed[1] in _SLUGS:
+        return _SLUGS[str(typed[1])]
+    if typed in DATA_WARNINGS:
+        return Problem.BIB_DATA
+    if typed in _TYPED:
+        return _TYPED[typed]  # type: ignore[index]
+    message = str(record.get("message", ""))
+    return next((kind for opening, kind in _WORDED if message.startswith(opening)), Problem.SPHINX)
 
 
-def to_error(config: Config, record: dict[str, Any]) -> BookError:
+def to_error(config: Config, record: dict[str, Any], bibs: list[Path] | None = None) -> BookError:
     """One recorded warning as an error at the Markdown source (or the bib entry, or where
     Sphinx put it)."""
     first, *rest = str(record.get("message", "")).split("\n")
     message = (first.strip() or "(no message)") + "".join(f"\n    {x}" for x in rest if x.strip())
-    kind = f" [{record['type']}.{record['subtype']}]" if record.get("type") and record.get("subtype") else ""
+    kind = (f" [{record['type']}.{record['subtype']}]" if record.get("type") not in (None, "tabbook")
+            and record.get("subtype") else "")
     level = str(record.get("level", "WARNING")).lower()
     text = f"{message}{kind}" if level == "warning" else f"{level}: {message}{kind}"
-    bib = _bib_location(config, record)
+    problem = kind_of(record)
+    bib = _bib_location(config, record, named_bibfiles(config) if bibs is None else bibs)
     if bib is not None:
-        return BookError(text, *bib)
+        return BookError(text, *bib, kind=problem)
     location = record.get("location")
     if not location:
-        return BookError(f"Sphinx: {text}")
+        return BookError(f"Sphinx: {text}", kind=problem)
     m = _LOCATION.match(str(location))
     assert m is not None  # the pattern matches any string
     path, line = Path(m.group("path")), int(m.group("line")) if m.group("line") else None
     mapped = source_line(config, path, line)
     if mapped is not None:
-        return BookError(text, *mapped)
+        return BookError(text, *mapped, kind=problem)
     try:
         shown = config.rel(path)
     except ValueError:
         shown = str(path)
-    return BookError(text, shown, line)
+    return BookError(text, shown, line, kind=problem)
 
 
 def collect(config: Config, records_file: Path, strict: bool = False, mark: bool = True) -> Diagnostics:
-    """The run's warnings judged (sorted, duplicates dropped): bib data problems are warnings
-    (errors too when ``strict``), every other one an error. With ``mark``, the pages they name
-    are marked for re-reading (a no-op build shows the last run's record again, unmarked)."""
+    """The run's warnings judged by their kinds (:func:`tabbook.errors.judge`; sorted,
+    duplicates dropped). With ``mark``, the pages they name are marked for re-reading (a no-op
+    build shows the last run's record again, unmarked)."""
     records = _load(records_file) or []
     found = Diagnostics()
-    seen: set[str] = set()
     touched: set[Path] = set()
     everything = False
+    problems = []
+    bibs = named_bibfiles(config) if records else []
     for record in records if isinstance(records, list) else []:
-        error = to_error(config, record)
-        if error.location_message() not in seen:
-            seen.add(error.location_message())
-            (found.warnings if is_data_warning(record) and not strict else found.errors).append(error)
+        problem = to_error(config, record, bibs)
+        if not (problem.line == GENERATED and problem.kind is not None):
+            problems.append(problem)
         if not mark:
             continue
         location = record.get("location")
@@ -181,6 +218,7 @@ def collect(config: Config, records_file: Path, strict: bool = False, mark: bool
             touched.add(generated)
         else:
             everything = True
+    found.errors, found.warnings = judge(problems, strict)
     for path in touched:
         os.utime(path)  # newer than Sphinx's record of reading it: read again next time
     if everything:

@@ -108,6 +108,8 @@ def one_line(section: Section) -> str:
 #: an image, bold or italic text.
 _ATOM = re.compile(
     r":[\w-]+:`[^`]*`|(`+).+?\1|\$[^$]+\$|!?\[[^\]]*\]\([^)]*\)|\*\*.+?\*\*|\*[^*\s][^*]*\*")
+#: A footnote's mark, ``[^1]`` (pandoc's and MyST's).
+_FOOTNOTE_MARK = re.compile(r"\[\^[^\]\s]+\](?!:)")
 _SENTENCE_END = re.compile(r"[.!?](?=\s+[A-Z(]|\s*$)")
 
 
@@ -124,7 +126,8 @@ def _sentence(text: str) -> str:
     """The first sentence of ``text``, at most :data:`LINE_MAX` characters, cut at a word and
     never inside a role, code, math, a link or emphasis (issue 30: a cut role left ``:cite:``
     raw on the front page), then the roles converted to MyST."""
-    text = re.sub(r"\s+", " ", text).strip()
+    # A footnote's mark has no footnote on the front page: left out (MyST would warn there).
+    text = re.sub(r"\s+", " ", _FOOTNOTE_MARK.sub("", text)).strip()
     atoms = _atoms(text)
     end = next((m.end() for m in _SENTENCE_END.finditer(text) if _inside(m.end() - 1, atoms) is None), None)
     if end is not None:
@@ -261,6 +264,10 @@ def front_page_facts(config: Config, root: Section, pages: dict[str, Section],
 
 
 def _picker(facts: FrontFacts) -> str:
+    """The framework picker; none in a book of one tab (nothing to pick: d2lbook's book without
+    tabs, mlc-en's)."""
+    if len(facts.tabs) < 2:
+        return ""
     buttons = "".join(
         f'<button type="button" data-sync-id="{html.escape(fw)}" '
         f'aria-pressed="{"true" if fw == facts.default_tab else "false"}">{html.escape(facts.labels[fw])}</button>'

@@ -85,7 +85,7 @@ class Katex:
         self.macros = dict(macros or {})
         self._proc: subprocess.Popen[str] | None = None
         self._pid = 0
-        self._cache: dict[tuple[str, bool], str] = {}
+        self._cache: dict[tuple[str, bool, bool], str] = {}
         self.version = ""
 
     def _start(self) -> subprocess.Popen[str]:
@@ -108,13 +108,16 @@ class Katex:
             raise MathUnavailable(f"the KaTeX renderer did not start: {hello!r}") from exc
         return self._proc
 
-    def render(self, tex: str, display: bool) -> str:
-        key = (tex, display)
+    def render(self, tex: str, display: bool, lenient: bool = False) -> str:
+        """KaTeX's HTML and MathML of ``tex``; :class:`TexError` when it cannot read it, unless
+        ``lenient``: then what it cannot read is shown as its TeX in the error colour."""
+        key = (tex, display, lenient)
         if key in self._cache:
             return self._cache[key]
         proc = self._start()
         assert proc.stdin and proc.stdout
-        proc.stdin.write(json.dumps({"tex": tex, "display": display, "macros": self.macros}) + "\n")
+        proc.stdin.write(json.dumps({"tex": tex, "display": display, "macros": self.macros,
+                                     "lenient": lenient}) + "\n")
         proc.stdin.flush()
         line = proc.stdout.readline()
         if not line:

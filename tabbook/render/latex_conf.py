@@ -117,7 +117,7 @@ def latex_settings(root: Path) -> dict[str, Any]:
         **logo,
         "latex_engine": "xelatex",
         "latex_documents": [
-            (book.rel(book.index).removesuffix(".md"), TEX_NAME, _escape(book.title), _escape(book.author).replace(", ", r" \and "),
+            (book.rel(book.index).removesuffix(book.index.suffix), TEX_NAME, _escape(book.title), _escape(book.author).replace(", ", r" \and "),
              "manual"),
         ],
         "latex_toplevel_sectioning": "chapter",

@@ -34,7 +34,7 @@ from tabbook.source.dialect import (
     sub_roles,
 )
 from tabbook.source.model import Block, Cell
-from tabbook.source.read import parse_blocks
+from tabbook.source.read import parse_blocks, toc_option
 
 #: ASCII punctuation: CommonMark lets a backslash make each of these a literal character.
 _PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
@@ -58,7 +58,9 @@ def convert_roles(line: str) -> str:
     def sub(m: re.Match[str]) -> str:
         role, target = m.group("role"), m.group("target")
         if role in ("cite", "citet", "citep"):
-            target = ",".join(t.strip() for t in target.split(","))
+            # A bib key holds no whitespace: what a typo or a wrapped line put inside one is
+            # dropped (sphinxcontrib-bibtex stops the whole build on such a key).
+            target = ",".join("".join(t.split()) for t in target.split(",") if t.strip())
         return f"{{{ROLE_MAP[role]}}}`{target}`"
 
     return sub_roles(line, sub, ROLE)  # a role in a code span or a comment is text
@@ -91,8 +93,11 @@ def _longer_fence(lines: list[str], block: Block) -> dict[int, str]:
 
 
 def toc_to_toctree(block: str) -> str:
+    """A ```` ```toc ```` block as a ``{toctree}``; an option Sphinx's toctree does not take
+    (which would lose the whole toc) is left out, as reading reported
+    (:func:`tabbook.source.read.toc_option`)."""
     lines = block.split("\n")
-    body = lines[1:-1]
+    body = [row for row in lines[1:-1] if not isinstance(toc_option(row), str)]
     return "\n".join(["```{toctree}", *body, "```"])
 
 

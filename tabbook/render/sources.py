@@ -121,6 +121,7 @@ def write_sources(
     config: Config, sections: list[Section], notebooks: dict[tuple[str, str], dict[str, Any]],
     extra: dict[str, str] | None = None, origins: dict[tuple[str, str], str] | None = None,
     page_hashes: dict[str, str] | None = None, orphans: Collection[str] = (),
+    notebook_pages: Collection[str] = (),
 ) -> int:
     """Write Sphinx's source tree: one merged notebook (or MyST page) per section.
 
@@ -142,6 +143,7 @@ def write_sources(
     memo = build.memo("sources") if origins is not None else None
     before = (memo.load() if memo is not None else None) or {}
     jobs = plan_pages(config, build, sections, labels, before, origins, page_hashes or {}, orphans)
+    _unlink_folders_holding_pages(tree, config, jobs)
     for job in jobs:
         if job.current:
             tree.wanted.add(job.out)
@@ -155,6 +157,10 @@ def write_sources(
         write_if_changed(build.line_map(job.stem), json.dumps(line_map))
     for rel, text in (extra or {}).items():
         tree.write(tree.src / rel, text)
+    for rel in notebook_pages:
+        text, line_map = notebook_page(config, rel)
+        tree.write(tree.src / rel, text)
+        write_if_changed(build.line_map(rel.removesuffix(".ipynb")), json.dumps(line_map))
     _write_rsts(tree, config)
     _link_book_files(tree, config)
     _remove_unwanted(tree)
@@ -234,12 +240,46 @@ def _write_prose_page(tree: SourceTree, job: PageJob, config: Config, sections: 
     return {"source": section.path, "lines": lines}
 
 
+def _unlink_folders_holding_pages(tree: SourceTree, config: Config, jobs: list[PageJob]) -> None:
+    """A resource folder that holds pages (d2l-vi's ``img/README.md``: d2lbook renders what its
+    ``notebooks`` patterns match, in a resource folder too) is a real folder in ``build/src``, its
+    files linked one by one (:func:`_link_into`): a page must never be written through a link
+    into the book."""
+    for name in config.resources:
+        link = tree.src / name
+        if link.is_symlink() and any(link in job.out.parents for job in jobs):
+            link.unlink()
+            tree.changed += 1
+
+
+def _link_into(folder: Path, target: Path) -> int:
+    """Link each file of ``target`` into the real ``folder`` (sub-folders: as a whole, or one by
+    one where the folder is real too), leaving Markdown out (a page there is generated) and
+    what is there already; returns how many links were made."""
+    made = 0
+    for child in sorted(target.iterdir()):
+        link = folder / child.name
+        if child.suffix == ".md" or link.is_symlink() and link.resolve() == child.resolve():
+            continue
+        if child.is_dir() and link.is_dir() and not link.is_symlink():
+            made += _link_into(link, child)
+        elif not link.exists():
+            link.unlink(missing_ok=True)  # a dangling link
+            link.symlink_to(child.resolve(), target_is_directory=child.is_dir())
+            made += 1
+    return made
+
+
 def _link_book_files(tree: SourceTree, config: Config) -> None:
-    """What pages refer to, seen in place: d2lbook's ``[build] resources`` (linked),
-    ``root_files`` (linked at the root, by name) and the bib file (copied)."""
+    """What pages refer to, seen in place: d2lbook's ``[build] resources`` (linked; a folder
+    that holds pages, file by file), ``root_files`` (linked at the root, by name) and the bib
+    file (copied)."""
     src = tree.src
     for name in config.resources:
         target, link = config.root / name, src / name
+        if target.is_dir() and link.is_dir() and not link.is_symlink():
+            tree.changed += _link_into(link, target)
+            continue
         if not target.exists() or (link.exists() and not link.is_symlink()):
             continue
         # A link left by a build of the book in another folder (a copied or moved checkout,
@@ -267,20 +307,59 @@ def _remove_unwanted(tree: SourceTree) -> None:
     src = tree.src
     for path in list(src.rglob("*")):
         if path.suffix in (".md", ".ipynb", ".rst") and path.is_file() and path not in tree.wanted \
-                and not any(p.is_symlink() for p in path.parents if src in p.parents):
+                and not path.is_symlink() and not any(p.is_symlink() for p in path.parents if src in p.parents):
             path.unlink()
             tree.changed += 1
+
+
+_SOURCE_KEY = re.compile(r'^\s*"source":\s*(\[?)')
+
+
+def notebook_page(config: Config, rel: str) -> tuple[str, dict[str, Any]]:
+    """A toc entry that is a notebook of the book (d2l-java's ``x.ipynb``, made by its own build
+    script), as Sphinx reads it: its Markdown cells read as the dialect (they hold ``:label:``
+    and ``:numref:``, which d2lbook converts), its outputs cleaned of script unless the book trusts
+    them; and its line map, so a warning names the notebook's own line (of its JSON text)."""
+    from tabbook.render.myst import to_myst_rows
+    from tabbook.render.sanitize import untrusted_notebook
+
+    raw = (config.root / rel).read_text(encoding="utf-8")
+    try:
+        nb = json.loads(raw)
+        firsts = [i + (2 if m.group(1) else 1) for i, line in enumerate(raw.split("\n"))
+                  if (m := _SOURCE_KEY.match(line))]
+        cells, maps = [], []
+        for cell, first in zip(nb["cells"], firsts, strict=False):
+            source = "".join(cell.get("source", ""))
+            if cell.get("cell_type") == "markdown":
+                text, rows = to_myst_rows(source)
+                cells.append({**cell, "source": text})
+                maps.append([first + r for r in rows])
+            elif cell.get("cell_type") == "code":
+                shown = {**cell, "source": source}
+                cells.append(shown if config.site.trusted_outputs else untrusted_notebook({"cells": [shown]})["cells"][0])
+                maps.append([first + r for r in range(source.count("\n") + 1)])
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise BookError(f"the notebook cannot be read: {exc}", rel) from None
+    meta = {k: v for k, v in nb.get("metadata", {}).items() if k != "widgets" or config.site.trusted_outputs}
+    return json.dumps({**nb, "cells": cells, "metadata": meta}, ensure_ascii=False), {"source": rel, "cells": maps}
 
 
 def _write_rsts(tree: SourceTree, config: Config) -> None:
     """``[build] rsts``: the book's reStructuredText pages, at their place in the sources (Sphinx
     reads them beside the Markdown). A toc lists Markdown pages only, so each is an orphan, reached
     by the links to it, as the API pages of a d2lbook book are."""
-    for path in config.files(config.rsts):
+    root = config.index if config.index.suffix == ".rst" else None  # the root (no orphan), rsts or not
+    build = BuildDir(config.build_dir)
+    for path in sorted(set(config.files(config.rsts)) | ({root} if root is not None else set())):
         text = path.read_text(encoding="utf-8")
-        if not text.lstrip().startswith(":orphan:"):
-            text = ":orphan:\n\n" + text
-        tree.write(tree.src / config.rel(path), text)
+        lines = list(range(1, text.count("\n") + 2))
+        if path != root and not text.lstrip().startswith(":orphan:"):
+            text, lines = ":orphan:\n\n" + text, [0, 0, *lines]
+        rel = config.rel(path)
+        tree.write(tree.src / rel, text)
+        # its line map, so Sphinx's warnings about it name the book's file and line
+        write_if_changed(build.line_map(rel.removesuffix(".rst")), json.dumps({"source": rel, "lines": lines}))
 
 
 def front_page(config: Config, root: Section, sections: list[Section],

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Protocol
 
 from tabbook.config import Config
-from tabbook.errors import BookError, raise_all
+from tabbook.errors import BookError
 from tabbook.files import SPHINX_PARENT_ENV, BuildDir, builder_fingerprint
 from tabbook.render.sources import source_dir
 
@@ -208,20 +208,20 @@ class SphinxRun:
     """
 
     def __init__(self, config: Config, builder: str = "html", out: Path | None = None,
-                 overrides: dict[str, str] | None = None, jobs: int = 1, partial: bool = False,
+                 overrides: dict[str, str] | None = None, jobs: int = 1,
                  strict: bool | None = None, launch: Launcher = new_interpreter) -> None:
         self.config = config
         self.launch = launch
         self.builder = builder
         # Warnings (a bib entry's data) fail the run too: --strict, or [build] warning_is_error.
         self.strict = config.warning_is_error if strict is None else strict
-        overrides = {**(overrides or {}), **({"tabbook_partial": "1"} if partial else {})}
         self.cmd = sphinx_command(config, builder, out, overrides, jobs)
         build = BuildDir(config.build_dir)
         self.stamp_file = (out or build.out(builder)) / STAMP
         self.records = (build.warnings /
                         f"{builder}-{hashlib.sha256(str(out).encode()).hexdigest()[:8]}.json")
         self.proc: SphinxProcess | None = None
+        self.problems: list[BookError] = []  # the last finish's Sphinx warnings, each of its kind
 
     @property
     def started(self) -> bool:
@@ -280,6 +280,11 @@ class SphinxRun:
         """Render; returns False when it was skipped because its output is current.
 
         ``sources_changed``: how many files the sources step wrote (None: unknown, always run).
+        Sphinx's warnings, each at the Markdown line it is about and of its kind
+        (:mod:`tabbook.render.diagnostics`), are left in :attr:`problems` for the build to judge
+        (a skipped run's are the last run's: its output is the last run's); only a Sphinx that
+        failed is raised here. Sphinx's own rendering of them names generated files, so it is
+        not shown.
         """
         from tabbook.render.diagnostics import collect
         from tabbook.render.ext import gate
@@ -287,12 +292,8 @@ class SphinxRun:
         stamp = site_stamp(self.config, self.cmd)
         if sources_changed == 0 and self.stamp_file.is_file() and self.stamp_file.read_text() == stamp:
             self.call_off()
-            # The output is the last run's, and so are its warnings: said again, judged again.
             last = collect(self.config, self.records, strict=self.strict, mark=False)
-            for warning in last.warnings:
-                print(f"warning: {warning.location_message()}")
-            if last.errors:
-                raise_all(last.errors)
+            self.problems = [*last.errors, *last.warnings]
             return False
         self.stamp_file.unlink(missing_ok=True)
 
@@ -304,39 +305,23 @@ class SphinxRun:
             self.records.unlink(missing_ok=True)  # written at the end of the run it lets go
             stderr = _communicate(proc, gate.GO + "\n")
         returncode = proc.returncode
-        # Every warning is an error at the Markdown line it is about, but a bib entry's data
-        # (tabbook.render.diagnostics); Sphinx's own rendering of them names generated files,
-        # so it is not shown.
         found = collect(self.config, self.records, strict=self.strict)
-        for warning in found.warnings:
-            print(f"warning: {warning.location_message()}")
-        errors = found.errors
+        self.problems = [*found.errors, *found.warnings]
         conf_error = CONF_ERROR.search(stderr) if returncode != 0 else None
         os_error = os_error_of(stderr, self.config.root) if returncode != 0 else None
         if conf_error:
             # A key's value failed while conf.py ran (sphinx_configs, an include_css name): the
             # located message alone, not Sphinx's crash report around it.
-            errors.append(BookError(conf_error.group(1)))
-        elif os_error is not None:
-            errors.append(os_error)  # the machine's problem (a full disk), not Sphinx's: one line
-        elif returncode != 0:
+            raise BookError(conf_error.group(1))
+        if os_error is not None:
+            raise os_error  # the machine's problem (a full disk), not Sphinx's: one line
+        if returncode != 0:
             sys.stderr.write(stderr)
-            errors.append(BookError(f"Sphinx failed (exit {returncode}); see the messages above"))
-        elif not self.records.is_file():
+            raise BookError(f"Sphinx failed (exit {returncode}); see the messages above")
+        if not self.records.is_file():
             sys.stderr.write(stderr)
-            errors.append(BookError("Sphinx ran without tabbook's extensions: its warnings cannot be checked"))
-        if errors:
-            raise_all(errors)
+            raise BookError("Sphinx ran without tabbook's extensions: its warnings cannot be checked")
         self.stamp_file.write_text(stamp)
         return True
 
 
-def render(config: Config, builder: str = "html", out: Path | None = None,
-           overrides: dict[str, str] | None = None, jobs: int = 1, partial: bool = False,
-           sources_changed: int | None = None, strict: bool | None = None,
-           launch: Launcher = new_interpreter) -> bool:
-    """Run Sphinx now; returns False when it was skipped because its output is current.
-
-    ``sources_changed``: how many files the sources step wrote (None: unknown, always run).
-    """
-    return SphinxRun(config, builder, out, overrides, jobs, partial, strict, launch).finish(sources_changed)

@@ -14,6 +14,7 @@ import types
 from pathlib import Path
 from typing import Any
 
+from tabbook.book import named_bibfiles
 from tabbook.config import Config, config_error, load_config
 from tabbook.files import builder_fingerprint
 from tabbook.render.latex_conf import latex_settings
@@ -84,19 +85,32 @@ def leave_out_myst_nb_execution() -> list[str]:
     return replaced
 
 
+def _not_pages(book: Config) -> list[str]:
+    """The documents Sphinx would find in the resource folders linked into its sources that are
+    not pages: notebooks, and Markdown that ``notebooks`` does not match (a page there, which
+    d2lbook renders too, is generated in its place)."""
+    out = []
+    for path in book.files(tuple(r for r in book.resources if (book.root / r).is_dir())):
+        rel = book.rel(path)
+        if path.suffix == ".ipynb" or path.suffix == ".md" and book.excluded(rel):
+            out.append(rel)
+    return out
+
+
 def sphinx_settings(root: Path) -> dict[str, Any]:
     """The Sphinx settings of the book at ``root``; evaluated by its ``conf.py``, in the Sphinx process."""
     book = load_config(root)
     leave_out_myst_nb_execution()
-    bib = book.bibfile
+    bibs = named_bibfiles(book)
+    missing = book.missing_extensions()  # left out; the check says so at the key's line
     extensions = ["myst_nb", "sphinx_design", "sphinx.ext.autodoc", "tabbook.render.ext",
-                  *book.sphinx_extensions]  # [build] sphinx_extensions
+                  *(m for m in book.sphinx_extensions if m not in missing)]  # [build] sphinx_extensions
     css = _included(book, book.html.include_css, "include_css")
     js = _included(book, book.html.include_js, "include_js")
     # autodoc imports the book's own package first (not another d2l on the path).
     if str(book.root) not in sys.path:
         sys.path.insert(0, str(book.root))
-    if bib is not None:
+    if bibs:
         extensions.insert(2, "sphinxcontrib.bibtex")
     site = load_site_options(book)
     # furo's "view source" would point at the generated notebook, not the Markdown in the
@@ -113,7 +127,7 @@ def sphinx_settings(root: Path) -> dict[str, Any]:
         # [project] lang: the pages' lang attribute and Sphinx's own words.
         "language": book.lang or "en",
         # [build] index: the root page under any name (d2lbook's is "index"), in any folder.
-        "root_doc": book.rel(book.index).removesuffix(".md"),
+        "root_doc": book.rel(book.index).removesuffix(book.index.suffix),
         "tabbook_root": str(book.root),  # tabbook.render.ext.paths: images stay inside the book
         "extensions": extensions,
         # Outputs come from the freeze store; Sphinx never executes anything.
@@ -131,10 +145,11 @@ def sphinx_settings(root: Path) -> dict[str, Any]:
         "math_eqref_format": "({number})",
         # Absolute: Sphinx resolves bib files against the conf.py folder, which for a book
         # without its own conf.py is under build/.
-        "bibtex_bibfiles": [str(bib)] if bib is not None else [],
+        # [pdf] bibfile and those the pages name on their :bibliography: lines (d2lbook: the key's).
+        "bibtex_bibfiles": [str(b) for b in bibs],
         "bibtex_reference_style": "author_year",
         # Resources (images, data) are linked into the sources: any Markdown in them is not a page.
-        "exclude_patterns": ["**.ipynb_checkpoints", *(f"{r}/**" for r in book.resources)],
+        "exclude_patterns": ["**.ipynb_checkpoints", *_not_pages(book)],
         "html_theme": "furo",
         "html_theme_options": theme_options,
         "html_title": book.title,
@@ -161,7 +176,10 @@ def sphinx_settings(root: Path) -> dict[str, Any]:
         # The builder's rendering code and Sphinx's packages: pages Sphinx keeps are written by
         # the extensions, so a new tabbook (or Sphinx) must re-read and re-write every page.
         "tabbook_code": builder_fingerprint(),
-        "suppress_warnings": ["mystnb.unknown_mime_type"],
+        # myst.header: a page whose headings start at ## or skip a level renders as d2lbook's
+        # (its first heading is the title, levels nest in their order), which says nothing of it:
+        # reStructuredText, which d2lbook goes through, has no heading levels to skip.
+        "suppress_warnings": ["mystnb.unknown_mime_type", "myst.header"],
         # autoclass/autofunction of the book's own package are read from its source
         # (tabbook.render.ext.apidoc); the mocks serve autodoc of anything else it imports.
         "tabbook_library_dir": str(book.library_dir),

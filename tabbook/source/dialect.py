@@ -49,7 +49,9 @@ from markdown_it.rules_core import StateCore
 # --- code cells -------------------------------------------------------------------------------
 
 #: The executable fence's info string: ```` ```{.python .input} ```` (extra classes allowed).
-CODE_INFO = re.compile(r"^\{\s*\.python\s+\.input\b")
+#: notedown, which d2lbook reads pages with, takes ```` ```{.python .output} ```` for one too (a
+#: cell's input unless its output is JSON, ``.json .output``).
+CODE_INFO = re.compile(r"^\{\s*\.python\s+\.(?:input|output)\b")
 #: ``%%tab jax, mxnet`` (or ``%%tab all``): the frameworks a code cell belongs to; group 1: the names.
 TAB_MAGIC = re.compile(r"^\s*%%tab\b(.*)$")
 #: d2lbook's older spelling of :data:`TAB_MAGIC`, ``#@tab NAMES``, or the magic commented out,
@@ -172,6 +174,10 @@ IMAGE_PARAGRAPH = re.compile(
     r"^\s*!\[(?P<cap>(?:[^\]]|\](?!\())*)\]\((?P<src>[^)\s]+)(?:\s+\"[^\"]*\")?\)\s*$", re.S)
 #: The table of contents fence's opening line, exactly (other spellings stay literal).
 TOC_OPENER = "```toc"
+#: The options of a ```` ```toc ```` block: Sphinx's toctree's, which d2lbook passes on (a flag
+#: takes no value; ``maxdepth`` an integer). Any other is read past, with a warning.
+TOC_OPTIONS = {"maxdepth": int, "numbered": None, "hidden": None, "caption": str, "name": str, "titlesonly": None,
+               "glob": None, "reversed": None, "includehidden": None, "class": str}
 
 _SLIDE_ONLY = re.compile(r"\((~~)(.+?)\1\)|\[(~~)(.+?)\3\](?!\()", re.S)
 _SLIDE_KEEP = re.compile(r"\(\*\*(.+?)\*\*\)|\[\*\*(.+?)\*\*\](?!\()", re.S)
@@ -354,7 +360,9 @@ def dialect_plugin(md: MarkdownIt) -> None:
                           {"alt": _TERMINATES})
     md.block.ruler.before("paragraph", "dialect_bibliography",
                           _single_line_rule(BIBLIOGRAPHY, _bibliography_token), {"alt": _TERMINATES})
-    md.block.ruler.before("paragraph", "dialect_math", _math_rule, {"alt": _TERMINATES})
+    # Before the setext heading rule, which would read ``$$`` and the TeX after it as a heading
+    # title underlined by a ``=`` line of the math (nlp-notes': ``… \n= \n…``).
+    md.block.ruler.before("lheading", "dialect_math", _math_rule, {"alt": _TERMINATES})
     # d2lbook's fences: closed by a bare run of exactly the opener's length (CommonMark: at
     # least), so an example of the dialect's own fences can be shown inside a shorter one.
     md.block.ruler.at("fence", make_fence_rule(exact_match=True),

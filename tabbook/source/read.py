@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from markdown_it.token import Token
 
 from tabbook.errors import BookError, raise_all
+from tabbook.problems import Problem
 from tabbook.source.dialect import (
     BEGIN_TAB,
     END_TAB,
@@ -32,6 +33,7 @@ from tabbook.source.dialect import (
     SETUP_LINES,
     TAB_MAGIC,
     TAB_NAME_SEP,
+    TOC_OPTIONS,
     dialect_parser,
     find_roles,
     is_code_info,
@@ -65,17 +67,18 @@ def section_tabs(cells: list[Cell], tabs: tuple[str, ...], default_tab: str) -> 
 
 
 def parse_tab_names(text: str, tabs: tuple[str, ...], where: tuple[str, int]) -> tuple[str, ...]:
-    """``"jax, tensorflow"`` → ``("jax", "tensorflow")``; ``all`` → every tab; unknown → error."""
+    """``"jax, tensorflow"`` → ``("jax", "tensorflow")``; ``all`` → every tab; unknown → a
+    problem of kind :attr:`~tabbook.problems.Problem.UNKNOWN_TAB`."""
     names = [n.strip() for n in TAB_NAME_SEP.split(text.strip()) if n.strip()]
     if not names:
-        raise BookError("tab line names no framework", *where)
+        raise BookError("tab line names no framework", *where, kind=Problem.UNKNOWN_TAB)
     if "all" in names:
         return tabs
     unknown = [n for n in names if n not in tabs]
     if unknown:
         raise BookError(
             f"unknown framework {', '.join(repr(u) for u in unknown)} (config.ini tabs: {', '.join(tabs)})",
-            *where,
+            *where, kind=Problem.UNKNOWN_TAB,
         )
     return tuple(t for t in tabs if t in names)
 
@@ -150,9 +153,10 @@ def cell_blocks(blocks: tuple[Block, ...], first: int, stop: int) -> tuple[Block
 
 
 def _title(tokens: list[Token]) -> str:
-    """The first level-1 heading's text."""
+    """The first heading's text, at any level (``#``, ``##``, a setext one), as Sphinx makes the
+    first heading of a page its title under d2lbook (notedown and pandoc keep it)."""
     for i, tok in enumerate(tokens):
-        if tok.type == "heading_open" and tok.tag == "h1" and i + 1 < len(tokens):
+        if tok.type == "heading_open" and tok.level == 0 and i + 1 < len(tokens):
             return tokens[i + 1].content.strip()
     return ""
 
@@ -173,16 +177,19 @@ def _swallowed_cell(fence: _Fence) -> int | None:
     return None
 
 
-def _tab_names(text: str, tabs: tuple[str, ...], where: tuple[str, int], errors: list[BookError],
-               fallback: tuple[str, ...]) -> tuple[str, ...]:
-    """:func:`parse_tab_names`, an error recorded instead of raised: reading goes on with the
-    names that are known (``fallback`` when none is), so one typo is one message."""
+def _tab_names(text: str, tabs: tuple[str, ...], where: tuple[str, int], errors: list[BookError]) -> tuple[str, ...]:
+    """:func:`parse_tab_names`, the problem recorded instead of raised: reading goes on with the
+    names that are known, as d2lbook does (a cell of no known tab is in none of its notebooks),
+    but in a book of one tab, where d2lbook (a book without tabs) shows every cell."""
     try:
         return parse_tab_names(text, tabs, where)
     except BookError as exc:
-        errors.append(exc)
         known = tuple(t for t in tabs if t in {n.strip() for n in TAB_NAME_SEP.split(text)})
-        return known or fallback
+        one = len(tabs) == 1
+        errors.append(BookError(exc.message + (": shown in the book's one tab" if one and not known else
+                                               "" if known else ": the cell is in no tab, left out"),
+                                exc.path, exc.line, kind=exc.kind))
+        return known or (tabs if one else ())
 
 
 def _mixed_indentation(lines: list[str]) -> int | None:
@@ -222,14 +229,19 @@ def _code_cell(content: str, path: str, line: int, tabs: tuple[str, ...], defaul
             # A tab mark later in the cell is a mark, not code: d2lbook drops it from the code it
             # shows, and where no earlier line named the cell's tabs, takes them from it.
             if not tab_seen:
-                cell_tabs = _tab_names(later.group(1), tabs, (path, lineno), errors, (default,))
+                cell_tabs = _tab_names(later.group(1), tabs, (path, lineno), errors)
                 every_tab, tab_seen = _names_all(later.group(1)), True
             continue
         if m:
             if first_code_seen:
-                errors.append(BookError("%%tab must be the first line of its code cell", path, lineno))
+                # d2lbook looks for the mark anywhere in the cell: so do we, and say so.
+                errors.append(BookError("%%tab must be the first line of its code cell", path, lineno,
+                                        kind=Problem.TAB_NOT_FIRST))
+                if not tab_seen:
+                    cell_tabs = _tab_names(m.group(1), tabs, (path, lineno), errors)
+                    every_tab, tab_seen = _names_all(m.group(1)), True
                 continue
-            cell_tabs = _tab_names(m.group(1), tabs, (path, lineno), errors, (default,))
+            cell_tabs = _tab_names(m.group(1), tabs, (path, lineno), errors)
             every_tab = _names_all(m.group(1))
             first_code_seen = tab_seen = True
             continue
@@ -257,8 +269,8 @@ def _code_cell(content: str, path: str, line: int, tabs: tuple[str, ...], defaul
         kept.pop()
         kept_lines.pop()
     body = "\n".join(kept)
-    if is_setup_cell(kept):
-        return None  # the d2lbook tab-selection cell: meaningless outside Jupyter
+    if is_setup_cell(kept) or not cell_tabs:
+        return None  # the d2lbook tab-selection cell (meaningless outside Jupyter), or a cell of no tab
     errors.extend(BookError(message, path, kept_lines[row]) for row, message in unknown_selected(body, tabs))
     mixed = _mixed_indentation(kept)
     if mixed is not None:
@@ -303,7 +315,7 @@ def _prose_cells(
         while lead < len(buf) and buf[lead] == "":
             lead += 1
         text = "\n".join(buf).strip("\n")
-        if text.strip():
+        if text.strip() and state["tab"] != ():  # a prose tab of no known tab is left out
             first = buf_start + lead
             cells.append(prose_cell(text, path, first + 1, state["tab"] or (),
                                     cell_blocks(blocks, first, first + text.count("\n") + 1),
@@ -320,15 +332,16 @@ def _prose_cells(
         if marker is not None and marker.type == "dialect_begin_tab":
             if state["tab"] is not None:
                 # d2lbook reads this as "the open tab ends here"; so do we, and say so.
-                state["warnings"].append(BookError(
+                state["errors"].append(BookError(
                     f":begin_tab: is never closed by :end_tab:; it ends at line {lineno}, "
-                    "where the next :begin_tab: opens", path, state["tab_line"]))
-            state["tab"] = _tab_names(marker.info, tabs, (path, lineno), state["errors"], tabs)
+                    "where the next :begin_tab: opens", path, state["tab_line"], kind=Problem.UNCLOSED_TAB))
+            state["tab"] = _tab_names(marker.info, tabs, (path, lineno), state["errors"])
             state["tab_all"] = _names_all(marker.info)
             state["tab_line"] = lineno
         elif marker is not None:
-            if state["tab"] is None:
-                state["errors"].append(BookError(":end_tab: without a matching :begin_tab:", path, lineno))
+            if state["tab"] is None:  # d2lbook drops the line (it ends a prose cell)
+                state["errors"].append(BookError(":end_tab: without a matching :begin_tab:", path, lineno,
+                                                 kind=Problem.STRAY_END_TAB))
             state["tab"] = None
         else:
             buf.append(raw)
@@ -358,26 +371,37 @@ def _shape(line: str) -> tuple[object, ...]:
             bool(IMAGE_LINE.match(line)))
 
 
+def toc_option(raw: str) -> tuple[str, str] | str | None:
+    """A toc block's option line → ``(name, value)``; the reason it is read past when it is not
+    one of Sphinx's toctree options (:data:`~tabbook.source.dialect.TOC_OPTIONS`); None when the
+    line is no option (an entry)."""
+    s = raw.strip()
+    if not s.startswith(":"):
+        return None
+    name, _, value = s[1:].partition(":")
+    if name not in TOC_OPTIONS:
+        return f"unknown toc option :{name}: (Sphinx's toctree has {', '.join(sorted(TOC_OPTIONS))})"
+    if TOC_OPTIONS[name] is int and not value.strip().isdigit():
+        return f":{name}: needs an integer"
+    return name, value.strip()
+
+
 def _toc(content: str, line: int, path: str, errors: list[BookError]) -> TocBlock:
     maxdepth: int | None = None
     numbered = False
     entries: list[str] = []
     entry_lines: list[int] = []
     for i, raw in enumerate(content.split("\n")):
-        s = raw.strip()
-        if not s:
+        if not raw.strip():
             continue
-        if s.startswith(":maxdepth:"):
-            try:
-                maxdepth = int(s.split(":", 2)[2])
-            except ValueError:
-                errors.append(BookError(":maxdepth: needs an integer", path, line + 1 + i))
-        elif s.startswith(":numbered:"):
-            numbered = True
-        elif s.startswith(":"):
-            errors.append(BookError(f"unknown toc option {s.split()[0]}", path, line + 1 + i))
+        option = toc_option(raw)
+        if isinstance(option, str):  # d2lbook's Sphinx would lose the whole toc: read past it
+            errors.append(BookError(f"{option}: left out", path, line + 1 + i, kind=Problem.TOC_OPTION))
+        elif option is not None:
+            maxdepth = int(option[1]) if option[0] == "maxdepth" else maxdepth
+            numbered = numbered or option[0] == "numbered"
         else:
-            entries.append(s)
+            entries.append(raw.strip())
             entry_lines.append(line + 1 + i)
     return TocBlock(line, tuple(entries), maxdepth, numbered, tuple(entry_lines))
 
@@ -397,7 +421,8 @@ def _scan_refs(
         else:
             lineno, name = tok.map[0] + 1, tok.content
         if name in labels:
-            errors.append(BookError(f"duplicate label {name!r} (first defined at line {labels[name]})", path, lineno))
+            errors.append(BookError(f"duplicate label {name!r} (first defined at line {labels[name]})", path, lineno,
+                                    kind=Problem.DUPLICATE_LABEL))
         else:
             labels[name] = lineno
     for tok in tokens:  # indented code and HTML blocks are text too, like fences
@@ -425,7 +450,7 @@ def read_section(text: str, path: str, tabs: tuple[str, ...], default_tab: str) 
     lines = text.split("\n")
     cells: list[Cell] = []
     tocs: list[TocBlock] = []
-    state: dict = {"tab": None, "tab_line": 0, "warnings": [], "errors": []}
+    state: dict = {"tab": None, "tab_line": 0, "errors": []}
     tokens, blocks = parse_blocks(text)
     fences = [
         _Fence(t.map[0], t.map[1], t.info.strip(), t.content, t.markup, t.meta.get("dialect", "literal"))
@@ -459,22 +484,27 @@ def read_section(text: str, path: str, tabs: tuple[str, ...], default_tab: str) 
             cells.append(prose_cell("\n".join(lines[start:end]), path, start + 1, (),
                                     cell_blocks(blocks, start, end)))
         else:
-            if state["tab"] is not None:
+            if state["tab"] is not None:  # d2lbook's prose tab ends at the code cell
                 state["errors"].append(BookError(
-                    f"code cell inside the prose tab opened at line {state['tab_line']}", path, start + 1))
+                    f"code cell inside the prose tab opened at line {state['tab_line']}: the tab ends here",
+                    path, start + 1, kind=Problem.CODE_IN_PROSE_TAB))
+                state["tab"] = None
             cell = _code_cell(fence.content, path, start + 1, tabs, default_tab, state["errors"])
             if cell is not None:
                 cells.append(cell)
         pos = end
     cells.extend(_prose_cells(lines[pos:], pos, path, tabs, state, markers, blocks))
     if state["tab"] is not None:
-        state["errors"].append(BookError(":begin_tab: is never closed by :end_tab:", path, state["tab_line"]))
+        state["errors"].append(BookError(":begin_tab: is never closed by :end_tab:: it ends with the page", path,
+                                         state["tab_line"], kind=Problem.UNCLOSED_TAB))
     cells = section_tabs(cells, tabs, default_tab)
     labels, refs, errors = _scan_refs(tokens, lines, quoted, path)
-    errors = sorted([*state["errors"], *errors], key=lambda e: e.line or 0)
-    if errors:  # every independent problem of the file, in one message
-        raise_all(errors)
+    problems = sorted([*state["errors"], *errors], key=lambda e: e.line or 0)
+    # Every independent problem of the file in one message, when one of them stops reading
+    # (one of no kind); the others are read past and kept on the section (tabbook.problems).
+    if any(e.kind is None for e in problems):
+        raise_all(problems)
     title = _title(tokens)
     return Section(path, strip_slide_marks(title), tuple(cells), tuple(tocs), labels, tuple(refs),
-                   tuple(state["warnings"]))
+                   tuple(problems))
 

@@ -5,8 +5,9 @@ without the ``.md`` extension (the d2lbook convention); an entry with ``://``
 is an external link, not a page. The walk is depth first (a page, then the
 pages its toc lists), which is the order the book is read, the order numbers
 are given in, and the order in which later ``#@save`` definitions replace
-earlier ones in the library. A missing page, or a page listed twice, is an
-error at the toc block that names it, and so is an entry outside the book's folder.
+earlier ones in the library. A missing page, or a page listed twice, is a problem at the toc
+block that names it, which the build goes on past as Sphinx does (the entry is left out;
+:attr:`~tabbook.problems.Problem.TOC_ENTRY`); an entry outside the book's folder is an error.
 
 This module is the one place that resolves toc entries: ``check`` asks it too,
 so the linter and the build can never disagree about what the toc lists.
@@ -15,10 +16,16 @@ so the linter and the build can never disagree about what the toc lists.
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Callable, Iterator
 
 from tabbook.errors import BookError
+from tabbook.problems import Problem
 from tabbook.source.model import Section, TocBlock
+
+#: A reStructuredText ``.. toctree::`` line (its options and entries follow, indented).
+_RST_TOCTREE = re.compile(r"^(\s*)\.\.\s+toctree::\s*$")
+_RST_EXPLICIT = re.compile(r"^.*<([^<>]+)>\s*$")  # "Title <target>"
 
 
 def is_external(entry: str) -> bool:
@@ -74,16 +81,48 @@ def walk_toc(root: str, page: Callable[[str], Section | None],
             if child in seen:
                 first, line = seen[child]
                 errors.append(BookError(f"{child} is listed twice in the table of contents "
-                                        f"(first at {first}:{line})", rel, at))
+                                        f"(first at {first}:{line})", section.path, at, kind=Problem.TOC_ENTRY))
                 continue
             found = OUTSIDE if leaves_book(child) else exists(child)
             if found is not True:
                 why = found if isinstance(found, str) else "does not exist"
-                errors.append(BookError(f"toc entry {entry!r}: {child} {why}", rel, at))
+                errors.append(BookError(f"toc entry {entry!r}: {child} {why}", section.path, at,
+                                        kind=None if found is OUTSIDE else Problem.TOC_ENTRY))
                 continue
-            seen[child] = (rel, at)
+            seen[child] = (section.path, at)
             visit(child)
 
     visit(root)
     return order, errors
 
+
+
+def rst_toc_section(text: str, path: str) -> Section:
+    """The toc of a reStructuredText page (``.. toctree::`` blocks), as a :class:`Section` with
+    no cells: what the walk needs to reach the Markdown pages an ``index.rst`` root lists
+    (deepnumpy-doc's). Its title is its first line of text before an underline."""
+    lines = text.replace("\r\n", "\n").split("\n")
+    blocks, title = [], ""
+    for i, line in enumerate(lines[:-1]):
+        if not title and line.strip() and re.match(r"^([=\-~^\"'`#*+:.]){3,}\s*$", lines[i + 1]):
+            title = line.strip()
+    i = 0
+    while i < len(lines):
+        m = _RST_TOCTREE.match(lines[i])
+        i += 1
+        if m is None:
+            continue
+        start, indent, numbered = i, len(m.group(1)), False
+        entries, entry_lines, maxdepth = [], [], None
+        while i < len(lines) and (not lines[i].strip() or len(lines[i]) - len(lines[i].lstrip()) > indent):
+            s = lines[i].strip()
+            if s.startswith(":maxdepth:") and s.split(":", 2)[2].strip().isdigit():
+                maxdepth = int(s.split(":", 2)[2])
+            numbered = numbered or s.startswith(":numbered:")
+            if s and not s.startswith(":") and s != "self":
+                explicit = _RST_EXPLICIT.match(s)
+                entries.append(explicit.group(1).strip() if explicit else s)
+                entry_lines.append(i + 1)
+            i += 1
+        blocks.append(TocBlock(start, tuple(entries), maxdepth, numbered, tuple(entry_lines)))
+    return Section(path, title, (), tuple(blocks))

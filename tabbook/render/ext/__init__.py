@@ -3,8 +3,8 @@
 ``extensions = [..., "tabbook.render.ext"]`` sets up all of them: :mod:`.tabs` (framework cells
 as tab sets, every format), :mod:`.latex` (the per-framework PDFs), :mod:`.html` (the reader's
 site), :mod:`.math` (KaTeX at build time, fonts cut to the book's glyphs), :mod:`.preview`
-(the live preview's error banner, only under ``make serve``), :mod:`.partial` (references
-out of a partial build shown as text), :mod:`.bib` (the dialect's ``:bibliography:`` in a
+(the live preview's error banner, only under ``make serve``), :mod:`.references` (a reference
+that cannot resolve shown as d2lbook shows it), :mod:`.bib` (the dialect's ``:bibliography:`` in a
 book without bib files), :mod:`.apidoc` (autodoc of the book's own library, read from source)
 , :mod:`.diagnostics` (every warning recorded for the builder to map to the Markdown),
 :mod:`.gate` (a Sphinx started early waits for the sources before reading them), :mod:`.purge`
@@ -26,7 +26,7 @@ from sphinx.application import Sphinx
 from tabbook.files import SPHINX_PARENT_ENV, end_with_parent
 
 PARTS = ("tabbook.render.ext.tabs", "tabbook.render.ext.latex", "tabbook.render.ext.html",
-         "tabbook.render.ext.math", "tabbook.render.ext.preview", "tabbook.render.ext.partial",
+         "tabbook.render.ext.math", "tabbook.render.ext.preview", "tabbook.render.ext.references",
          "tabbook.render.ext.bib", "tabbook.render.ext.apidoc", "tabbook.render.ext.diagnostics",
          "tabbook.render.ext.gate", "tabbook.render.ext.purge", "tabbook.render.ext.navtree",
          "tabbook.render.ext.learn", "tabbook.render.ext.paths", "tabbook.render.ext.access")

@@ -209,7 +209,14 @@ class StaticAutodoc(AutodocDirective):
     def run(self) -> list[nodes.Node]:
         target = self._target()
         if target is None:
-            return super().run()
+            try:
+                return super().run()
+            except Exception as exc:  # noqa: BLE001 - autodoc of another package must not stop the build
+                # (d2lbook's autodoc fails to import it, warns and goes on: so do we)
+                logger.warning("%s: %s cannot be documented here: %s: %s", self.name, self.arguments[0],
+                               type(exc).__name__, exc, location=self.get_location(), type="tabbook",
+                               subtype="apidoc")
+                return []
         modname, objname, path = target
         where = self.get_location()
         self.env.note_dependency(str(path))  # the page is re-read when the library changes

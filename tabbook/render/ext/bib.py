@@ -1,10 +1,12 @@
-"""Sphinx extension: the dialect's ``:bibliography:`` where the book has no bibliography.
+"""Sphinx extension: the dialect's ``:bibliography:`` and ``:cite:`` where the book has no bibliography.
 
 The dialect's ``:bibliography:`FILE``` line becomes sphinxcontrib-bibtex's
 ``{bibliography}`` directive (:mod:`tabbook.render.myst`), which lists the cited entries of
-the conf's ``bibtex_bibfiles``. A book without bib files does not load sphinxcontrib-bibtex
+the conf's ``bibtex_bibfiles`` (``[pdf] bibfile`` and the files those lines name,
+:func:`tabbook.book.named_bibfiles`). A book without bib files does not load sphinxcontrib-bibtex
 (:mod:`tabbook.render.sphinx_conf`): then the directive renders nothing, rather than an
-"unknown directive" error on the page.
+"unknown directive" error on the page, and a citation shows its keys, with a warning at its
+line (:attr:`~tabbook.problems.Problem.MISSING_CITATION`), as a key no bib file has.
 """
 
 from __future__ import annotations
@@ -15,7 +17,13 @@ from docutils import nodes
 from docutils.parsers.rst import Directive
 from sphinx.application import Sphinx
 from sphinx.config import Config
+from sphinx.domains import Domain
+from sphinx.util import logging
 from sphinx.util.docutils import is_directive_registered
+
+from tabbook.problems import Problem
+
+logger = logging.getLogger(__name__)
 
 
 class NoBibliography(Directive):
@@ -30,9 +38,36 @@ class NoBibliography(Directive):
         return []
 
 
+def _keys_as_text(name: str, rawtext: str, text: str, lineno: int, inliner: Any,
+                  options: dict[str, Any] | None = None, content: list[str] | None = None) -> tuple[list[nodes.Node], list[nodes.system_message]]:
+    """``{cite:p}`key``` without a bib file: the keys, as a citation of a key no file has shows."""
+    node = nodes.inline(rawtext, f"[{text}]", classes=["tabbook-unresolved"])
+    node.source, node.line = inliner.reporter.get_source_and_line(lineno)
+    logger.warning(f"citation {text!r}: the book has no bib file ([pdf] bibfile or a :bibliography: line "
+                   "naming one that exists): shown as its key", location=node, type="tabbook",
+                   subtype=Problem.MISSING_CITATION.slug)
+    return [node], []
+
+
+class NoCitations(Domain):
+    """sphinxcontrib-bibtex's ``cite`` domain where it is not loaded: ``{cite:p}``/``{cite:t}``
+    show their keys (a role of an unknown domain is reported without a place, once per use)."""
+
+    name = "cite"
+    label = "citations without a bib file"
+    roles = {"p": _keys_as_text, "t": _keys_as_text}  # type: ignore[dict-item]
+
+    def merge_domaindata(self, docnames: Any, otherdata: dict[str, Any]) -> None:
+        """Nothing to merge from a parallel reader: the domain keeps no data."""
+
+    def clear_doc(self, docname: str) -> None:
+        """Nothing kept per document."""
+
+
 def _fallback(app: Sphinx, config: Config) -> None:
     if "sphinxcontrib.bibtex" not in app.extensions and not is_directive_registered("bibliography"):
         app.add_directive("bibliography", NoBibliography)
+        app.add_domain(NoCitations)
 
 
 def setup(app: Sphinx) -> dict[str, Any]:

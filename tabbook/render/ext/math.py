@@ -18,6 +18,7 @@ HTML comes out the same either way.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from sphinx.locale import _
 from sphinx.util import logging
 from sphinx.util.math import get_node_equation_number
 
+from tabbook.problems import Problem
 from tabbook.render import katex as mathrender
 
 logger = logging.getLogger(__name__)
@@ -136,13 +138,35 @@ def site_glyphs(env: BuildEnvironment) -> set[str]:
     return {g for glyphs, _classes in getattr(env, ENV_KEY, {}).values() for g in glyphs}
 
 
+#: Alignment outside an environment (``a &= b \\ c &= d``): MathJax, which d2lbook's pages load,
+#: shows an error; KaTeX too. In an ``aligned`` block it reads as meant.
+_ALIGNMENT = re.compile(r"&|\\\\")
+
+
+def _fallback(katex: Any, tex: str, display: bool) -> tuple[str, str]:
+    """What KaTeX makes of TeX it cannot read as it is: an ``aligned`` block, where the TeX
+    aligns outside one, else the TeX typeset with the part KaTeX cannot read shown in the error
+    colour. Nothing is loaded from other sites (d2lbook's pages load MathJax from a CDN)."""
+    if display and not tex.lstrip().startswith("\\begin{") and _ALIGNMENT.search(tex):
+        try:
+            return katex.render(f"\\begin{{aligned}}{tex}\\end{{aligned}}", display), "typeset as an aligned block"
+        except mathrender.TexError:
+            pass
+    return katex.render(tex, display, lenient=True), "typeset with what it cannot read marked"
+
+
 def _render(self: Any, node: nodes.Element, tex: str, display: bool) -> str:
     state = _renderer(self.builder.app)
     if state.katex is not None:
         try:
             return state.katex.render(tex, display)
         except mathrender.TexError as exc:
-            logger.warning("%s", exc, location=node, type="tabbook", subtype="math")
+            try:
+                html, how = _fallback(state.katex, tex, display)
+                logger.warning("%s: %s", exc, how, location=node, type="tabbook", subtype=Problem.MATH.slug)
+                return html
+            except mathrender.TexError:
+                logger.warning("%s", exc, location=node, type="tabbook", subtype=Problem.MATH.slug)
         except mathrender.MathUnavailable as exc:
             state.katex, state.unavailable = None, str(exc)
             logger.warning("math will show as TeX source: %s", exc, type="tabbook", subtype="math")

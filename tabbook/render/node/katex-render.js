@@ -1,7 +1,8 @@
 // tabbook: render TeX to HTML + MathML at build time with KaTeX.
 //
 // Protocol: one JSON request per line on stdin, one JSON reply per line on stdout, in order.
-//   request: {"tex": "...", "display": true|false, "macros": {...}}
+//   request: {"tex": "...", "display": true|false, "macros": {...}, "lenient": true|false}
+//   (lenient: what KaTeX cannot read is shown as its TeX, in the error colour, the rest typeset)
 //   reply:   {"html": "..."}  or  {"error": "KaTeX parse error: ..."}
 // The first line written is {"version": "<katex version>"} so the caller knows it started.
 "use strict";
@@ -20,7 +21,7 @@ lines.on("line", (line) => {
     const html = katex.renderToString(req.tex, {
       displayMode: Boolean(req.display),
       output: "htmlAndMathml",
-      throwOnError: true,
+      throwOnError: !req.lenient,
       strict: "ignore",
       trust: false,
       macros: req.macros || {},
