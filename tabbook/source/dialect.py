@@ -271,24 +271,16 @@ def _attr_token(state: StateBlock, m: re.Match[str]):
     return token
 
 
-def _begin_tab_token(state: StateBlock, m: re.Match[str]):
-    token = state.push("dialect_begin_tab", "", 0)
-    token.info = m.group(1)
-    return token
+def _marker_token(kind: str, with_info: bool):
+    """The maker of a marker line's token: ``kind``, and the pattern's group 1 as ``info``."""
 
+    def make(state: StateBlock, m: re.Match[str]):
+        token = state.push(kind, "", 0)
+        if with_info:
+            token.info = m.group(1)
+        return token
 
-def _end_tab_token(state: StateBlock, m: re.Match[str]):
-    return state.push("dialect_end_tab", "", 0)
-
-
-def _begin_solution_token(state: StateBlock, m: re.Match[str]):
-    token = state.push("dialect_begin_solution", "", 0)
-    token.info = m.group(1)
-    return token
-
-
-def _end_solution_token(state: StateBlock, m: re.Match[str]):
-    return state.push("dialect_end_solution", "", 0)
+    return make
 
 
 def _top_level_line_rule(pattern: re.Pattern[str], make):
@@ -385,15 +377,19 @@ def dialect_plugin(md: MarkdownIt) -> None:
     """Teach ``md`` the dialect's block constructs (see the token list above)."""
     md.block.ruler.before("paragraph", "dialect_attr", _single_line_rule(ATTR_LINE, _attr_token),
                           {"alt": _TERMINATES})
-    md.block.ruler.before("paragraph", "dialect_begin_tab", _single_line_rule(BEGIN_TAB, _begin_tab_token),
+    md.block.ruler.before("paragraph", "dialect_begin_tab",
+                          _single_line_rule(BEGIN_TAB, _marker_token("dialect_begin_tab", True)),
                           {"alt": _TERMINATES})
-    md.block.ruler.before("paragraph", "dialect_end_tab", _single_line_rule(END_TAB, _end_tab_token),
+    md.block.ruler.before("paragraph", "dialect_end_tab",
+                          _single_line_rule(END_TAB, _marker_token("dialect_end_tab", False)),
                           {"alt": _TERMINATES})
     # Before CommonMark's HTML blocks, which would otherwise take the comment lines.
     md.block.ruler.before("html_block", "dialect_begin_solution",
-                          _top_level_line_rule(BEGIN_SOLUTION, _begin_solution_token), {"alt": _TERMINATES})
+                          _top_level_line_rule(BEGIN_SOLUTION, _marker_token("dialect_begin_solution", True)),
+                          {"alt": _TERMINATES})
     md.block.ruler.before("html_block", "dialect_end_solution",
-                          _top_level_line_rule(END_SOLUTION, _end_solution_token), {"alt": _TERMINATES})
+                          _top_level_line_rule(END_SOLUTION, _marker_token("dialect_end_solution", False)),
+                          {"alt": _TERMINATES})
     md.block.ruler.before("paragraph", "dialect_bibliography",
                           _single_line_rule(BIBLIOGRAPHY, _bibliography_token), {"alt": _TERMINATES})
     md.block.ruler.before("paragraph", "dialect_math", _math_rule, {"alt": _TERMINATES})
