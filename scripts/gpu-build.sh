@@ -20,10 +20,14 @@
 # WHEELS (default build/wheelhouse), FRAMEWORKS (default pytorch,jax), OUT (default build/gpu-out),
 # UNITS_PER_GPU (default 4), ONLY (section files to execute, space-separated; default all),
 # BUILD_SECONDS (stop the build with Ctrl-C after this long, keeping the entries it finished, so
-# a machine lent for minutes still returns what was done; default: no limit).
+# a machine lent for minutes still returns what was done; default: no limit), FACTS (a Python
+# file run after the build with the machine's interpreter, its output in $OUT/facts.txt; default
+# scripts/gpu-facts.py where it exists; FACTS_SECONDS bounds it, default 120).
 set -euo pipefail
 
 root=$(pwd)
+# The builder is this checkout's tabbook (the script's own repository), whichever book it builds.
+tabbook_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 test -f config.ini || { echo "gpu-build.sh: run it from the book's root (no config.ini in $root)" >&2; exit 2; }
 machine_py=${GPU_PYTHON:-$(command -v python3)}
 wheels=${WHEELS:-build/wheelhouse}
@@ -42,17 +46,14 @@ test -f "$wheels/requirements.txt" || { echo "gpu-build.sh: $wheels/requirements
 say "machine: $(uname -srm), $(nproc) cores, python $machine_py"
 nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv,noheader 2>&1 | tee -a "$log" || true
 
-# 2. A venv from the base interpreter that sees the machine env's packages through a .pth file.
-read -r base_prefix site_dirs < <("$machine_py" -c '
-import site, sys
-print(sys.base_prefix, ":".join(p for p in site.getsitepackages() if p))')
-base_py=$(ls "$base_prefix"/bin/python3.[0-9]* 2>/dev/null | grep -E 'python3\.[0-9]+$' | head -1)
-test -x "$base_py" || base_py=$machine_py
+# 2. A venv that sees the machine env's packages through a .pth file (made by the machine's
+#    interpreter: venv then uses that interpreter's base, whether or not it is itself a venv).
+site_dirs=$("$machine_py" -c 'import site; print(":".join(p for p in site.getsitepackages() if p))')
 rm -rf "$venv"
-"$base_py" -m venv --without-pip "$venv"
+"$machine_py" -m venv --without-pip "$venv"
 purelib=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 tr ':' '\n' <<<"$site_dirs" > "$purelib/machine-env.pth"
-say "kernel venv $venv (base $base_py) sees: $site_dirs"
+say "kernel venv $venv sees: $site_dirs"
 
 # 3. The wheels, with pip from the machine env (the venv has none of its own), no network.
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-index --no-compile \
@@ -78,11 +79,12 @@ only=()
 if [ -n "${ONLY:-}" ]; then only=(--only $ONLY); fi
 export PYTHONUNBUFFERED=1 TF_CPP_MIN_LOG_LEVEL=2
 touch "$venv/stamp"
-"$py" -m tabbook "${args[@]}" build --dry-run --frameworks "$frameworks" --force "${only[@]}" 2>&1 | tee -a "$log"
+export PYTHONPATH="$tabbook_root"
+"$py" -m tabbook -C "$root" "${args[@]}" build --dry-run --frameworks "$frameworks" --force "${only[@]}" 2>&1 | tee -a "$log"
 set +e
 limit=()
 if [ -n "${BUILD_SECONDS:-}" ]; then limit=(timeout -s INT -k 20 "$BUILD_SECONDS"); fi
-"${limit[@]}" "$py" -m tabbook "${args[@]}" build --no-render --frameworks "$frameworks" --force "${only[@]}" 2>&1 | tee -a "$log"
+"${limit[@]}" "$py" -m tabbook -C "$root" "${args[@]}" build --no-render --frameworks "$frameworks" --force "${only[@]}" 2>&1 | tee -a "$log"
 status=${PIPESTATUS[0]}
 set -e
 say "build exited $status"
@@ -94,5 +96,14 @@ if [ -n "$changed" ]; then
     say "$(wc -l <<<"$changed") entries in $out/freeze.tgz"
 fi
 test -f build/report.json && cp build/report.json "$out/report.json"
+
+# 6. Facts about the machine that the book's prose relies on (what the GPU does), after the
+#    build so that they never disturb its timings.
+facts=${FACTS:-$tabbook_root/scripts/gpu-facts.py}
+if [ -f "$facts" ]; then
+    say "facts: $facts"
+    (cd "$out" && PYTHONPATH= timeout -k 10 "${FACTS_SECONDS:-120}" "$machine_py" "$facts" > facts.txt 2>&1) \
+        || say "facts exited $? (output so far in $out/facts.txt)"
+fi
 say "done"
 exit "$status"

@@ -27,7 +27,16 @@ from tabbook.config import Config
 from tabbook.errors import BookError, raise_all
 from tabbook.execute.gpus import ALL, guess_need
 from tabbook.execute.runner import Runner, Unit, build_notebook
-from tabbook.execute.store import META, FreezeStore, KeyParts, cells_hash, entry_problem, match, text_hash
+from tabbook.execute.store import (
+    META,
+    FreezeStore,
+    KeyParts,
+    cells_hash,
+    entry_problem,
+    match,
+    provenance_problem,
+    text_hash,
+)
 from tabbook.execute.store import provenance as store_provenance
 from tabbook.library.reach import HEADER, changed_names
 from tabbook.source.model import Section
@@ -312,13 +321,17 @@ def with_book_code(entry: dict[str, Any], cells: list[FrameworkCell]) -> tuple[d
     first = None
     for k, (cell, fc) in enumerate(zip(stored, cells, strict=False)):
         source = cell.get("source", "")
-        if ("".join(source) if isinstance(source, list) else source) != fc.source:
+        tags = (cell.get("metadata") or {}).get("tags", [])
+        if ("".join(source) if isinstance(source, list) else source) != fc.source or tags != list(fc.tags):
             first = k
             break
     if first is None:
         return entry, None
     out = dict(entry)
-    out["cells"] = [{**cell, "source": cells[k].source} if k < len(cells) else cell for k, cell in enumerate(stored)]
+    # The book's code and tags (a tag hides a cell or its input): both are what the key covers.
+    out["cells"] = [{**cell, "source": cells[k].source, "metadata": {**cell.get("metadata", {}),
+                                                                    "tags": list(cells[k].tags)}}
+                    if k < len(cells) else cell for k, cell in enumerate(stored)]
     return out, first
 
 
@@ -329,6 +342,13 @@ def _plan_unit(out: Plan, config: Config, section: Section, fw: str, entry: dict
     if not cells:
         return []
     matched = match(entry, parts)
+    # An entry holds one cell per code cell the unit runs: one with more or fewer cannot be
+    # paired with the page (its outputs would land beside other code, or cells would vanish).
+    miscounted = None
+    if entry is not None and len(entry.get("cells", [])) != len(cells):
+        held, want = len(entry.get("cells", [])), len(cells)
+        miscounted = f"it holds {held} cell{'s' * (held != 1)}, the page has {want} code cell{'s' * (want != 1)} here"
+        matched = None
     selected = selection.selects(section.path, fw)
     record = out.outcomes[(section.path, fw)] = UnitOutcome(section.path, fw, library_whole=parts.library_whole)
     declared = config.declared_gpus(section.path)
@@ -355,6 +375,8 @@ def _plan_unit(out: Plan, config: Config, section: Section, fw: str, entry: dict
     record.state = "run"
     if matched:
         record.why = ["forced (--force)"]
+    elif miscounted:
+        record.why = [f"its cells ({miscounted})"]
     else:
         record.why, record.library_names = explain(entry, parts)
     held_back = None if selection.execute_here or not selected else lesser_host(entry, declared, host_gpus)
@@ -371,7 +393,8 @@ def _plan_unit(out: Plan, config: Config, section: Section, fw: str, entry: dict
         if not selection.frozen_only:
             return []
     if selection.frozen_only:
-        why = "missing" if entry is None else f"stale ({', '.join(record.why)} changed)"
+        why = ("missing" if entry is None else f"not this page's ({miscounted})" if miscounted
+               else f"stale ({', '.join(record.why)} changed)")
         rel = config.rel(store.path(section.path, fw))
         # At the unit's first code cell: the store keeps no finer record of what changed.
         return [BookError(f"[{fw}] freeze entry {rel} is {why}", section.path, cells[0].cell.line)]
@@ -509,6 +532,8 @@ def _store_result(config: Config, store: FreezeStore, unit: Unit, parts: KeyPart
     error = res.error or "failed" if not res.ok or res.notebook is None else None
     if error is None and (problem := entry_problem(res.notebook)) is not None:  # a Dask worker's reply, a broken kernel
         error = f"{unit.section}: [{unit.framework}] the result is not a notebook ({problem}); nothing was stored"
+    if error is None and (problem := provenance_problem(res.provenance, "its provenance")) is not None:
+        error = f"{unit.section}: [{unit.framework}] the result's {problem}; nothing was stored"
     if error is not None:
         record.status, record.error = "failed", res.error if not res.ok or res.notebook is None else error
         record.show(code_only_notebook(unit, "execution failed"), "code only: execution failed")

@@ -21,6 +21,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -29,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from tabbook.execute.gpus import Devices, Held, Placement
+from tabbook.execute.worker import UNIT_ENV, end_marked
+from tabbook.files import WORKER_PARENT_ENV
 from tabbook.source.pycode import line_mapper
 from tabbook.source.split import FrameworkCell
 
@@ -135,7 +138,7 @@ class Runner:
         self.env = env
         self.progress = progress
         self.devices = devices or Devices([])
-        self._procs: set[subprocess.Popen] = set()
+        self._procs: dict[subprocess.Popen, str] = {}  # each running worker and its unit's token
         self._lock = threading.Lock()
         self._done = 0
         self._running: list[str] = []
@@ -177,16 +180,20 @@ class Runner:
                 "section": unit.section,
                 "framework": unit.framework,
             }))
+            token = uuid.uuid4().hex  # marks the unit's processes (worker.end_marked)
+            env = {**placement.env(self.env), UNIT_ENV: token, WORKER_PARENT_ENV: str(os.getpid())}
             proc = subprocess.Popen(
                 [sys.executable, "-m", "tabbook.execute.worker", str(job), str(out)],
-                env=placement.env(self.env), start_new_session=True,
+                env=env, start_new_session=True,
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             )
             with self._lock:
-                self._procs.add(proc)
+                self._procs[proc] = token
             log = _tail(proc)
+            if proc.returncode != 0 or not out.is_file():
+                end_marked(token)  # the worker could not end what its unit started: done here
             with self._lock:
-                self._procs.discard(proc)
+                self._procs.pop(proc, None)
             seconds = time.monotonic() - t0
             result = UnitResult(unit, seconds=seconds)
             if out.is_file():
@@ -258,6 +265,7 @@ class Runner:
         self._stopping = True
         with self._lock:
             procs = list(self._procs)
+            tokens = list(self._procs.values())
         for proc in procs:
             try:
                 os.killpg(proc.pid, signal.SIGTERM)
@@ -272,3 +280,5 @@ class Runner:
                     os.killpg(proc.pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
+        for token in tokens:  # what a worker killed before it could clean up left behind
+            end_marked(token, seconds=2.0)
