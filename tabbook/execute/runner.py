@@ -25,11 +25,13 @@ import uuid
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tabbook.execute.gpus import Devices, Held, Placement
+from tabbook.execute.progress import LiveStatus
 from tabbook.execute.worker import UNIT_ENV, end_marked
 from tabbook.files import WORKER_PARENT_ENV
 from tabbook.source.pycode import line_mapper
@@ -133,10 +135,11 @@ class Runner:
     """Runs units in parallel worker processes, up to ``jobs`` at a time, each on its GPUs."""
 
     def __init__(self, jobs: int, env: dict[str, str], progress: Progress = print,
-                 devices: Devices | None = None):
+                 devices: Devices | None = None, live: LiveStatus | None = None):
         self.jobs = max(1, jobs)
         self.env = env
         self.progress = progress
+        self.live = live  # what each running unit's current cell is, said while it runs
         self.devices = devices or Devices([])
         self._procs: dict[subprocess.Popen, str] = {}  # each running worker and its unit's token
         self._lock = threading.Lock()
@@ -153,9 +156,8 @@ class Runner:
                 self._running.remove(unit.name)
                 self._done += 1
             running = ", ".join(self._running) or "-"
-            self.progress(
-                f"[exec {self._done}/{self._total}] {event:5} {unit.name}{extra}  (running: {running})"
-            )
+        line = f"[exec {self._done}/{self._total}] {event:5} {unit.name}{extra}  (running: {running})"
+        (self.live.say if self.live is not None else self.progress)(line)
 
     def _run_one(self, unit: Unit, placement: Placement | None = None) -> UnitResult:
         if self._stopping:
@@ -167,6 +169,7 @@ class Runner:
         with tempfile.TemporaryDirectory(prefix="tabbook-unit-") as tmp:
             job = Path(tmp) / "job.json"
             out = Path(tmp) / "result.json"
+            cell = Path(tmp) / "cell.json"  # the worker's current cell (tabbook.execute.progress)
             job.write_text(json.dumps({
                 "notebook": build_notebook(unit),
                 "kernel_name": unit.kernel_name,
@@ -179,6 +182,7 @@ class Runner:
                 "memory_limit": unit.memory_limit,
                 "section": unit.section,
                 "framework": unit.framework,
+                "progress": str(cell),
             }))
             token = uuid.uuid4().hex  # marks the unit's processes (worker.end_marked)
             env = {**placement.env(self.env), UNIT_ENV: token, WORKER_PARENT_ENV: str(os.getpid())}
@@ -189,7 +193,13 @@ class Runner:
             )
             with self._lock:
                 self._procs[proc] = token
-            log = _tail(proc)
+            if self.live is not None:
+                self.live.started(unit.name, unit.framework, cell)
+            try:
+                log = _tail(proc)
+            finally:
+                if self.live is not None:
+                    self.live.finished(unit.name)
             if proc.returncode != 0 or not out.is_file():
                 end_marked(token)  # the worker could not end what its unit started: done here
             with self._lock:
@@ -249,16 +259,17 @@ class Runner:
 
         pool = ThreadPoolExecutor(max_workers=self.jobs)
         futures = []
-        try:
-            for unit in units:
-                held = start(unit)
-                futures.append(pool.submit(one, unit, held))
-            return [f.result() for f in futures]
-        except BaseException:
-            self.stop()
-            raise
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+        with self.live or nullcontext():
+            try:
+                for unit in units:
+                    held = start(unit)
+                    futures.append(pool.submit(one, unit, held))
+                return [f.result() for f in futures]
+            except BaseException:
+                self.stop()
+                raise
+            finally:
+                pool.shutdown(wait=True, cancel_futures=True)
 
     def stop(self) -> None:
         """Kill every worker process group (worker + its kernel)."""

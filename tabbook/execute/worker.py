@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from tabbook.execute.progress import record_cell
 from tabbook.files import WORKER_PARENT_ENV, end_with_parent, write_atomic
 
 # Run in the kernel after the section's cells. The GPU probe is the framework's
@@ -491,6 +492,23 @@ def _reap() -> None:
             return
 
 
+def _raises_problem(job: dict[str, Any], cells: list[Any]) -> str | None:
+    """The first cell whose ``#@raises`` mark its outputs contradict, as the unit's error."""
+    fw = job["framework"]
+    for cell in cells:
+        expected = cell["metadata"]["tabbook"].get("raises")
+        errors = _error_outputs(cell)
+        if expected is None:
+            continue
+        if not errors:
+            what = expected or "an exception"
+            return f"{_where(job, cell)}: [{fw}] cell is marked #@raises {what} but did not raise"
+        got = errors[0].get("ename", "")
+        if expected and got != expected and not got.endswith("." + expected):
+            return f"{_where(job, cell)}: [{fw}] cell raised {got}, but is marked #@raises {expected}"
+    return None
+
+
 def run(job: dict[str, Any]) -> dict[str, Any]:
     import nbformat
     from nbclient import NotebookClient
@@ -503,6 +521,8 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
 
     def on_cell_start(cell: Any, cell_index: int) -> None:
         current["index"] = cell_index
+        if job.get("progress") and cell_index < n_cells:  # the build shows it while the cell runs
+            record_cell(Path(job["progress"]), _where(job, nb.cells[cell_index]))
 
     fw = job["framework"]
     produced: dict[int, int] = {}
@@ -555,18 +575,8 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
                 continue
             return {"error": f"{job['section']}: [{fw}] kernel {job['kernel_name']} failed to start or run: {exc}"}
     info = _probe_info(nb.cells.pop())
-    for cell in nb.cells:
-        meta = cell["metadata"]["tabbook"]
-        expected = meta.get("raises")
-        errors = _error_outputs(cell)
-        if expected is None:
-            continue
-        if not errors:
-            what = expected or "an exception"
-            return {"error": f"{_where(job, cell)}: [{fw}] cell is marked #@raises {what} but did not raise"}
-        got = errors[0].get("ename", "")
-        if expected and got != expected and not got.endswith("." + expected):
-            return {"error": f"{_where(job, cell)}: [{fw}] cell raised {got}, but is marked #@raises {expected}"}
+    if (problem := _raises_problem(job, nb.cells)) is not None:
+        return {"error": problem}
     for index, cell in enumerate(nb.cells):
         cell.get("metadata", {}).pop("execution", None)
         coalesce_streams(cell)  # an entry never shows how a print was flushed
