@@ -71,6 +71,19 @@ pdf = subprocess.run(['rsvg-convert', '-f', 'pdf'], input=svg.encode(), capture_
 display({'image/svg+xml': svg, 'application/pdf': base64.b64encode(pdf).decode(),
          'text/plain': '<Figure size 160x60>'}, raw=True)
 ```
+
+## Exercises
+
+1. Print the answer.
+
+<!-- solution 1 -->
+Worked solution prose that stays on the website.
+
+```{.python .input}
+%%tab all
+print('SolutionOutput' * 2)
+```
+<!-- end solution -->
 '''
 
 BIB = """@book{Knuth84,
@@ -130,6 +143,9 @@ def test_one_pdf_per_framework_with_only_its_code(book: Path) -> None:
         assert f"{fw.capitalize()} edition" in text[fw]  # title page
         assert "Version 0.0.1" in text[fw]
         assert "ZeroDivisionError" in text[fw]  # the expected error's traceback
+        assert "Print the answer." in text[fw]  # the exercise is in the PDF, its solution is not
+        assert "Worked solution" not in text[fw] and "SolutionOutput" not in text[fw]
+        assert "Solution 1" not in text[fw]
 
 
 @needs_tex

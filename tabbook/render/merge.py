@@ -4,7 +4,9 @@ Code cells carry the framework they ran in (tags ``tabbook-fw-<name>``) and
 the run they belong to (``tabbook-run-<n>``): consecutive framework cells with
 no shared prose between them form one run, which the Sphinx extension turns
 into one tab set. myst-nb drops Markdown cells' metadata, so prose tabs are
-wrapped in ``{div}`` blocks whose classes say the same thing.
+wrapped in ``{div}`` blocks whose classes say the same thing. A solution's cells
+are bracketed by two ``{div}`` cells, the first holding its summary line, which
+the extension turns into one element a reader opens (and leaves out of the PDFs).
 """
 
 from __future__ import annotations
@@ -14,7 +16,13 @@ from typing import Any
 
 from tabbook.execute.store import provenance as store_provenance
 from tabbook.render.myst import cell_to_myst_lines, myst_text, toc_to_toctree, wrap_div, wrap_div_lines
-from tabbook.render.names import FW_PREFIX, PROVENANCE_CLASS, RUN_PREFIX
+from tabbook.render.names import (
+    FW_PREFIX,
+    PROVENANCE_CLASS,
+    RUN_PREFIX,
+    SOLUTION_END_CLASS,
+    SOLUTION_START_CLASS,
+)
 from tabbook.source.model import Section
 
 
@@ -51,6 +59,19 @@ def outdated_notice(labels: dict[str, str], provenance: dict[str, dict[str, Any]
     return ("```{warning}\nSome code on this page is shown as an earlier version of it ran, with its "
             "outputs, kept because this build could not run the current code where they were computed:\n\n" + "\n".join(lines)
             + "\n```")
+
+
+def solution_summary(text: str) -> str:
+    """The line a reader clicks to open a solution: "Solution", and the marker's text."""
+    return f"Solution {text}".strip()
+
+
+def _solution_marks(number: int, section: Section, line: int) -> tuple[dict[str, Any], dict[str, Any], int]:
+    """The two cells around solution ``number``, and the line of its opening marker."""
+    text, opened = section.solutions.get(number, ("", line))
+    start = _md(wrap_div(solution_summary(text), [SOLUTION_START_CLASS]))
+    end = _md(wrap_div("", [SOLUTION_END_CLASS]))
+    return start, end, opened
 
 
 def _run_tags(cell: dict[str, Any]) -> tuple[str | None, str | None]:
@@ -127,7 +148,20 @@ def merge_section(
     run = 0
     last_kind: str | None = None  # "code" / "prose" when the previous item was tabbed
     multi = len(tabs) > 1
+    open_solution = 0
+    pending_end: dict[str, Any] | None = None
     for cell in section.cells:
+        if cell.solution != open_solution:
+            if pending_end is not None:
+                cells.append(pending_end)
+                origin[id(pending_end)] = [cell.line] * (pending_end["source"].count("\n") + 1)
+                pending_end = None
+            if cell.solution:
+                start, pending_end, opened = _solution_marks(cell.solution, section, cell.line)
+                cells.append(start)
+                origin[id(start)] = [opened] * (start["source"].count("\n") + 1)
+            open_solution = cell.solution
+            last_kind = None
         if cell.kind == "markdown" and not cell.tabs:
             last_kind = None
             if cell.source.lstrip().startswith("```toc"):
@@ -168,6 +202,9 @@ def merge_section(
             new["metadata"] = {"tags": tags}
             cells.append(new)
             origin[id(new)] = list(cell.source_lines) or [cell.line]
+    if pending_end is not None:
+        cells.append(pending_end)
+        origin[id(pending_end)] = [section.cells[-1].line] * (pending_end["source"].count("\n") + 1)
     provenance = {fw: store_provenance(nb) for fw, nb in executed.items()}
     cells += _provenance_cells(provenance, len(executed), tabs, labels, downloads)
     if notice := outdated_notice(labels, provenance):

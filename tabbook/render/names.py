@@ -19,3 +19,9 @@ UNSUPPORTED_CLASS = "tabbook-unsupported"
 SYNC_GROUP = "tab"
 #: Caption of the root toctree that lists generated pages; in LaTeX those become the appendix.
 APPENDIX_CAPTION = "Appendix"
+#: Class of the ``{div}`` that opens a solution: its text is the solution's summary line.
+SOLUTION_START_CLASS = "tabbook-solution-start"
+#: Class of the empty ``{div}`` that closes a solution.
+SOLUTION_END_CLASS = "tabbook-solution-end"
+#: Class of the ``<details>`` element a solution becomes on the site.
+SOLUTION_CLASS = "tabbook-solution"

@@ -145,7 +145,8 @@ def build_deck(section: Section, framework: str, label: str, executed: dict[str,
     """The deck of ``section`` for ``framework`` from its executed notebook, or None without marks.
 
     The k-th code cell the framework runs is the k-th cell of its executed notebook (what the
-    freeze key covers); a missing notebook gives code without outputs."""
+    freeze key covers); a missing notebook gives code without outputs. Exercise solutions are
+    not lecture material: their cells stay out of the deck."""
     ran = (executed or {}).get("cells", [])
     deck = Deck(section.path[:-3], framework, label, section.title, [Slide()])
     current = deck.slides[0]
@@ -155,7 +156,7 @@ def build_deck(section: Section, framework: str, label: str, executed: dict[str,
     k = 0
     for cell in section.cells:
         if cell.kind == "markdown":
-            if cell.tabs and framework not in cell.tabs:
+            if (cell.tabs and framework not in cell.tabs) or cell.solution:
                 continue
             headings = _HEADING.findall(_FENCE.sub("", cell.source))
             if headings:
@@ -177,7 +178,7 @@ def build_deck(section: Section, framework: str, label: str, executed: dict[str,
             continue
         out = ran[k] if k < len(ran) else None
         k += 1
-        if cell.flags & {"hide", "hide_code"}:
+        if cell.flags & {"hide", "hide_code"} or cell.solution:
             continue
         code = lecture_code(out["source"] if out and isinstance(out.get("source"), str) else cell.source)
         outputs = tuple(out.get("outputs", [])) if out and "hide_output" not in cell.flags else ()
@@ -378,7 +379,8 @@ def deck_key(section: Section, framework: str, executed: dict[str, Any] | None) 
     slides memo's builder fingerprint."""
     h = hashlib.sha256(f"{framework}\0".encode())
     for cell in section.cells:
-        h.update(f"{cell.kind}\0{','.join(cell.tabs)}\0{','.join(sorted(cell.flags))}\0{cell.source}\0".encode())
+        h.update(f"{cell.kind}\0{','.join(cell.tabs)}\0{','.join(sorted(cell.flags))}\0{cell.solution}\0"
+                 f"{cell.source}\0".encode())
     key = entry_key(executed)
     h.update((key or json.dumps(executed, sort_keys=True, default=str)).encode())
     return h.hexdigest()

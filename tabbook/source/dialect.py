@@ -29,6 +29,13 @@ Prose
     (:func:`strip_slide_marks`). A fence opened by exactly ```` ```toc ````
     is a table of contents (:func:`is_toc_opener`).
 
+Solutions
+    ``<!-- solution TEXT -->`` and ``<!-- end solution -->``, each alone on a line outside any
+    container, enclose the solution of an exercise: prose and code cells, executed like any,
+    shown on the site behind a "Solution TEXT" summary that a reader opens, and left out of
+    the PDFs (:data:`BEGIN_SOLUTION`, :data:`END_SOLUTION`). They are HTML comments so that
+    d2lbook, which knows nothing of them, renders the solution as ordinary content.
+
 Where d2lbook reads as CommonMark does, so does the dialect: a role inside an inline code
 span, an HTML comment, a fence or an indented code block is text (:func:`find_roles`);
 and fences nest by length, as in d2lbook: a fence ends only at a bare run of exactly its
@@ -94,6 +101,11 @@ def is_magic(line: str) -> bool:
 BEGIN_TAB = re.compile(r"^\s*:begin_tab:`([^`]*)`\s*$")
 #: ``:end_tab:``: the prose tab ends.
 END_TAB = re.compile(r"^\s*:end_tab:\s*$")
+#: ``<!-- solution 3 -->`` alone on a line: a solution starts; group 1: what follows "solution"
+#: (its summary on the site is "Solution" and this text). ``<!-- solutions -->`` is no marker.
+BEGIN_SOLUTION = re.compile(r"^<!--[ \t]*solution(?![\w-])[ \t]*(.*?)[ \t]*-->[ \t]*$")
+#: ``<!-- end solution -->`` alone on a line: the solution ends.
+END_SOLUTION = re.compile(r"^<!--[ \t]*end[ \t]+solution[ \t]*-->[ \t]*$")
 #: Any attribute line: group 1 ``label``/``eqlabel``/``width``, group 2 its value.
 ATTR_LINE = re.compile(r"^\s*:(label|eqlabel|width):`([^`]+)`\s*$")
 #: A line that defines a cross-reference target: group 1 ``label``/``eqlabel``, group 2 the name.
@@ -222,6 +234,8 @@ def strip_slide_marks(text: str) -> str:
 #   dialect_attr       ``:label:``/``:eqlabel:``/``:width:`` line; ``info`` the kind, ``content`` the value
 #   dialect_begin_tab  ``:begin_tab:`NAMES``` line; ``info`` the names
 #   dialect_end_tab    ``:end_tab:`` line
+#   dialect_begin_solution  ``<!-- solution TEXT -->`` line (not indented); ``info`` the text
+#   dialect_end_solution    ``<!-- end solution -->`` line (not indented)
 #   dialect_math       display math, ``$$…$$`` on one line or ``$$`` … ``$$`` over several;
 #                      ``meta["eqlabel"]`` the label on its closing line, if any
 #   dialect_bibliography  ``:bibliography:`FILE``` line; ``content`` the file
@@ -263,14 +277,29 @@ def _attr_token(state: StateBlock, m: re.Match[str]):
     return token
 
 
-def _begin_tab_token(state: StateBlock, m: re.Match[str]):
-    token = state.push("dialect_begin_tab", "", 0)
-    token.info = m.group(1)
-    return token
+def _marker_token(kind: str, with_info: bool):
+    """The maker of a marker line's token: ``kind``, and the pattern's group 1 as ``info``."""
+
+    def make(state: StateBlock, m: re.Match[str]):
+        token = state.push(kind, "", 0)
+        if with_info:
+            token.info = m.group(1)
+        return token
+
+    return make
 
 
-def _end_tab_token(state: StateBlock, m: re.Match[str]):
-    return state.push("dialect_end_tab", "", 0)
+def _top_level_line_rule(pattern: re.Pattern[str], make):
+    """A block rule for a whole line matching ``pattern`` at the top level only (no indent,
+    not inside a list or quote): what a solution marker must be, since it encloses cells."""
+    inner = _single_line_rule(pattern, make)
+
+    def rule(state: StateBlock, start: int, end: int, silent: bool) -> bool:
+        if state.level != 0 or state.sCount[start] != 0 or state.blkIndent != 0:
+            return False
+        return inner(state, start, end, silent)
+
+    return rule
 
 
 def _bibliography_token(state: StateBlock, m: re.Match[str]):
@@ -354,9 +383,18 @@ def dialect_plugin(md: MarkdownIt) -> None:
     """Teach ``md`` the dialect's block constructs (see the token list above)."""
     md.block.ruler.before("paragraph", "dialect_attr", _single_line_rule(ATTR_LINE, _attr_token),
                           {"alt": _TERMINATES})
-    md.block.ruler.before("paragraph", "dialect_begin_tab", _single_line_rule(BEGIN_TAB, _begin_tab_token),
+    md.block.ruler.before("paragraph", "dialect_begin_tab",
+                          _single_line_rule(BEGIN_TAB, _marker_token("dialect_begin_tab", True)),
                           {"alt": _TERMINATES})
-    md.block.ruler.before("paragraph", "dialect_end_tab", _single_line_rule(END_TAB, _end_tab_token),
+    md.block.ruler.before("paragraph", "dialect_end_tab",
+                          _single_line_rule(END_TAB, _marker_token("dialect_end_tab", False)),
+                          {"alt": _TERMINATES})
+    # Before CommonMark's HTML blocks, which would otherwise take the comment lines.
+    md.block.ruler.before("html_block", "dialect_begin_solution",
+                          _top_level_line_rule(BEGIN_SOLUTION, _marker_token("dialect_begin_solution", True)),
+                          {"alt": _TERMINATES})
+    md.block.ruler.before("html_block", "dialect_end_solution",
+                          _top_level_line_rule(END_SOLUTION, _marker_token("dialect_end_solution", False)),
                           {"alt": _TERMINATES})
     md.block.ruler.before("paragraph", "dialect_bibliography",
                           _single_line_rule(BIBLIOGRAPHY, _bibliography_token), {"alt": _TERMINATES})

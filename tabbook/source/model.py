@@ -27,7 +27,7 @@ class Block:
     ``attr`` the ``:eqlabel:`` on its closing line, if any), ``attr``
     (``:label:``/``:eqlabel:``/``:width:``, named in ``attr``),
     ``literal``/``code``/``toc``/``rst`` (fences; ``rst`` is ```` ```eval_rst ````),
-    ``marker`` (a prose-tab line), ``bibliography`` (a ``:bibliography:`` line),
+    ``marker`` (a prose-tab or solution line), ``bibliography`` (a ``:bibliography:`` line),
     ``indented`` (an indented code block), ``html`` (an HTML block or comment).
     Rows ``start`` … ``end - 1`` are 0-based; ``level`` is markdown-it's
     nesting level (blocks of one container share it). Containers (lists,
@@ -67,6 +67,9 @@ class Cell:
     # The cell's tab line said ``all``: it belongs to every tab the section exists for
     # (see :func:`section_tabs`), not necessarily to every tab of the book.
     every_tab: bool = False
+    # The solution (``<!-- solution … -->`` … ``<!-- end solution -->``) the cell is part of:
+    # its number in the section, from 1; 0 for a cell outside every solution.
+    solution: int = 0
 
     @property
     def where(self) -> str:
@@ -99,6 +102,8 @@ class Section:
     # Source bugs read the way d2lbook reads them (a prose tab closed by the next
     # :begin_tab:): the build goes on and reports each at its line.
     warnings: tuple[BookError, ...] = ()
+    # Each solution's number -> (the text after "solution" in its opening line, that line).
+    solutions: dict[int, tuple[str, int]] = field(default_factory=dict)
 
     @property
     def code_cells(self) -> tuple[Cell, ...]:

@@ -5,7 +5,8 @@ markdown-it (MyST's parser) taught the dialect's block constructs
 (:func:`tabbook.source.dialect.dialect_plugin`): code fences inside lists or
 quotes, and other fence languages, are handled as Markdown does; everything
 between code cells is prose, split further at the ``:begin_tab:``/``:end_tab:``
-lines the parse found. Every cell keeps the 1-based line of the source it came
+lines and the solution markers (``<!-- solution … -->`` / ``<!-- end solution -->``) the
+parse found; every cell between a solution's markers carries the solution's number. Every cell keeps the 1-based line of the source it came
 from, so every later error can say ``file.md:LINE``, and every prose cell keeps
 the text it shows (slide marks stripped) and the blocks the parse found in it
 (:class:`~tabbook.source.model.Block`), from which render emits MyST without parsing again."""
@@ -20,7 +21,9 @@ from markdown_it.token import Token
 from tabbook.errors import BookError, raise_all
 from tabbook.problems import Problem
 from tabbook.source.dialect import (
+    BEGIN_SOLUTION,
     BEGIN_TAB,
+    END_SOLUTION,
     END_TAB,
     FLAG_LINE,
     IMAGE_LINE,
@@ -133,7 +136,8 @@ def _blocks(tokens: list[Token], text: str) -> tuple[Block, ...]:
             kind = "bibliography"
         elif tok.type == "dialect_attr":
             kind, attr = "attr", tok.info
-        elif tok.type in ("dialect_begin_tab", "dialect_end_tab"):
+        elif tok.type in ("dialect_begin_tab", "dialect_end_tab", "dialect_begin_solution",
+                          "dialect_end_solution"):
             kind = "marker"
         elif tok.type == "table_open":
             kind = "table"
@@ -301,10 +305,11 @@ def _prose_cells(
     lines: list[str], start: int, path: str, tabs: tuple[str, ...], state: dict,
     markers: dict[int, Token], blocks: tuple[Block, ...],
 ) -> list[Cell]:
-    """Split prose lines (0-based ``start``) at the prose-tab markers the parse found.
+    """Split prose lines (0-based ``start``) at the prose-tab and solution markers the parse found.
 
-    ``markers`` maps 0-based lines to their ``dialect_begin_tab``/``dialect_end_tab``
-    tokens (never inside a fence: a marker there is quoted text).
+    ``markers`` maps 0-based lines to their ``dialect_begin_tab``/``dialect_end_tab``/
+    ``dialect_begin_solution``/``dialect_end_solution`` tokens (never inside a fence: a
+    marker there is quoted text).
     """
     cells: list[Cell] = []
     buf: list[str] = []
@@ -319,7 +324,7 @@ def _prose_cells(
             first = buf_start + lead
             cells.append(prose_cell(text, path, first + 1, state["tab"] or (),
                                     cell_blocks(blocks, first, first + text.count("\n") + 1),
-                                    every_tab=state.get("tab_all", False)))
+                                    every_tab=state.get("tab_all", False), solution=state["solution"]))
 
     for i, raw in enumerate(lines):
         row = start + i
@@ -329,7 +334,9 @@ def _prose_cells(
             flush()
             buf = []
             buf_start = row + 1
-        if marker is not None and marker.type == "dialect_begin_tab":
+        if marker is not None and marker.type in ("dialect_begin_solution", "dialect_end_solution"):
+            _solution_marker(marker, lineno, path, state)
+        elif marker is not None and marker.type == "dialect_begin_tab":
             if state["tab"] is not None:
                 # d2lbook reads this as "the open tab ends here"; so do we, and say so.
                 state["errors"].append(BookError(
@@ -349,8 +356,33 @@ def _prose_cells(
     return cells
 
 
+def _solution_marker(marker: Token, lineno: int, path: str, state: dict) -> None:
+    """Open or close a solution at ``lineno``; the problems of an unbalanced or misplaced marker."""
+    opening = marker.type == "dialect_begin_solution"
+    name = "<!-- solution -->" if opening else "<!-- end solution -->"
+    if state["tab"] is not None:
+        state["errors"].append(BookError(
+            f"{name} inside the prose tab opened at line {state['tab_line']}: close the tab first",
+            path, lineno))
+        return
+    if opening:
+        if state["solution"]:
+            state["errors"].append(BookError(
+                f"the solution opened at line {state['solutions'][state['solution']][1]} is not "
+                "closed by <!-- end solution --> before this one opens", path, lineno))
+        number = len(state["solutions"]) + 1
+        state["solutions"][number] = (marker.info.strip(), lineno)
+        state["solution"] = number
+    elif not state["solution"]:
+        state["errors"].append(BookError("<!-- end solution --> without a matching <!-- solution -->",
+                                         path, lineno))
+    else:
+        state["solution_rows"].append((state["solutions"][state["solution"]][1], lineno))
+        state["solution"] = 0
+
+
 def prose_cell(text: str, path: str, line: int, tabs: tuple[str, ...], blocks: tuple[Block, ...],
-               every_tab: bool = False) -> Cell:
+               every_tab: bool = False, solution: int = 0) -> Cell:
     """A prose cell, with the text the book shows (slide marks stripped, here and only here)
     and its blocks: the page parse's, unless stripping could change the structure (a line's
     start, end, table pipes, math or emptiness changed, or rows went away), when the stripped
@@ -361,7 +393,8 @@ def prose_cell(text: str, path: str, line: int, tabs: tuple[str, ...], blocks: t
         if len(before) != len(after) or any(a != b and _shape(a) != _shape(b)
                                             for a, b in zip(before, after, strict=True)):
             blocks = parse_blocks(prose)[1]
-    return Cell("markdown", text, path, line, tabs, prose=prose, blocks=blocks, every_tab=every_tab)
+    return Cell("markdown", text, path, line, tabs, prose=prose, blocks=blocks, every_tab=every_tab,
+                solution=solution)
 
 
 def _shape(line: str) -> tuple[object, ...]:
@@ -450,16 +483,17 @@ def read_section(text: str, path: str, tabs: tuple[str, ...], default_tab: str) 
     lines = text.split("\n")
     cells: list[Cell] = []
     tocs: list[TocBlock] = []
-    state: dict = {"tab": None, "tab_line": 0, "errors": []}
+    state: dict = {"tab": None, "tab_line": 0, "errors": [], "solution": 0, "solutions": {}, "solution_rows": []}
     tokens, blocks = parse_blocks(text)
     fences = [
         _Fence(t.map[0], t.map[1], t.info.strip(), t.content, t.markup, t.meta.get("dialect", "literal"))
         for t in tokens if t.type == "fence" and t.map
     ]
+    patterns = {"dialect_begin_tab": BEGIN_TAB, "dialect_end_tab": END_TAB,
+                "dialect_begin_solution": BEGIN_SOLUTION, "dialect_end_solution": END_SOLUTION}
     markers = {
         t.map[0]: t for t in tokens
-        if t.type in ("dialect_begin_tab", "dialect_end_tab") and t.map
-        and (BEGIN_TAB if t.type == "dialect_begin_tab" else END_TAB).match(lines[t.map[0]])
+        if t.type in patterns and t.map and patterns[t.type].match(lines[t.map[0]])
     }
     quoted: set[int] = set()  # rows of every fence: no reference there is one
     for fence in fences:
@@ -491,12 +525,16 @@ def read_section(text: str, path: str, tabs: tuple[str, ...], default_tab: str) 
                 state["tab"] = None
             cell = _code_cell(fence.content, path, start + 1, tabs, default_tab, state["errors"])
             if cell is not None:
-                cells.append(cell)
+                cells.append(replace(cell, solution=state["solution"]) if state["solution"] else cell)
         pos = end
     cells.extend(_prose_cells(lines[pos:], pos, path, tabs, state, markers, blocks))
     if state["tab"] is not None:
         state["errors"].append(BookError(":begin_tab: is never closed by :end_tab:: it ends with the page", path,
                                          state["tab_line"], kind=Problem.UNCLOSED_TAB))
+    if state["solution"]:
+        state["errors"].append(BookError("<!-- solution --> is never closed by <!-- end solution -->", path,
+                                         state["solutions"][state["solution"]][1]))
+    state["errors"] += _headings_in_solutions(tokens, state["solution_rows"], path)
     cells = section_tabs(cells, tabs, default_tab)
     labels, refs, errors = _scan_refs(tokens, lines, quoted, path)
     problems = sorted([*state["errors"], *errors], key=lambda e: e.line or 0)
@@ -506,5 +544,19 @@ def read_section(text: str, path: str, tabs: tuple[str, ...], default_tab: str) 
         raise_all(problems)
     title = _title(tokens)
     return Section(path, strip_slide_marks(title), tuple(cells), tuple(tocs), labels, tuple(refs),
-                   tuple(problems))
+                   tuple(problems), dict(state["solutions"]))
+
+
+def _headings_in_solutions(tokens: list[Token], spans: list[tuple[int, int]], path: str) -> list[BookError]:
+    """A heading between a solution's markers (1-based lines, both exclusive) would start a
+    section of the page inside the part a reader opens and closes: refused, at its line."""
+    errors = []
+    for tok in tokens:
+        if tok.type == "heading_open" and tok.map:
+            line = tok.map[0] + 1
+            for opened, closed in spans:
+                if opened < line < closed:
+                    errors.append(BookError(f"a heading inside the solution opened at line {opened}: "
+                                            "a solution holds prose and code, not sections", path, line))
+    return errors
 
