@@ -222,9 +222,10 @@ def _render(config: Config, book: Book, opts: Options, notebooks: Notebooks, ori
             log(f"[{opts.builder}] nothing changed: build/{opts.builder} is current")
         result.sphinx_seconds = time.monotonic() - t1
     if opts.builder == "html":
-        from tabbook.render.site import available_pdfs, load_site_options
+        from tabbook.render.context import render_context
+        from tabbook.render.site import available_pdfs
 
-        if not available_pdfs(load_site_options(config)):
+        if not available_pdfs(render_context(config)):
             log("[html] the site has no PDFs (none in build/pdf): its pages say \"PDF: not in "
                 "this build\"; `tabbook site` (make site) builds the site with its PDFs")
 

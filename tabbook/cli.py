@@ -51,6 +51,9 @@ def parser() -> argparse.ArgumentParser:
                    help="settings read after config.ini (default: tabbook.ini at the root, if any)")
     p.add_argument("--python", dest="interpreters", action="append", default=[], metavar="TAB=PATH",
                    help="run a tab's code with this existing interpreter (installs nothing into it)")
+    p.add_argument("--set", dest="settings", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                   help="set a configuration key for this command, over the overlay, config.ini and the "
+                   "key's environment variable (e.g. build.installer=pip); any key an overlay may set")
     sub = p.add_subparsers(dest="command", required=True)
     _build_parser(sub)
     _other_parsers(sub)
@@ -412,7 +415,7 @@ def _dispatch(args: argparse.Namespace, rest: list[str]) -> int:
     try:
         if args.command in WITHOUT_BOOK:
             return WITHOUT_BOOK[args.command](args, rest)
-        return WITH_BOOK[args.command](load_config(args.root, args.overlay, args.interpreters), args)
+        return WITH_BOOK[args.command](load_config(args.root, args.overlay, args.interpreters, args.settings), args)
     except BookError as err:
         print(err.location_message(), file=sys.stderr)
         return 1
@@ -470,7 +473,8 @@ def _katex(args: argparse.Namespace, rest: list[str]) -> int:
 def _serve(args: argparse.Namespace, rest: list[str]) -> int:
     from tabbook.serve import main as serve_main
 
-    return serve_main(["-C", str(args.root), *rest], overlay=args.overlay, interpreters=args.interpreters)
+    return serve_main(["-C", str(args.root), *rest], overlay=args.overlay, interpreters=args.interpreters,
+                      settings=args.settings)
 
 
 def _new(args: argparse.Namespace, rest: list[str]) -> int:

@@ -32,8 +32,11 @@ from typing import Any
 
 from tabbook.errors import BookError
 from tabbook.settings import (
+    ENVIRONMENT,
     MODULE_NAME,
     At,
+    Setting,
+    any_folder,
     bibliography,
     book_file,
     book_files,
@@ -72,8 +75,8 @@ from tabbook.settings import (
 
 #: The overlay file read after config.ini, when present at the book root.
 OVERLAY_NAME = "tabbook.ini"
-#: Environment variable naming another overlay (how a Sphinx run is told ``--overlay``'s:
-#: :meth:`Config.handoff_env`).
+#: Environment variable naming another overlay (``--overlay``'s; a Sphinx run is handed the
+#: render context instead, :mod:`tabbook.render.context`).
 OVERLAY_ENV = "TABBOOK_OVERLAY"
 
 #: The one tab of a book without ``[build] tabs``.
@@ -499,6 +502,13 @@ class Config:
         "units need, where the guess from their code (d2lbook's) is wrong")
     units_per_gpu: int = setting("build", "units_per_gpu", "1", positive("units"),
                                  "how many units share one GPU at a time")
+    installer: str = setting("build", "installer", "", choice("", "uv", "pip", why="must be uv or pip (or "
+                             "empty: uv when installed)"), "who installs the framework environments: uv or "
+                             "pip (empty: uv when installed beside the builder or on the PATH, else pip)",
+                             env="TABBOOK_INSTALLER")
+    venvs: Path | None = setting("build", "venvs", "", any_folder, "the folder the framework environments "
+                                 "are made in, shared by every book (empty: venvs/ in the user-wide cache)",
+                                 env="TABBOOK_VENVS")
     offline_requirements: tuple[Path, ...] = setting(
         "build", "offline_requirements", "", book_paths, "requirement files of what the code needs "
         "besides the frameworks, for a machine that cannot download (tabbook wheelhouse)")
@@ -518,21 +528,10 @@ class Config:
     unused: Unused = field(default_factory=Unused)
     frameworks: dict[str, Framework] = field(default_factory=dict)
     overlay: Path | None = None  # the overlay file that was read, if any
-    # Interpreters chosen on the command line or in $TABBOOK_PYTHON: (tab, path), in that order.
-    chosen_interpreters: tuple[tuple[str, Path], ...] = ()
 
     @property
     def build_dir(self) -> Path:
         return self.root / "build"
-
-    def handoff_env(self) -> dict[str, str]:
-        """What a tabbook process that this one starts (a Sphinx run's ``conf.py``) needs in its
-        own environment to read the same configuration: the overlay and the chosen interpreters.
-        The caller puts it in the environment it builds for that child; nothing sets it here."""
-        env = {OVERLAY_ENV: str(self.overlay)} if self.overlay is not None else {}
-        if self.chosen_interpreters:
-            env[PYTHON_ENV] = ",".join(f"{tab}={path}" for tab, path in self.chosen_interpreters)
-        return env
 
     def framework(self, name: str) -> Framework:
         return self.frameworks[name]
@@ -651,8 +650,10 @@ def chosen_interpreters(tabs: tuple[str, ...], given: Sequence[str] = ()) -> dic
 class _Files:
     """config.ini and the overlay, as configparser reads them, with their texts for locating keys."""
 
-    def __init__(self, root: Path, overlay: Path | None) -> None:
+    def __init__(self, root: Path, overlay: Path | None, overrides: dict[tuple[str, str], str] | None = None) -> None:
         self.root = root
+        self.overrides = overrides or {}  # --set SECTION.KEY=VALUE
+        self.used: set[tuple[str, str]] = set()
         self.path = root / "config.ini"
         if not self.path.is_file():
             raise BookError("no config.ini here; run from the book's root", str(self.path))
@@ -685,12 +686,33 @@ class _Files:
         name, body, _ = self.source(section, key)
         return BookError(f"[{section}] {key} {why}", name, key_line(body, section, key))
 
+    def given(self, section: str, decl: Setting) -> tuple[str, str] | None:
+        """A value set outside the files, as (where, text): ``--set SECTION.KEY=VALUE``, else the
+        key's environment variable (:attr:`Setting.env`); None: the files say."""
+        if (section, decl.key) in self.overrides:
+            self.used.add((section, decl.key))
+            where = f"--set {section}.{decl.key}"
+            if not decl.overlay:
+                raise BookError(f"{where}: [{section}] {decl.key} describes the book, not how it is built "
+                                "here: set it in config.ini")
+            return where, self.overrides[(section, decl.key)]
+        if decl.env and os.environ.get(decl.env):
+            return f"${decl.env}", os.environ[decl.env]
+        return None
+
     def read(self, cls: type, section: str = "", context: dict[str, Any] | None = None) -> dict[str, Any]:
         """The declared fields of ``cls``, read from ``section`` (for ``framework:*`` keys: the
         tab's own section), parsed and checked; each problem is an error at its key's line."""
         values: dict[str, Any] = dict(context or {})
         for name, decl in settings_of(cls):
             sec = section or decl.section
+            if (given := self.given(sec, decl)) is not None:
+                where, raw = given
+                try:
+                    values[name] = decl.parse(raw, At(self.root, Path.cwd(), values))
+                except ValueError as exc:
+                    raise BookError(f"{where}: [{sec}] {decl.key} {exc}") from None
+                continue
             where = next(((s, k) for s, k in ((sec, decl.key), *decl.aliases) if self.parser.has_option(s, k)),
                          None)
             if where is None:
@@ -719,14 +741,16 @@ class _Files:
                 raise self.error(section, key, f"is not a key of [{section}] (its keys: {', '.join(sorted(known))})")
 
 
-def load_config(root: Path, overlay: Path | None = None, interpreters: Sequence[str] = ()) -> Config:
+def load_config(root: Path, overlay: Path | None = None, interpreters: Sequence[str] = (),
+                overrides: Sequence[str] = ()) -> Config:
     """Read ``root/config.ini`` and the overlay; every problem is a :class:`BookError` naming the file
     (and the line, for a bad value). ``overlay``: the overlay to read, given explicitly (``--overlay``;
     a Dask worker gets the client's); None: :func:`overlay_path`'s choice. ``interpreters``:
-    ``--python TAB=PATH`` items, after ``$TABBOOK_PYTHON``'s."""
+    ``--python TAB=PATH`` items, after ``$TABBOOK_PYTHON``'s. ``overrides``: ``--set
+    SECTION.KEY=VALUE`` items, which win over a key's environment variable and the files."""
     root = root.resolve()
     overlay = overlay or overlay_path(root)
-    files = _Files(root, overlay.resolve() if overlay is not None else None)
+    files = _Files(root, overlay.resolve() if overlay is not None else None, _overrides(overrides))
     book = files.read(Config)
     files.check_known_keys("site", Site)
     site = Site(**files.read(Site))
@@ -749,9 +773,23 @@ def load_config(root: Path, overlay: Path | None = None, interpreters: Sequence[
             if why := leaves_book(root, value):
                 raise files.error(section, key, why)
         frameworks[tab] = Framework(name=tab, library=library, **values)
+    if unread := sorted(set(files.overrides) - files.used):
+        raise BookError(f"--set {unread[0][0]}.{unread[0][1]}: tabbook reads no such key (README: Configuration keys)")
     return Config(root=root, site=site, frameworks=frameworks, overlay=files.overlay, html=sections[Html],
                   pdf=sections[Pdf], colab=sections[Colab], deploy=sections[Deploy], unused=sections[Unused],
-                  chosen_interpreters=tuple(chosen.items()), **book)
+                  **book)
+
+
+def _overrides(items: Sequence[str]) -> dict[tuple[str, str], str]:
+    """``--set SECTION.KEY=VALUE`` items (``framework:TAB.KEY`` for a tab's keys); a later one wins."""
+    out: dict[tuple[str, str], str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        section, dot, key = name.strip().rpartition(".")
+        if not sep or not dot or not section or not key:
+            raise BookError(f"--set {item!r} is not SECTION.KEY=VALUE (e.g. build.installer=pip)")
+        out[(section, key)] = value
+    return out
 
 
 #: Every class whose fields are keys, in the order README lists them.
@@ -770,5 +808,19 @@ def key_reference() -> str:
                 default = "(see meaning)"
             else:
                 default = f"`{' '.join(decl.default.split())}`" if decl.default else "(empty)"
-            out.append(f"| {names} | {default} | {'yes' if decl.overlay else 'no'} | {decl.help} |")
+            env = f" (environment: `${decl.env}`)" if decl.env else ""
+            out.append(f"| {names} | {default} | {'yes' if decl.overlay else 'no'} | {decl.help}{env} |")
+    return "\n".join(out) + "\n"
+
+
+def environment_reference() -> str:
+    """README's list of the ``TABBOOK_*`` environment variables (Markdown): the keys' environment
+    forms, from their declarations, then :data:`tabbook.settings.ENVIRONMENT`."""
+    out = ["| variable | kind | meaning |", "| --- | --- | --- |"]
+    for cls in KEY_CLASSES:
+        for _, decl in settings_of(cls):
+            if decl.env:
+                out.append(f"| `{decl.env}` | key | `[{decl.section}] {decl.key}` (`--set "
+                           f"{decl.section}.{decl.key}=…` wins over it): {decl.help} |")
+    out += [f"| `{v.name}` | {v.kind} | {v.meaning} |" for v in ENVIRONMENT]
     return "\n".join(out) + "\n"

@@ -251,14 +251,15 @@ def serve(config: Config, host: str, port: int, build_first: bool = True) -> int
     return 0
 
 
-def main(argv: list[str] | None = None, overlay: Path | None = None, interpreters: Sequence[str] = ()) -> int:
-    """``serve``'s command line; ``overlay`` and ``interpreters``: the main command line's
-    ``--overlay`` and ``--python``."""
+def main(argv: list[str] | None = None, overlay: Path | None = None, interpreters: Sequence[str] = (),
+         settings: Sequence[str] = ()) -> int:
+    """``serve``'s command line; ``overlay``, ``interpreters`` and ``settings``: the main command
+    line's ``--overlay``, ``--python`` and ``--set``."""
     p = argparse.ArgumentParser(prog="python -m tabbook serve", description=__doc__.split("\n\n")[0])
     p.add_argument("-C", "--root", type=Path, default=Path.cwd(), help="book root (holds config.ini)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: localhost only)")
     p.add_argument("--port", type=int, default=8000, help="0 picks a free port")
     p.add_argument("--no-build", action="store_true", help="serve the existing build/html first")
     args = p.parse_args(argv)
-    config = load_config(args.root.resolve(), overlay, interpreters)
+    config = load_config(args.root.resolve(), overlay, interpreters, settings)
     return serve(config, args.host, args.port, build_first=not args.no_build)

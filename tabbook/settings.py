@@ -46,16 +46,61 @@ class Setting:
     overlay: bool = True  # whether an overlay (tabbook.ini, --overlay) may set it
     # d2lbook's other names for the key, read when it is absent: (section, key).
     aliases: tuple[tuple[str, str], ...] = ()
+    # The environment variable that sets it on this machine, over the files (``--set`` wins over it).
+    env: str = ""
 
 
 def setting(section: str, key: str, default: Default, parse: Parse, help: str, *, overlay: bool = True,
-            aliases: tuple[tuple[str, str], ...] = (), field_default: Any = MISSING) -> Any:
+            aliases: tuple[tuple[str, str], ...] = (), env: str = "", field_default: Any = MISSING) -> Any:
     """A dataclass field read from ``[section] key``. ``field_default``: the field's own
     default when the class is made by hand (tests make a :class:`Framework` that way)."""
-    declared = {"setting": Setting(section, key, default, parse, help, overlay, aliases)}
+    declared = {"setting": Setting(section, key, default, parse, help, overlay, aliases, env)}
     if field_default is MISSING:
         return field(metadata=declared)
     return field(default=field_default, metadata=declared)
+
+
+@dataclass(frozen=True)
+class Variable:
+    """An environment variable tabbook reads that is not a key's environment form
+    (:attr:`Setting.env` declares those, on the key)."""
+
+    name: str
+    kind: str  # "option": a command-line option's form; "switch": for tests and diagnostics;
+    # "hand-off": set by tabbook for a process it starts, never by a user
+    meaning: str
+
+
+#: Every other ``TABBOOK_*`` variable, in one place (README: "Environment variables", written
+#: from here with the keys' own; a test fails when a name in the repository is missing here).
+ENVIRONMENT: tuple[Variable, ...] = (
+    Variable("TABBOOK_OVERLAY", "option", "--overlay INI: the overlay read after config.ini"),
+    Variable("TABBOOK_PYTHON", "option", "--python TAB=PATH,…: existing interpreters, over [framework:TAB] "
+             "interpreter (a --python item wins over it)"),
+    Variable("TABBOOK_CACHE", "switch", "moves the user-wide cache (framework venvs, KaTeX and reveal.js, "
+             "d2lbook's venv) from $XDG_CACHE_HOME/tabbook; tests give each run its own"),
+    Variable("TABBOOK_WARM", "switch", "0 or 1: the warm builder off or on (default: on at a terminal, "
+             "off under CI); tests and benchmarks ask for it"),
+    Variable("TABBOOK_NO_FSYNC", "switch", "any value: atomic writes skip fsync (a throw-away CI build; "
+             "bench/fsync.py measures the cost)"),
+    Variable("TABBOOK_GPU_LOCKS", "switch", "the machine-wide folder of GPU and run-alone locks (tests "
+             "give each run its own; default: tabbook-gpu-locks in the temporary folder)"),
+    Variable("TABBOOK_TEST_STRICT", "switch", "tests: a missing prerequisite (TeX, Chromium, …) fails "
+             "instead of skipping (make test sets it; CI too)"),
+    Variable("TABBOOK_CHROMIUM", "switch", "tests: the Chromium the browser tests drive (default "
+             "/usr/bin/chromium)"),
+    Variable("TABBOOK_LOCK_ROUNDS", "switch", "tests: rounds of concurrent builds tests/test_book_lock.py runs"),
+    Variable("TABBOOK_RENDER_CONTEXT", "hand-off", "to a Sphinx run: the render context file its conf.py "
+             "reads instead of config.ini (tabbook/render/context.py)"),
+    Variable("TABBOOK_WARNINGS", "hand-off", "to a Sphinx run: where it records its warnings "
+             "(tabbook/render/ext/diagnostics.py)"),
+    Variable("TABBOOK_SPHINX_GATE", "hand-off", "to a Sphinx started early: wait for the sources "
+             "(tabbook/render/ext/gate.py)"),
+    Variable("TABBOOK_LEARN_MODULES", "hand-off", "to an HTML run: where it records the modules it "
+             "imported, for the warm processes (tabbook/render/ext/learn.py)"),
+    Variable("TABBOOK_D2L_DIR", "hand-off", "to tests/lib under make libtest: the d2l/ the installed "
+             "wheel must match"),
+)
 
 
 def settings_of(cls: type) -> list[tuple[str, Setting]]:
@@ -229,6 +274,13 @@ def existing_file(value: str, at: At) -> Path | None:
     if not target.is_file():
         raise ValueError(f"names {value.strip()}, which does not exist")
     return target
+
+
+def any_folder(value: str, at: At) -> Path | None:
+    """A folder anywhere (made when needed): absolute, ``~``, or relative to where it was set; "" is none."""
+    if not value.strip():
+        return None
+    return (at.folder / os.path.expanduser(value.strip())).absolute()
 
 
 def interpreter(value: str, at: At) -> Path | None:

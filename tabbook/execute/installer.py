@@ -4,7 +4,8 @@ Both install the same lock with the same constraints into the same ``python -m v
 so an environment's content, and the lock hash that names it and enters the freeze keys,
 do not depend on the installer; uv only does it several times faster (``make bench``:
 ``bench/env_create.py``). uv is found beside the builder's interpreter (``envs/builder.txt``
-installs it there) or on the PATH; ``$TABBOOK_INSTALLER`` = ``pip`` or ``uv`` chooses.
+installs it there) or on the PATH; ``[build] installer`` (``$TABBOOK_INSTALLER``, ``--set
+build.installer=``) = ``pip`` or ``uv`` chooses.
 
 uv does not read pip's configuration, and a machine's pip configuration may be what makes an
 install possible at all (a wheel folder on disk: ``find-links``; a local mirror: an index; a
@@ -29,9 +30,6 @@ from pathlib import Path
 from tabbook.errors import BookError
 from tabbook.files import write_atomic
 
-#: ``$TABBOOK_INSTALLER``: ``uv`` or ``pip``; unset: uv when found, else pip.
-ENV = "TABBOOK_INSTALLER"
-
 
 def uv_binary() -> Path | None:
     """uv installed beside the builder's interpreter (its scripts folder), else on the PATH."""
@@ -42,17 +40,14 @@ def uv_binary() -> Path | None:
     return Path(found) if found else None
 
 
-def chosen_installer() -> str:
-    """``uv`` or ``pip``, as ``$TABBOOK_INSTALLER`` says or as is available."""
-    wanted = os.environ.get(ENV, "").strip().lower()
-    if wanted not in ("", "uv", "pip"):
-        raise BookError(f"${ENV} is {wanted!r}: give uv or pip (or leave it unset: uv when installed)")
+def chosen_installer(wanted: str = "") -> str:
+    """``uv`` or ``pip``: ``wanted`` (``[build] installer``, ``$TABBOOK_INSTALLER``), else what is available."""
     if wanted == "pip":
         return "pip"
     if uv_binary() is None:
         if wanted == "uv":
-            raise BookError(f"${ENV}=uv, but uv is not installed beside {sys.executable} nor on the PATH "
-                            "(pip install uv)")
+            raise BookError("[build] installer is uv, but uv is not installed beside "
+                            f"{sys.executable} nor on the PATH (pip install uv)")
         return "pip"
     return "uv"
 

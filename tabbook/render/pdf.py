@@ -30,7 +30,7 @@ from pathlib import Path
 from tabbook.config import Config, config_error
 from tabbook.errors import BookError, raise_all
 from tabbook.files import BuildDir, copy_atomic
-from tabbook.render.latex_conf import TEX_NAME, chosen_fonts
+from tabbook.render.latex_conf import TEX_NAME, font_warnings
 from tabbook.render.sphinx import sphinx_command, sphinx_env
 
 TOOLS = ("xelatex", "latexmk", "rsvg-convert")
@@ -221,7 +221,7 @@ def write_pdfs(config: Config, wanted: tuple[str, ...], jobs: int = 0, log=print
     """Each framework's LaTeX from the doctree cache a ``latex`` build filled, typeset;
     returns framework → PDF. (:func:`tabbook.build.build_pdfs` runs that build first.)"""
     workers = max(1, min(jobs or os.cpu_count() or 1, len(wanted), 2))
-    for warning in chosen_fonts(config)[1]:  # [pdf] *_font not installed: tabbook's font instead
+    for warning in font_warnings(config):  # [pdf] *_font not installed: tabbook's font instead
         log(f"warning: {warning.location_message()}")
     done: dict[str, Path] = {}
     failures: list[BookError] = []
