@@ -158,6 +158,27 @@ def _read_and_check(config: Config, opts: Options, execute: bool, strict: bool, 
     return book
 
 
+def dry_run(config: Config, opts: Options) -> tuple[Plan, list[Any]]:
+    """``build --dry-run``: the plan a build with ``opts`` would follow and this machine's GPUs,
+    read, checked and planned as :func:`build` does; no kernel starts, and neither ``d2l/`` nor
+    the store nor ``build/report.json`` is written. ``--frozen`` lists its stale units rather
+    than stopping at them (the caller's exit status says so)."""
+    from dataclasses import replace
+
+    from tabbook.execute import plan
+    from tabbook.library.cache import book_library
+
+    execute = config.execute if opts.execute is None else opts.execute
+    book = _read_and_check(config, opts, execute, strict=False, log=lambda _: None)
+    store = FreezeStore(opts.freeze_dir or config.freeze_dir, config.root)
+    gpus = detect()
+    the_plan = plan.plan(config, book.rendered, book_library(book), store,
+                         replace(opts.selection, frozen_only=False), host_gpus=len(gpus))
+    if not execute:
+        the_plan.without_execution()
+    return the_plan, gpus
+
+
 def _write_library(config: Config, book: Book, log: Callable[[str], Any]) -> list[str]:
     from tabbook.library.cache import book_library
     from tabbook.library.generate import write_library
@@ -177,8 +198,7 @@ def _execute(config: Config, book: Book, opts: Options, execute: bool, strict: b
 
     t_exec = time.monotonic()
     store = FreezeStore(opts.freeze_dir or config.freeze_dir, config.root)
-    the_plan = plan.plan(config, book.rendered, book_library(book), store, opts.selection,
-                         host_gpus=len(detect()))
+    the_plan = plan.plan(config, book.rendered, book_library(book), store, opts.selection, host_gpus=len(detect()))
     result.outcomes = the_plan.units
     # GPU outputs this machine could not re-run (execute/plan.py lesser_host): a warning, which
     # fails a strict build once every page is written, like any other warning.
@@ -303,23 +323,21 @@ def verify_freeze(config: Config, selection: Selection, *, jobs: int = 0, schedu
         store = FreezeStore(config.freeze_dir, config.root)
         forced = Selection(force=True, frameworks=selection.frameworks, only=selection.only, execute_here=True)
         the_plan = plan.plan(config, book.rendered, library, store, forced)
-        current = {(u.section, u.framework) for u in the_plan.units if u.why == ["forced (--force)"]}
-        stale = [(u, p) for u, p in the_plan.todo if (u.section, u.framework) not in current]
-        the_plan.todo = [(u, p) for u, p in the_plan.todo if (u.section, u.framework) in current]
+        current = [(u, p) for u, p in the_plan.todo if the_plan.outcomes[(u.section, u.framework)].current]
+        stale = [u for u, _ in the_plan.todo if not the_plan.outcomes[(u.section, u.framework)].current]
 
         def run(todo: list[tuple[Any, Any]]) -> dict[tuple[str, str], dict[str, Any] | str]:
-            the_plan.todo = todo
+            some = the_plan.restricted({(u.section, u.framework) for u, _ in todo})
             with tempfile.TemporaryDirectory(prefix="tabbook-verify-") as tmp:
-                notebooks, _ = plan.run(config, the_plan, FreezeStore(Path(tmp), config.root),
-                                        lambda: _runner(config, the_plan, Options(jobs=jobs, scheduler=scheduler), log))
-            failed = {(s.section, s.framework): s.error or "failed" for s in the_plan.units if s.status == "failed"}
+                notebooks, _ = plan.run(config, some, FreezeStore(Path(tmp), config.root),
+                                        lambda: _runner(config, some, Options(jobs=jobs, scheduler=scheduler), log))
+            failed = {s.id: s.error or "failed" for s in some.units if s.status == "failed"}
             return {k: failed.get(k) or notebooks[k] for k in ((u.section, u.framework) for u, _ in todo)}
 
         def rel(section: str, fw: str) -> str:
             return config.rel(store.path(section, fw))
 
-        verdicts = verify.verify(the_plan.todo, store.load, rel,
-                                 lambda nb: bool(store_provenance(nb).get("gpus")), run)
+        verdicts = verify.verify(current, store.load, rel, lambda nb: bool(store_provenance(nb).get("gpus")), run)
         verdicts += [verify.Verdict(rel(u.section, u.framework), u.section, u.framework, "stale",
-                                    ["the entry is missing or stale: `tabbook build` first"]) for u, _ in stale]
+                                    ["the entry is missing or stale: `tabbook build` first"]) for u in stale]
     return verdicts

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tabbook.errors import BookError, BookErrors, interrupted_status, raise_all, raise_interrupted
+from tabbook.errors import BookError, BookErrors, interrupted_status, raise_interrupted
 from tabbook.files import BuildDir
 
 if TYPE_CHECKING:
@@ -224,11 +224,11 @@ def _build(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
     )
     if args.json and not args.dry_run:
         raise BookError("--json goes with --dry-run")
-    if args.dry_run:
-        return _dry_run(config, args, selection)
     opts = Options(selection, render=not args.no_render, freeze_dir=args.freeze_dir, jobs=args.jobs,
                    builder=args.builder, execute=args.execute, partial=args.partial,
                    scheduler=args.scheduler, strict=args.strict, sphinx=getattr(args, "sphinx", None))
+    if args.dry_run:
+        return _dry_run(config, args, opts)
     result = build(config, opts)
     counts: dict[str, int] = {}
     for u in result.units:
@@ -240,36 +240,15 @@ def _build(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
     return 0
 
 
-def _dry_run(config, args: argparse.Namespace, selection) -> int:  # noqa: ANN001 - Config, Selection
-    """``build --dry-run``: the plan of a build with these options, each unit with why it would
-    run; no kernel starts, and neither d2l/ nor the store nor build/report.json is written."""
+def _dry_run(config, args: argparse.Namespace, opts) -> int:  # noqa: ANN001 - Config, build.Options
+    """``build --dry-run``: print the plan :func:`tabbook.build.dry_run` makes, each unit with why
+    it would run; nothing is run or written."""
     import json
 
-    from tabbook.book import read_book
-    from tabbook.check import check_book
-    from tabbook.execute.gpus import detect
-    from tabbook.execute.plan import plan
-    from tabbook.execute.store import FreezeStore
-    from tabbook.library.cache import book_library
+    from tabbook.build import dry_run
 
-    book = read_book(config, extra_files=not args.partial, whole_library=args.partial)
-    execute = config.execute if args.execute is None else args.execute
-    problems = check_book(book, partial=args.partial, warnings=[], executes=execute)
-    if problems:
-        raise_all(problems)
-    from dataclasses import replace
-
-    store = FreezeStore(args.freeze_dir or config.freeze_dir, config.root)
-    # With --frozen, list the stale units rather than stop at them (the exit status says so).
-    gpus = detect()
-    the_plan = plan(config, book.rendered, book_library(book), store, replace(selection, frozen_only=False),
-                    host_gpus=len(gpus))
+    the_plan, gpus = dry_run(config, opts)
     units = the_plan.units
-    if not execute:
-        for u in units:
-            if u.state == "run":
-                u.state = "stale"
-                u.why = [*u.why, "execution is off: shown as code only"]
     failed = 1 if args.frozen and any(u.state in ("run", "stale", "outdated") for u in units) else 0
     if args.json:
         print(json.dumps([u.as_json() for u in units], indent=1))

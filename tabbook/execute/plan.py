@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tabbook.config import Config
@@ -85,6 +85,7 @@ class UnitOutcome:
     error: str | None = None
     notebook: dict[str, Any] | None = None
     origin: str | None = None
+    current: bool = False  # its entry matches its key (a forced unit runs all the same)
 
     @property
     def id(self) -> tuple[str, str]:
@@ -192,6 +193,21 @@ class Plan:
         """Where each notebook not new in this build came from (the sources step skips merging
         a page whose notebooks and text are what they were: render/sources.py)."""
         return {k: o.origin for k, o in self.outcomes.items() if o.origin is not None}
+
+    def restricted(self, ids: set[tuple[str, str]]) -> Plan:
+        """A plan of only these of its units to run (their records copied, the library shared):
+        what ``verify-freeze`` runs, leaving this plan as it was."""
+        return Plan(outcomes={k: replace(o) for k, o in self.outcomes.items() if k in ids},
+                    todo=[(u, p) for u, p in self.todo if (u.section, u.framework) in ids],
+                    deferred={k: s for k, s in self.deferred.items() if k in ids}, library=self.library)
+
+    def without_execution(self) -> None:
+        """Execution off: a unit that would run is ``stale``, shown as code only (what a build
+        with execution off then shows, :func:`skip_execution`)."""
+        for unit, _ in self.todo:
+            record = self.outcomes[(unit.section, unit.framework)]
+            record.state = "stale"
+            record.why = [*record.why, "execution is off: shown as code only"]
 
     def keys_for_todo(self, config: Config) -> None:
         """Complete the keys of the units about to run and be stored (see :func:`unit_key`)."""
@@ -330,7 +346,8 @@ def _plan_unit(out: Plan, config: Config, section: Section, fw: str, entry: dict
         return []
     matched = match(entry, parts)
     selected = selection.selects(section.path, fw)
-    record = out.outcomes[(section.path, fw)] = UnitOutcome(section.path, fw, library_whole=parts.library_whole)
+    record = out.outcomes[(section.path, fw)] = UnitOutcome(section.path, fw, library_whole=parts.library_whole,
+                                                            current=bool(matched))
     declared = config.declared_gpus(section.path)
     need = declared if declared is not None else guess_need("\n".join(c.source for c in cells))
     alone = config.runs_alone(section.path)
