@@ -20,10 +20,14 @@
 # WHEELS (default build/wheelhouse), FRAMEWORKS (default pytorch,jax), OUT (default build/gpu-out),
 # UNITS_PER_GPU (default 4), ONLY (section files to execute, space-separated; default all),
 # BUILD_SECONDS (stop the build with Ctrl-C after this long, keeping the entries it finished, so
-# a machine lent for minutes still returns what was done; default: no limit).
+# a machine lent for minutes still returns what was done; default: no limit), FACTS (a Python
+# file run after the build with the machine's interpreter, its output in $OUT/facts.txt; default
+# scripts/gpu-facts.py where it exists; FACTS_SECONDS bounds it, default 120).
 set -euo pipefail
 
 root=$(pwd)
+# The builder is this checkout's tabbook (the script's own repository), whichever book it builds.
+tabbook_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 test -f config.ini || { echo "gpu-build.sh: run it from the book's root (no config.ini in $root)" >&2; exit 2; }
 machine_py=${GPU_PYTHON:-$(command -v python3)}
 wheels=${WHEELS:-build/wheelhouse}
@@ -75,11 +79,12 @@ only=()
 if [ -n "${ONLY:-}" ]; then only=(--only $ONLY); fi
 export PYTHONUNBUFFERED=1 TF_CPP_MIN_LOG_LEVEL=2
 touch "$venv/stamp"
-"$py" -m tabbook "${args[@]}" build --dry-run --frameworks "$frameworks" --force "${only[@]}" 2>&1 | tee -a "$log"
+export PYTHONPATH="$tabbook_root"
+"$py" -m tabbook -C "$root" "${args[@]}" build --dry-run --frameworks "$frameworks" --force "${only[@]}" 2>&1 | tee -a "$log"
 set +e
 limit=()
 if [ -n "${BUILD_SECONDS:-}" ]; then limit=(timeout -s INT -k 20 "$BUILD_SECONDS"); fi
-"${limit[@]}" "$py" -m tabbook "${args[@]}" build --no-render --frameworks "$frameworks" --force "${only[@]}" 2>&1 | tee -a "$log"
+"${limit[@]}" "$py" -m tabbook -C "$root" "${args[@]}" build --no-render --frameworks "$frameworks" --force "${only[@]}" 2>&1 | tee -a "$log"
 status=${PIPESTATUS[0]}
 set -e
 say "build exited $status"
@@ -91,5 +96,14 @@ if [ -n "$changed" ]; then
     say "$(wc -l <<<"$changed") entries in $out/freeze.tgz"
 fi
 test -f build/report.json && cp build/report.json "$out/report.json"
+
+# 6. Facts about the machine that the book's prose relies on (what the GPU does), after the
+#    build so that they never disturb its timings.
+facts=${FACTS:-$tabbook_root/scripts/gpu-facts.py}
+if [ -f "$facts" ]; then
+    say "facts: $facts"
+    (cd "$out" && PYTHONPATH= timeout -k 10 "${FACTS_SECONDS:-120}" "$machine_py" "$facts" > facts.txt 2>&1) \
+        || say "facts exited $? (output so far in $out/facts.txt)"
+fi
 say "done"
 exit "$status"
