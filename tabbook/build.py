@@ -25,7 +25,7 @@ from tabbook.book import Book, read_book
 from tabbook.config import Config
 from tabbook.errors import BookError, raise_all
 from tabbook.execute.gpus import Devices, detect
-from tabbook.execute.plan import Notebooks, Plan, Selection, UnitOutcome
+from tabbook.execute.plan import Notebooks, Plan, Selection, UnitOutcome, UnitStatus
 from tabbook.execute.runner import Runner
 from tabbook.execute.store import FreezeStore
 from tabbook.files import BuildDir, book_lock, write_atomic
@@ -312,7 +312,7 @@ def verify_freeze(config: Config, selection: Selection, *, jobs: int = 0, schedu
     import tempfile
 
     from tabbook.execute import plan, verify
-    from tabbook.execute.store import provenance as store_provenance
+    from tabbook.execute.store import Entry
     from tabbook.library.cache import book_library
     from tabbook.library.generate import write_library
 
@@ -331,13 +331,17 @@ def verify_freeze(config: Config, selection: Selection, *, jobs: int = 0, schedu
             with tempfile.TemporaryDirectory(prefix="tabbook-verify-") as tmp:
                 notebooks, _ = plan.run(config, some, FreezeStore(Path(tmp), config.root),
                                         lambda: _runner(config, some, Options(jobs=jobs, scheduler=scheduler), log))
-            failed = {s.id: s.error or "failed" for s in some.units if s.status == "failed"}
+            failed = {s.id: s.error or "failed" for s in some.units if s.status == UnitStatus.FAILED}
             return {k: failed.get(k) or notebooks[k] for k in ((u.section, u.framework) for u, _ in todo)}
 
         def rel(section: str, fw: str) -> str:
             return config.rel(store.path(section, fw))
 
-        verdicts = verify.verify(current, store.load, rel, lambda nb: bool(store_provenance(nb).get("gpus")), run)
+        def stored(section: str, fw: str) -> dict[str, Any] | None:
+            entry = store.load(section, fw)
+            return entry.notebook if entry is not None else None
+
+        verdicts = verify.verify(current, stored, rel, lambda nb: bool(Entry(nb).gpus), run)
         verdicts += [verify.Verdict(rel(u.section, u.framework), u.section, u.framework, "stale",
                                     ["the entry is missing or stale: `tabbook build` first"]) for u in stale]
     return verdicts

@@ -246,10 +246,11 @@ def _dry_run(config, args: argparse.Namespace, opts) -> int:  # noqa: ANN001 - C
     import json
 
     from tabbook.build import dry_run
+    from tabbook.execute.plan import UnitState
 
     the_plan, gpus = dry_run(config, opts)
     units = the_plan.units
-    failed = 1 if args.frozen and any(u.state in ("run", "stale", "outdated") for u in units) else 0
+    failed = 1 if args.frozen and any(u.state in (UnitState.RUN, UnitState.STALE, UnitState.OUTDATED) for u in units) else 0
     if args.json:
         print(json.dumps([u.as_json() for u in units], indent=1))
         return failed

@@ -13,7 +13,7 @@ import itertools
 import json
 from typing import Any
 
-from tabbook.execute.store import provenance as store_provenance
+from tabbook.execute.store import Entry, new_notebook
 from tabbook.render.myst import cell_to_myst_lines, toc_to_toctree, wrap_directive, wrap_div, wrap_div_lines
 from tabbook.render.names import CELL_KEY, PROSE_TAB, PROVENANCE_CLASS, TabMark
 from tabbook.source.model import Section
@@ -156,7 +156,7 @@ def merge_section(
                 new["metadata"][CELL_KEY] = TabMark(fw, run).as_metadata()
             cells.append(new)
             origin[id(new)] = list(cell.source_lines) or [cell.line]
-    provenance = {fw: store_provenance(nb) for fw, nb in executed.items()}
+    provenance = {fw: Entry(nb).provenance for fw, nb in executed.items()}
     cells += _provenance_cells(provenance, len(executed), tabs, labels, downloads)
     if notice := outdated_notice(labels, provenance):
         cells.insert(min(1, len(cells)), _md(notice))
@@ -192,12 +192,4 @@ def _notebook(cells: list[dict[str, Any]]) -> dict[str, Any]:
     """The merged notebook of ``cells``, each with a stable id."""
     for i, cell in enumerate(cells):
         cell["id"] = f"cell-{i}"
-    return {
-        "nbformat": 4,
-        "nbformat_minor": 5,
-        "metadata": {
-            "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
-            "language_info": {"name": "python", "pygments_lexer": "ipython3"},
-        },
-        "cells": cells,
-    }
+    return new_notebook(cells)

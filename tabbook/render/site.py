@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tabbook.execute.store import FreezeStore, public_copy, read_entry
+from tabbook.execute.store import FreezeStore, new_notebook, public_copy, read_entry
 from tabbook.files import Memo, write_if_changed
 from tabbook.render.context import SLIDES, RenderContext, github_repo
 
@@ -136,8 +136,7 @@ def reader_notebook(nb: dict[str, Any], trusted: bool = False) -> dict[str, Any]
     from tabbook.render.sanitize import untrusted_notebook
 
     out = public_copy(nb if trusted else untrusted_notebook(nb))
-    meta = out.setdefault("metadata", {})
-    meta["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    out.setdefault("metadata", {})["kernelspec"] = new_notebook([])["metadata"]["kernelspec"]
     return out
 
 

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from tabbook.config import Config
-from tabbook.execute.store import entry_key
+from tabbook.execute.store import Entry
 from tabbook.files import BuildDir, write_atomic, write_if_changed
 from tabbook.render.site import SLIDES, deck_target
 from tabbook.source.dialect import ROLE
@@ -379,7 +379,7 @@ def deck_key(section: Section, framework: str, executed: dict[str, Any] | None) 
     h = hashlib.sha256(f"{framework}\0".encode())
     for cell in section.cells:
         h.update(f"{cell.kind}\0{','.join(cell.tabs)}\0{','.join(sorted(cell.flags))}\0{cell.source}\0".encode())
-    key = entry_key(executed)
+    key = Entry(executed).key
     h.update((key or json.dumps(executed, sort_keys=True, default=str)).encode())
     return h.hexdigest()
 
