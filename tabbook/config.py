@@ -374,7 +374,7 @@ class Unused:
 
 
 def _known(values: dict[str, Any], i: int) -> str:
-    return values["known"][i]
+    return str(values["known"][i])
 
 
 @dataclass(frozen=True)
@@ -707,11 +707,11 @@ class _Files:
         for name, decl in settings_of(cls):
             sec = section or decl.section
             if (given := self.given(sec, decl)) is not None:
-                where, raw = given
+                origin, text = given
                 try:
-                    values[name] = decl.parse(raw, At(self.root, Path.cwd(), values))
+                    values[name] = decl.parse(text, At(self.root, Path.cwd(), values))
                 except ValueError as exc:
-                    raise BookError(f"{where}: [{sec}] {decl.key} {exc}") from None
+                    raise BookError(f"{origin}: [{sec}] {decl.key} {exc}") from None
                 continue
             where = next(((s, k) for s, k in ((sec, decl.key), *decl.aliases) if self.parser.has_option(s, k)),
                          None)
@@ -754,7 +754,8 @@ def load_config(root: Path, overlay: Path | None = None, interpreters: Sequence[
     book = files.read(Config)
     files.check_known_keys("site", Site)
     site = Site(**files.read(Site))
-    sections = {cls: cls(**files.read(cls)) for cls in (Html, Pdf, Colab, Deploy, Unused)}
+    html, pdf, colab, deploy, unused = (Html(**files.read(Html)), Pdf(**files.read(Pdf)), Colab(**files.read(Colab)),
+                                        Deploy(**files.read(Deploy)), Unused(**files.read(Unused)))
     tabs: tuple[str, ...] = book["tabs"]
     chosen = chosen_interpreters(tabs, interpreters)
     frameworks: dict[str, Framework] = {}
@@ -775,9 +776,8 @@ def load_config(root: Path, overlay: Path | None = None, interpreters: Sequence[
         frameworks[tab] = Framework(name=tab, library=library, **values)
     if unread := sorted(set(files.overrides) - files.used):
         raise BookError(f"--set {unread[0][0]}.{unread[0][1]}: tabbook reads no such key (README: Configuration keys)")
-    return Config(root=root, site=site, frameworks=frameworks, overlay=files.overlay, html=sections[Html],
-                  pdf=sections[Pdf], colab=sections[Colab], deploy=sections[Deploy], unused=sections[Unused],
-                  **book)
+    return Config(root=root, site=site, frameworks=frameworks, overlay=files.overlay, html=html, pdf=pdf,
+                  colab=colab, deploy=deploy, unused=unused, **book)
 
 
 def _overrides(items: Sequence[str]) -> dict[tuple[str, str], str]:

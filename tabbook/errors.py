@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
+#: How a stage says what it does, a line at a time (``print`` by default; a test collects them).
+Log = Callable[[str], object]
+
 
 class BookError(Exception):
     """An error the book's author (or the build's user) can act on.
@@ -18,7 +24,7 @@ class BookError(Exception):
         self.column = column  # 1-based, where a line alone is not enough (a bad byte)
         super().__init__(self.location_message())
 
-    def __reduce__(self):  # noqa: ANN204 - pickle's protocol
+    def __reduce__(self) -> tuple[Any, ...]:
         """Pickled with its location (the parsed-page cache keeps sections' warnings)."""
         return (type(self), (self.message, self.path, self.line, self.column))
 
@@ -39,7 +45,7 @@ class BookErrors(BookError):
         self.errors = errors
         super().__init__("\n".join(e.location_message() for e in errors))
 
-    def __reduce__(self):  # noqa: ANN204 - pickle's protocol
+    def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.errors,))
 
     def location_message(self) -> str:  # noqa: D102 - same contract as parent

@@ -164,7 +164,7 @@ def gpu_needs(value: str, at: At) -> tuple[tuple[str, int], ...]:
 
 def positive(unit: str) -> Parse:
     def parse(value: str, at: At) -> int:
-        number = integer(unit)(value, at)
+        number: int = integer(unit)(value, at)
         if number < 1:
             raise ValueError(f"must be at least 1 ({unit})")
         return number
@@ -287,8 +287,8 @@ def interpreter(value: str, at: At) -> Path | None:
     """An interpreter: absolute, ``~``, or relative to the file that names it; "" is none. One
     chosen on the command line (``--python``, in ``at.values["chosen"]``) wins unchecked: the
     key may name a path of another machine."""
-    if at.values.get("chosen") is not None:
-        return at.values["chosen"]
+    if isinstance(chosen := at.values.get("chosen"), Path):
+        return chosen
     if not value.strip():
         return None
     target = Path(os.path.expanduser(value.strip()))

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from tabbook.config import Config, Framework
-from tabbook.errors import BookError
+from tabbook.errors import BookError, Log
 from tabbook.files import BuildDir, cache_dir, exclusive, write_atomic
 
 MARKER = ".tabbook-complete"
@@ -108,7 +108,7 @@ def venv_dir(config: Config, fw: Framework) -> Path:
     return (config.venvs or cache_dir() / "venvs") / f"{fw.name}-{lock_hash(fw)}"
 
 
-def ensure_env(config: Config, fw: Framework, create: bool = True, log=print, hashes: bool = True) -> Env:
+def ensure_env(config: Config, fw: Framework, create: bool = True, log: Log = print, hashes: bool = True) -> Env:
     """Return the framework's env, creating and installing it when missing (``hashes=False``:
     from the requirements file even where a hashed lock lies beside it, as ``tabbook lock`` does)."""
     if fw.interpreter is not None:  # someone else's environment: used as it is, never installed into

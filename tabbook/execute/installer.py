@@ -25,9 +25,10 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+from collections.abc import Callable
 from pathlib import Path
 
-from tabbook.errors import BookError
+from tabbook.errors import BookError, Log
 from tabbook.files import write_atomic
 
 
@@ -137,7 +138,7 @@ def requirements_digest(requirements: Path) -> str:
     return hashlib.sha256(requirements.read_bytes()).hexdigest()[:16]
 
 
-def hashed_lock(requirements: Path, rel=str) -> Path | None:  # noqa: ANN001 - Config.rel
+def hashed_lock(requirements: Path, rel: Callable[[Path], str] = str) -> Path | None:
     """The hashed lock beside ``requirements`` when there is one, checked to be made from it.
 
     The requirements file stays what names the environment (its hash is the venv's name and
@@ -156,7 +157,7 @@ def hashed_lock(requirements: Path, rel=str) -> Path | None:  # noqa: ANN001 - C
     return path
 
 
-def _check_hashed(path: Path, rel) -> None:  # noqa: ANN001 - Config.rel
+def _check_hashed(path: Path, rel: Callable[[Path], str]) -> None:
     """Every requirement of a hashed lock is one package pinned with ``==`` and given hashes,
     as pip's ``--require-hashes`` demands (and uv's install relies on, see install_command)."""
     import re
@@ -212,7 +213,7 @@ def _venv_seed(python: Path) -> set[str]:
     return seed
 
 
-def write_hashed_lock(requirements: Path, python: Path, log=print) -> Path:  # noqa: ANN001 - print
+def write_hashed_lock(requirements: Path, python: Path, log: Log = print) -> Path:
     """``tabbook lock``: pin every package installed in the venv of ``python`` (made from
     ``requirements``) with the hashes of its files, into ``hashed_path(requirements)``.
 

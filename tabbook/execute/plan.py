@@ -181,7 +181,7 @@ def explain(entry: Entry | None, parts: KeyParts) -> tuple[list[str], list[str]]
                     else "keyed on the whole library by an older tabbook")
             why.append(f"the library ({what})")
         else:
-            names = changed_names(old_names, dict(parts.library_names))
+            names = changed_names(old_names or {}, dict(parts.library_names))
             if HEADER in names:
                 why.append("the library's header (its imports and import-time code)")
             names = [n for n in names if n != HEADER]
@@ -531,7 +531,7 @@ def run(config: Config, the_plan: Plan, store: FreezeStore,
     # Longest first (the time each took when last run; never run: first of all), so the
     # build does not end waiting on one long unit started last while the other cores idle.
     last = [store.last_seconds(u.section, u.framework) for u, _ in the_plan.todo]
-    order = sorted(range(len(last)), key=lambda i: -(last[i] if last[i] is not None else float("inf")))
+    order = sorted(range(len(last)), key=lambda i: -(s if (s := last[i]) is not None else float("inf")))
     parts_of = {(u.section, u.framework): parts for u, parts in the_plan.todo}
     failed: dict[tuple[str, str], BookError] = {}
     lock = threading.Lock()

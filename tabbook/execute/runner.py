@@ -83,7 +83,7 @@ class UnitResult(Result):
 
 def build_notebook(unit: Unit) -> dict[str, Any]:
     """The nbformat-4 notebook the kernel runs: the unit's code cells only."""
-    cells = []
+    cells: list[dict[str, Any]] = []
     for fc in unit.cells:
         # The Markdown line of each line the kernel runs: a traceback's "line N" of the
         # cell becomes the line of the file that raised (the worker's error location).
@@ -109,7 +109,7 @@ Progress = Callable[[str], None]
 LOG_TAIL = 64_000
 
 
-def _tail(proc: subprocess.Popen) -> str:
+def _tail(proc: subprocess.Popen[str]) -> str:
     """The last :data:`LOG_TAIL` characters a worker wrote, read until it exits. Why not
     ``communicate()``: it keeps everything, and a process a cell started may write to the
     worker's output without end."""
@@ -138,7 +138,7 @@ class Runner:
         self.env = env
         self.progress = progress
         self.devices = devices or Devices([])
-        self._procs: set[subprocess.Popen] = set()
+        self._procs: set[subprocess.Popen[str]] = set()
         self._lock = threading.Lock()
         self._done = 0
         self._running: list[str] = []

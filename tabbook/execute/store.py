@@ -197,7 +197,7 @@ def match(entry: Entry | None, parts: KeyParts) -> str | None:
 
 def public_copy(nb: dict[str, Any]) -> dict[str, Any]:
     """An entry with the store's bookkeeping (keys, hashes) dropped and its provenance kept."""
-    out = json.loads(json.dumps(nb))
+    out: dict[str, Any] = json.loads(json.dumps(nb))
     meta = out.setdefault("metadata", {})
     prov = meta.pop(META, {}).get("provenance")
     if prov:
@@ -301,7 +301,7 @@ def read_entry(path: Path, shown: str | None = None) -> dict[str, Any]:
     :class:`BookError` at ``shown`` (default: the path) when it is not JSON or not a notebook."""
     shown = shown or str(path)
     try:
-        nb = json.loads(path.read_text(encoding="utf-8"))
+        nb: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as exc:
         raise damaged_entry(shown, f"not UTF-8 text ({exc.reason})") from exc
     except json.JSONDecodeError as exc:

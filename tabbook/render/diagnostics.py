@@ -60,7 +60,7 @@ class Diagnostics:
     warnings: list[BookError] = field(default_factory=list)
 
 
-def _load(path: Path) -> dict[str, Any] | None:
+def _load(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -162,7 +162,7 @@ def collect(config: Config, records_file: Path, strict: bool = False, mark: bool
     """The run's warnings judged (sorted, duplicates dropped): bib data problems are warnings
     (errors too when ``strict``), every other one an error. With ``mark``, the pages they name
     are marked for re-reading (a no-op build shows the last run's record again, unmarked)."""
-    records = _load(records_file) or []
+    records: list[Any] = _load(records_file) or []
     found = Diagnostics()
     seen: set[str] = set()
     touched: set[Path] = set()

@@ -257,7 +257,7 @@ class _Emitter:
         if i in self.math_break:
             self.w.add(self.math_break[i], i)
         if i in self.math_label:
-            raw = MATH_EQLABEL.sub(lambda m, name=self.math_label[i]: f"$$ ({name})", raw)
+            raw = MATH_EQLABEL.sub(f"$$ ({self.math_label[i]})".replace("\\", "\\\\"), raw)
         self.w.add(raw, i)
         return i + 1
 

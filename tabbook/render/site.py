@@ -177,7 +177,7 @@ def for_colab(nb: dict[str, Any], opts: RenderContext, fw: str) -> dict[str, Any
     libs = [(lib, pip) for tab, lib, pip in opts.libs if tab in ("", fw)]
     pip = install_cell(nb, libs, opts.version) if libs else ""
     if pip:
-        first = [{"cell_type": "code", "execution_count": None, "id": "tabbook-install", "metadata": {},
+        first: list[dict[str, Any]] = [{"cell_type": "code", "execution_count": None, "id": "tabbook-install", "metadata": {},
                   "outputs": [], "source": pip}]
         if opts.libs_header:
             first.insert(0, {"cell_type": "markdown", "id": "tabbook-install-header", "metadata": {},

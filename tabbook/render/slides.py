@@ -36,7 +36,8 @@ from typing import Any
 from tabbook.config import Config
 from tabbook.execute.store import Entry
 from tabbook.files import BuildDir, write_atomic, write_if_changed
-from tabbook.render.site import SLIDES, deck_target
+from tabbook.render.context import SLIDES
+from tabbook.render.site import deck_target
 from tabbook.source.dialect import ROLE
 from tabbook.source.model import Section
 
@@ -215,7 +216,7 @@ class Renderer:
             from tabbook.render.katex import TexError, classes_of
 
             try:
-                out = self.katex.render(tex, display)
+                out = str(self.katex.render(tex, display))
             except TexError:
                 pass
             else:
@@ -379,7 +380,7 @@ def deck_key(section: Section, framework: str, executed: dict[str, Any] | None) 
     h = hashlib.sha256(f"{framework}\0".encode())
     for cell in section.cells:
         h.update(f"{cell.kind}\0{','.join(cell.tabs)}\0{','.join(sorted(cell.flags))}\0{cell.source}\0".encode())
-    key = Entry(executed).key
+    key = Entry(executed).key if executed is not None else None
     h.update((key or json.dumps(executed, sort_keys=True, default=str)).encode())
     return h.hexdigest()
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, replace
+from typing import Any
 
 from markdown_it.token import Token
 
@@ -286,7 +287,7 @@ def is_setup_cell(lines: list[str]) -> bool:
 
 
 def _prose_cells(
-    lines: list[str], start: int, path: str, tabs: tuple[str, ...], state: dict,
+    lines: list[str], start: int, path: str, tabs: tuple[str, ...], state: dict[str, Any],
     markers: dict[int, Token], blocks: tuple[Block, ...],
 ) -> list[Cell]:
     """Split prose lines (0-based ``start``) at the prose-tab markers the parse found.
@@ -392,7 +393,8 @@ def _scan_refs(
     for tok in tokens:
         if tok.type == "dialect_math" and tok.meta.get("eqlabel") and tok.map:
             lineno, name = tok.map[1], tok.meta["eqlabel"]  # ``$$ :eqlabel:`name``` on the closing line
-        elif tok.type != "dialect_attr" or tok.info == "width" or not LABEL_LINE.match(lines[tok.map[0]]):
+        elif (tok.type != "dialect_attr" or tok.info == "width" or not tok.map
+              or not LABEL_LINE.match(lines[tok.map[0]])):
             continue  # (behind a quote's ``>`` the line is not a label line)
         else:
             lineno, name = tok.map[0] + 1, tok.content
@@ -425,7 +427,7 @@ def read_section(text: str, path: str, tabs: tuple[str, ...], default_tab: str) 
     lines = text.split("\n")
     cells: list[Cell] = []
     tocs: list[TocBlock] = []
-    state: dict = {"tab": None, "tab_line": 0, "warnings": [], "errors": []}
+    state: dict[str, Any] = {"tab": None, "tab_line": 0, "warnings": [], "errors": []}
     tokens, blocks = parse_blocks(text)
     fences = [
         _Fence(t.map[0], t.map[1], t.info.strip(), t.content, t.markup, t.meta.get("dialect", "literal"))
