@@ -37,6 +37,7 @@ from tabbook.execute.store import (
     cells_hash,
     entry_problem,
     match,
+    text,
     text_hash,
 )
 from tabbook.library.reach import HEADER, changed_names
@@ -353,8 +354,7 @@ def with_book_code(entry: dict[str, Any], cells: list[FrameworkCell]) -> tuple[d
     stored = entry.get("cells", [])
     first = None
     for k, (cell, fc) in enumerate(zip(stored, cells, strict=False)):
-        source = cell.get("source", "")
-        if ("".join(source) if isinstance(source, list) else source) != fc.source:
+        if text(cell.get("source", "")) != fc.source:
             first = k
             break
     if first is None:

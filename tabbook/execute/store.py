@@ -94,6 +94,11 @@ def cells_hash(cells: list[FrameworkCell]) -> str:
     return h.hexdigest()
 
 
+def text(value: Any) -> str:
+    """A notebook's multiline text (a string, or a list of strings) as one string."""
+    return "".join(value) if isinstance(value, list) else str(value)
+
+
 @lru_cache(maxsize=64)
 def text_hash(text: str | None) -> str:
     """sha256 of a text. Cached: every unit's key records its framework's whole generated library

@@ -22,6 +22,7 @@ from typing import Any
 
 from tabbook.config import Config, config_error
 from tabbook.errors import BookError
+from tabbook.execute.outputs import OUTPUT_KINDS
 from tabbook.render.context import RenderContext, render_context
 
 #: Our LaTeX style, package data of tabbook (installed with it; a book may override it with
@@ -146,15 +147,8 @@ def latex_settings(book: RenderContext) -> dict[str, Any]:
         },
         # Framework → its library module: a PDF's API reference keeps its own.
         "tabbook_modules": dict(book.modules),
-        # Notebook outputs: vector PDF (``use_svg_display()`` emits it) before PNG;
-        # SVG-only outputs are converted to PDF by the extension's rsvg converter.
-        "nb_mime_priority_overrides": [
-            ("latex", "application/pdf", 10),
-            ("latex", "image/png", 20),
-            ("latex", "image/jpeg", 30),
-            ("latex", "image/svg+xml", 35),
-            ("latex", "text/latex", 40),
-            ("latex", "text/markdown", 50),
-            ("latex", "text/plain", 60),
-        ],
+        # Notebook outputs, in the order the kinds say (tabbook.execute.outputs): vector PDF
+        # (``use_svg_display()`` emits it) before PNG; SVG-only outputs are converted to PDF by
+        # the extension's rsvg converter.
+        "nb_mime_priority_overrides": [("latex", k.mime, k.pdf) for k in OUTPUT_KINDS if k.pdf is not None],
     }

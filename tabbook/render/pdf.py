@@ -52,11 +52,6 @@ def tex_dir(config: Config, framework: str) -> Path:
     return BuildDir(config.build_dir).latex(framework)
 
 
-def doctree_dir(config: Config) -> Path:
-    """The LaTeX doctree cache: the same one ``build(..., Options(builder="latex"))`` fills."""
-    return BuildDir(config.build_dir).doctrees("latex")
-
-
 def missing_tools() -> list[str]:
     return [tool for tool in TOOLS if shutil.which(tool) is None]
 

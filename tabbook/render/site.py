@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tabbook.execute.store import FreezeStore, new_notebook, public_copy, read_entry
+from tabbook.execute.store import FreezeStore, new_notebook, public_copy, read_entry, text
 from tabbook.files import Memo, write_if_changed
 from tabbook.render.context import SLIDES, RenderContext, github_repo
 
@@ -153,17 +153,11 @@ def install_cell(nb: dict[str, Any], libs: list[tuple[str, str]], version: str) 
     for cell in nb.get("cells", []):
         if cell.get("cell_type") != "code":
             continue
-        source = "".join(cell.get("source", "")) if isinstance(cell.get("source"), list) else cell.get("source", "")
-        for m in IMPORTED.finditer(source):
+        for m in IMPORTED.finditer(text(cell.get("source", ""))):
             name = m.group(1) or m.group(2)
             if name in wanted and name not in found:
                 found.append(name)
     return "".join(f"!pip install {wanted[n].replace('==RELEASE', f'=={version}')}\n" for n in found)
-
-
-def _text(cell: dict[str, Any]) -> str:
-    source = cell.get("source", "")
-    return "".join(source) if isinstance(source, list) else source
 
 
 def for_colab(nb: dict[str, Any], opts: RenderContext, fw: str) -> dict[str, Any]:
@@ -171,7 +165,7 @@ def for_colab(nb: dict[str, Any], opts: RenderContext, fw: str) -> dict[str, Any
     ``libs`` its code imports (under ``libs_header``), and ``accelerator: GPU`` when its code
     contains ``gpu_pattern`` (what Colab reads when the notebook is opened there). Pure."""
     cells = nb.get("cells", [])
-    code = [_text(c) for c in cells if c.get("cell_type") == "code"]
+    code = [text(c.get("source", "")) for c in cells if c.get("cell_type") == "code"]
     if opts.gpu_pattern and any(opts.gpu_pattern in source for source in code):
         nb.setdefault("metadata", {})["accelerator"] = "GPU"
     libs = [(lib, pip) for tab, lib, pip in opts.libs if tab in ("", fw)]
