@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from tabbook.config import Config
-from tabbook.errors import BookError, BookErrors, raise_all
+from tabbook.errors import BookError, BookErrors, leads_out, raise_all
 from tabbook.files import BuildDir
+from tabbook.settings import leads_outside, links_leading_out
 from tabbook.source.model import Section
 from tabbook.source.pycode import saved_names
 from tabbook.source.read import read_section
@@ -38,12 +39,15 @@ REPO_DOCS = frozenset({"README.MD", "CONTRIBUTING.MD", "BENCHMARKS.MD", "CHANGEL
 IGNORED_DIRS = frozenset({"build", "_freeze", ".venv", "tests", "d2l", "envs", "node_modules", "bench"})
 
 
-def book_markdown_files(config: Config) -> list[Path]:
+def book_markdown_files(config: Config, outside: list[Path] | None = None) -> list[Path]:
     """Every Markdown file that belongs to the book (what ``check`` lints and ``serve`` watches).
 
     A walk that never enters a folder that cannot hold a page (the ignored top-level folders,
     hidden ones, and any folder outside the ``notebooks`` patterns' reach): walking everything
     and filtering afterwards read the whole ``.venv`` and took most of a no-op build.
+    Symbolic links are followed while they lead inside the book; a folder or page whose link
+    leads out is not entered nor listed, but put in ``outside`` (reading it would publish
+    files that are not the book's, and writing beside it would write there).
     """
     out = []
     root = config.root
@@ -58,13 +62,32 @@ def book_markdown_files(config: Config) -> list[Path]:
         parts = here.relative_to(root).parts
         dirnames[:] = sorted(d for d in dirnames if not (
             not parts and (d in IGNORED_DIRS or d.startswith("."))) and config.may_hold_pages((*parts, d)))
+        for d in [d for d in dirnames if leads_outside(root, here / d)]:
+            dirnames.remove(d)
+            if outside is not None:
+                outside.append(here / d)
         for name in filenames:
             if not name.endswith(".md") or (not parts and name.upper() in REPO_DOCS):
                 continue
             path = here / name
-            if path.is_file() and not config.excluded("/".join((*parts, name))):
+            if config.excluded("/".join((*parts, name))):
+                continue
+            if leads_outside(root, path):
+                if outside is not None:
+                    outside.append(path)
+            elif path.is_file():
                 out.append(path)
     return sorted(out)
+
+
+def outside_links(config: Config, pages: list[Path]) -> list[BookError]:
+    """Links that lead out of the book where the builder reads to publish: the pages' folders
+    and pages (``pages``, from :func:`book_markdown_files`), the resources (``img/``,
+    ``static/``: Sphinx copies ``static/`` whole) and the files keys name."""
+    found = [(p, leads_outside(config.root, p)) for p in pages]
+    found += links_leading_out(config.root, [config.root / r for r in config.resources])
+    found += [(p, real) for p in config.named_files() if (real := leads_outside(config.root, p)) is not None]
+    return [leads_out(p.relative_to(config.root).as_posix(), real) for p, real in sorted(set(found))]
 
 
 def _errors(exc: BookError) -> list[BookError]:
@@ -118,6 +141,8 @@ def read_page(config: Config, rel: str, hashes: dict[str, str] | None = None,
     is parsed is put there.
     """
     path = config.root / rel
+    if (real := leads_outside(config.root, path)) is not None:
+        raise leads_out(rel, real)
     try:
         data = path.read_bytes()
     except IsADirectoryError:
@@ -220,6 +245,8 @@ _SALVAGE_TOC = re.compile(r"^\s*(`{3,}|~{3,})\s*toc\s*$(.*?)^\s*\1\s*$", re.M | 
 
 def salvage(config: Config, rel: str) -> tuple[set[str], set[str]]:
     """Labels and toc entries a page that did not read seems to have (a lenient regex scan)."""
+    if leads_outside(config.root, config.root / rel):
+        return set(), set()
     try:
         text = (config.root / rel).read_bytes().decode("utf-8", errors="replace")
     except OSError:
@@ -336,9 +363,12 @@ def read_book(config: Config, extra_files: bool = True, whole_library: bool = Fa
             return None
         return pages[rel]
 
+    outside: list[Path] = []
     if extra_files:
-        for path in book_markdown_files(config):
-            read(config.rel(path))
+        for path in book_markdown_files(config, outside):
+            read(path.relative_to(config.root).as_posix())
+    problems += outside_links(config, outside)
+    failed.update(p.relative_to(config.root).as_posix() for p in outside)  # said once, above
     if not index.is_file():
         problems.append(BookError(f"the table of contents root {config.rel(index)} does not exist", "config.ini"))
         return Book(config, pages, [], {}, problems)
@@ -360,7 +390,7 @@ def read_book(config: Config, extra_files: bool = True, whole_library: bool = Fa
     book.orphans = sorted(rel for rel in pages if rel not in reached)
     if whole_library:
         for path in book_markdown_files(config):
-            rel = config.rel(path)
+            rel = path.relative_to(config.root).as_posix()
             if rel in pages or rel in failed:
                 continue
             try:

@@ -74,6 +74,7 @@ def check_book(book: Book | Config, *, partial: bool = False,
     problems: list[BookError] = list(book.problems)
     if warnings is not None:
         warnings.extend(book.outside_problems)
+        warnings.extend(config.warnings)  # keys nothing reads (config.ini's typos)
         if config.deploy.google_analytics_tracking_id:
             # d2lbook's tracker script loads from Google: tabbook's pages load nothing from outside.
             warnings.append(config_error(config, "deploy", "google_analytics_tracking_id", "is not "

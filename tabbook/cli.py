@@ -54,6 +54,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--set", dest="settings", action="append", default=[], metavar="SECTION.KEY=VALUE",
                    help="set a configuration key for this command, over the overlay, config.ini and the "
                    "key's environment variable (e.g. build.installer=pip); any key an overlay may set")
+    p.add_argument("--debug", action="store_true",
+                   help="show the traceback of an error tabbook did not expect (a bug), not one line")
     sub = p.add_subparsers(dest="command", required=True)
     _build_parser(sub)
     _other_parsers(sub)
@@ -400,6 +402,7 @@ def _dispatch(args: argparse.Namespace, rest: list[str]) -> int:
         print(err.location_message(), file=sys.stderr)
         return 1
     except OSError as exc:
+        _debug(args)
         where = exc.filename or "tabbook"
         print(f"{where}: cannot write or read: {exc.strerror or exc}", file=sys.stderr)
         return 1
@@ -409,6 +412,22 @@ def _dispatch(args: argparse.Namespace, rest: list[str]) -> int:
         except OSError:  # the terminal is gone (SIGHUP)
             pass
         return interrupted_status(exc)
+    except Exception as exc:  # noqa: BLE001 - the one catch-all: a bug is one line, not a traceback
+        _debug(args)
+        said = " ".join(str(exc).split())
+        said = said if len(said) <= 300 else said[:299] + "…"
+        print(f"tabbook: internal error: {type(exc).__name__}{': ' + said if said else ''} (a bug in tabbook, "
+              f"not in your book; {'the traceback is above' if getattr(args, 'debug', False) else 'run again with --debug for the traceback'})",
+              file=sys.stderr)
+        return 1
+
+
+def _debug(args: argparse.Namespace) -> None:
+    """With ``--debug``, the traceback of the error being handled, before its one line."""
+    if getattr(args, "debug", False):
+        import traceback
+
+        traceback.print_exc()
 
 
 # --- commands that need no book ------------------------------------------------------------------

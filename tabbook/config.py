@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import configparser
+import difflib
 import os
 import re
 from collections.abc import Sequence
@@ -43,18 +44,21 @@ from tabbook.settings import (
     book_folder,
     book_globs,
     book_paths,
+    book_patterns,
     boolean,
     byte_size,
     choice,
     colab_libs,
     env_names,
     existing_file,
+    file_name,
     gpu_needs,
     gpu_probe,
     header_links,
     import_stack,
     interpreter,
     key_line,
+    leads_outside,
     leaves_book,
     library_module,
     lines,
@@ -70,6 +74,7 @@ from tabbook.settings import (
     tab_list,
     text,
     top_level_modules,
+    version_text,
     words,
 )
 
@@ -155,6 +160,10 @@ def _mapping(value: str, split_commas: bool = True) -> tuple[tuple[str, str], ..
         a, b = (parts[0].strip(), parts[1].strip()) if len(parts) == 2 else (term, term)
         out.append((a, b))
     return tuple(out)
+
+
+#: The keys of d2lbook's ``[library-TAB]`` sections.
+LIBRARY_TAB_KEYS = ("lib_file", "lib_name", "simple_alias", "fluent_alias", "args_alias", "alias", "reverse_alias")
 
 
 def library_keys(parser: configparser.ConfigParser, tab: str) -> LibraryKeys:
@@ -432,10 +441,10 @@ class Config:
     """The book's configuration. Made only by :func:`load_config`."""
 
     root: Path
-    name: str = setting("project", "name", "d2lbook", text, "the book's short name (file names of its PDFs "
-                        "and zips)", overlay=False)
+    name: str = setting("project", "name", "d2lbook", file_name, "the book's short name (file names of its "
+                        "PDFs and zips: letters, digits, spaces, _ . + -)", overlay=False)
     author: str = setting("project", "author", "The contributors", text, "the book's authors")
-    version: str = setting("project", "version", "0.0.1", text, "the book's and its library's version "
+    version: str = setting("project", "version", "0.0.1", version_text, "the book's and its library's version "
                            "(d2lbook's release)", aliases=(("project", "release"),))
     copyright: str = setting("project", "copyright", "", text, "the footer's copyright line (none when "
                              "empty, as in d2lbook)")
@@ -483,7 +492,7 @@ class Config:
                                     "pages built beside the Markdown ones (reached by links, or by a toc "
                                     "naming them)", overlay=False)
     non_notebooks: tuple[str, ...] = setting(
-        "build", "non-notebooks", "", words, "root-relative globs of Markdown files that are not pages: "
+        "build", "non-notebooks", "", book_patterns, "root-relative globs of Markdown files that are not pages: "
         "never run nor rendered, copied as they are into each tab's notebooks zip", overlay=False)
     freeze_dir: Path = setting("build", "freeze_dir", "_freeze", book_folder, "the freeze store")
     library_dir: Path = setting("build", "library_dir", "d2l", book_folder, "the generated library")
@@ -528,6 +537,8 @@ class Config:
     unused: Unused = field(default_factory=Unused)
     frameworks: dict[str, Framework] = field(default_factory=dict)
     overlay: Path | None = None  # the overlay file that was read, if any
+    # What reading the files found that does not stop the build (a key nothing reads), at its line.
+    warnings: tuple[BookError, ...] = ()
 
     @property
     def build_dir(self) -> Path:
@@ -571,7 +582,9 @@ class Config:
                 found.update(p for p in target.rglob("*") if p.is_file())
             else:
                 found.update(p for p in self.root.glob(pattern) if p.is_file())
-        return sorted(found)
+        # Only the book's own files: the parsers refuse patterns that lead out, and a link made
+        # since is left out here (they are read to be published).
+        return sorted(p for p in found if not leads_outside(self.root, p))
 
     def may_hold_pages(self, rel_dir: tuple[str, ...]) -> bool:
         """Whether a folder (root-relative parts) can hold a page that ``notebooks`` names.
@@ -647,6 +660,33 @@ def chosen_interpreters(tabs: tuple[str, ...], given: Sequence[str] = ()) -> dic
 
 
 
+def _ini_text(path: Path, shown: str) -> str:
+    """A configuration file's text; bytes that are not UTF-8 are an error at their line and
+    column (configparser would raise ``UnicodeDecodeError`` from inside itself)."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise BookError(f"cannot be read: {exc.strerror or exc}", shown) from None
+    try:
+        return data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise BookError(f"not UTF-8 text: byte 0x{data[exc.start]:02x} at column {column} (save the file "
+                        "as UTF-8)", shown, line, column) from None
+
+
+def _parse_ini(parser: configparser.ConfigParser, text: str, shown: str) -> None:
+    """``text`` read into ``parser``; a syntax error is a :class:`BookError` at its line."""
+    try:
+        parser.read_string(text, source=shown)
+    except configparser.Error as exc:
+        errors = getattr(exc, "errors", None)
+        line = getattr(exc, "lineno", None) or (errors[0][0] if errors else None)
+        what = str(exc).replace(f"While reading from {shown!r} [line {line:2d}]: ", "") if line else str(exc)
+        raise BookError(f"cannot parse: {' '.join(what.split())}", shown, line) from None
+
+
 class _Files:
     """config.ini and the overlay, as configparser reads them, with their texts for locating keys."""
 
@@ -658,23 +698,17 @@ class _Files:
         if not self.path.is_file():
             raise BookError("no config.ini here; run from the book's root", str(self.path))
         self.parser = configparser.ConfigParser(interpolation=None)
-        try:
-            self.parser.read(self.path, encoding="utf-8")
-        except configparser.Error as exc:
-            raise BookError(f"cannot parse: {exc}", "config.ini") from exc
-        self.text = self.path.read_text(encoding="utf-8")
+        self.text = _ini_text(self.path, "config.ini")
+        _parse_ini(self.parser, self.text, "config.ini")
         self.overlay = overlay
         self.overlay_parser = configparser.ConfigParser(interpolation=None)
         self.overlay_text = ""
         if overlay is not None:
             if not overlay.is_file():
                 raise BookError(f"the overlay {overlay} does not exist (${OVERLAY_ENV} / --overlay)")
-            try:
-                self.overlay_parser.read(overlay, encoding="utf-8")
-                self.parser.read(overlay, encoding="utf-8")
-            except configparser.Error as exc:
-                raise BookError(f"cannot parse: {exc}", str(overlay)) from exc
-            self.overlay_text = overlay.read_text(encoding="utf-8")
+            self.overlay_text = _ini_text(overlay, str(overlay))
+            _parse_ini(self.overlay_parser, self.overlay_text, str(overlay))
+            _parse_ini(self.parser, self.overlay_text, str(overlay))
 
     def source(self, section: str, key: str) -> tuple[str, str, Path]:
         """Which file a key's value came from: (name for messages, its text, its folder)."""
@@ -727,6 +761,9 @@ class _Files:
                 raw, folder = self.parser.get(*where), self.source(*where)[2]
             try:
                 values[name] = decl.parse(raw, At(self.root, folder, values))
+            except OSError as exc:  # a path the system refuses (too long, unreadable)
+                why = f"names a path that cannot be used: {exc.strerror or exc}"
+                raise (self.error(*where, why) if where else BookError(f"[{sec}] {decl.key}: {why}", "config.ini")) from None
             except ValueError as exc:
                 if where is None:  # a default that does not fit (another key decided it)
                     raise BookError(f"[{sec}] {decl.key}: its default {raw!r} {exc}", "config.ini") from None
@@ -735,10 +772,34 @@ class _Files:
 
     def check_known_keys(self, section: str, cls: type) -> None:
         """A key of tabbook's own section that nothing reads is a typo: an error at its line."""
-        known = {decl.key for _, decl in settings_of(cls)}
-        for key in self.parser.options(section) if self.parser.has_section(section) else ():
-            if key not in known:
-                raise self.error(section, key, f"is not a key of [{section}] (its keys: {', '.join(sorted(known))})")
+        if problems := self.unknown_keys({section: {decl.key for _, decl in settings_of(cls)}}):
+            raise problems[0]
+
+    def unknown_keys(self, known: dict[str, set[str]]) -> list[BookError]:
+        """Each key of a section in ``known`` (section → its keys) that is none of them: a
+        misspelt key (``cell_timout``) is otherwise ignored, and the book silently gets the
+        default. At its line, saying which key was probably meant."""
+        out = []
+        for section, keys in known.items():
+            for key in self.parser.options(section) if self.parser.has_section(section) else ():
+                if key not in keys:
+                    near = difflib.get_close_matches(key, keys, n=1, cutoff=0.6)
+                    hint = f"did you mean {near[0]}?" if near else f"its keys: {', '.join(sorted(keys))}"
+                    out.append(self.error(section, key, f"is not a key of [{section}] ({hint})"))
+        return out
+
+    def known_keys(self, tabs: tuple[str, ...]) -> dict[str, set[str]]:
+        """The keys tabbook reads, per section of this book (its tabs' ``[framework:TAB]`` and
+        ``[library-TAB]`` included): every key of d2lbook 1.0.3 and tabbook's own."""
+        known: dict[str, set[str]] = {}
+        for cls in KEY_CLASSES:
+            for _, decl in settings_of(cls):
+                for section, key in ((decl.section, decl.key), *decl.aliases):
+                    for name in ([f"framework:{t}" for t in tabs] if section == "framework:*" else [section]):
+                        known.setdefault(name, set()).add(key)
+        for tab in tabs:
+            known[f"library-{tab}"] = set(LIBRARY_TAB_KEYS)
+        return known
 
 
 def load_config(root: Path, overlay: Path | None = None, interpreters: Sequence[str] = (),
@@ -776,8 +837,9 @@ def load_config(root: Path, overlay: Path | None = None, interpreters: Sequence[
         frameworks[tab] = Framework(name=tab, library=library, **values)
     if unread := sorted(set(files.overrides) - files.used):
         raise BookError(f"--set {unread[0][0]}.{unread[0][1]}: tabbook reads no such key (README: Configuration keys)")
+    warnings = tuple(e for e in files.unknown_keys(files.known_keys(tabs)) if not e.message.startswith("[site]"))
     return Config(root=root, site=site, frameworks=frameworks, overlay=files.overlay, html=html, pdf=pdf,
-                  colab=colab, deploy=deploy, unused=unused, **book)
+                  colab=colab, deploy=deploy, unused=unused, warnings=warnings, **book)
 
 
 def _overrides(items: Sequence[str]) -> dict[tuple[str, str], str]:

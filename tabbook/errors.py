@@ -52,6 +52,13 @@ class BookErrors(BookError):
         return "\n".join(e.location_message() for e in getattr(self, "errors", []))
 
 
+def leads_out(shown: str, real: object, what: str = "the book's folder") -> BookError:
+    """The error for a path that a symbolic link leads out of the book (``files.leads_outside``):
+    at the path as the user wrote or sees it, naming where it really goes."""
+    return BookError(f"leads outside {what} through a symbolic link (to {real}): the builder "
+                     "neither publishes nor writes there; replace the link by the file, or leave it out", shown)
+
+
 def raise_all(errors: list[BookError]) -> None:
     """Raise every problem of ``errors`` at once: the one error itself, or :class:`BookErrors`
     of them all; nothing when there is none.

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -90,6 +90,9 @@ ENVIRONMENT: tuple[Variable, ...] = (
     Variable("TABBOOK_CHROMIUM", "switch", "tests: the Chromium the browser tests drive (default "
              "/usr/bin/chromium)"),
     Variable("TABBOOK_LOCK_ROUNDS", "switch", "tests: rounds of concurrent builds tests/test_book_lock.py runs"),
+    Variable("TABBOOK_CRASH_ROUNDS", "switch", "tests: rounds of tests/test_crash_harness.py (kills at random points)"),
+    Variable("TABBOOK_CRASH_SEED", "switch", "tests: the seed that repeats a crash-harness run"),
+    Variable("TABBOOK_FUZZ_EXAMPLES", "switch", "tests: examples per property of tests/test_fuzz_readers.py"),
     Variable("TABBOOK_RENDER_CONTEXT", "hand-off", "to a Sphinx run: the render context file its conf.py "
              "reads instead of config.ini (tabbook/render/context.py)"),
     Variable("TABBOOK_WARNINGS", "hand-off", "to a Sphinx run: where it records its warnings "
@@ -98,6 +101,12 @@ ENVIRONMENT: tuple[Variable, ...] = (
              "(tabbook/render/ext/gate.py)"),
     Variable("TABBOOK_LEARN_MODULES", "hand-off", "to an HTML run: where it records the modules it "
              "imported, for the warm processes (tabbook/render/ext/learn.py)"),
+    Variable("TABBOOK_SPHINX_PARENT", "hand-off", "to a Sphinx run: the builder's pid, which it must not "
+             "outlive (files.end_with_parent)"),
+    Variable("TABBOOK_WORKER_PARENT", "hand-off", "to a unit's worker: the builder's pid, which it must not "
+             "outlive"),
+    Variable("TABBOOK_UNIT", "hand-off", "to a unit's worker, kernel and what its cells start: a token that "
+             "marks them, so that the builder can end them all (execute/worker.py)"),
     Variable("TABBOOK_D2L_DIR", "hand-off", "to tests/lib under make libtest: the d2l/ the installed "
              "wheel must match"),
 )
@@ -183,6 +192,9 @@ def byte_size(value: str, at: At) -> int:
     number = int(float(m.group(1)) * 1024 ** " KMGT".index(m.group(2) or " "))
     if number < 1024**3:
         raise ValueError("must be at least 1G (an idle Python kernel's address space is close to that)")
+    if number >= 2**62:  # RLIMIT_AS is a 64-bit count; past it, setting it overflows
+        raise ValueError(f"{value.strip()!r} is more address space than a process can have (at most 4194303T); "
+                         "leave the key empty for no cap")
     return number
 
 
@@ -203,6 +215,40 @@ def choice(*allowed: str, why: str) -> Parse:
             raise ValueError(why)
         return value.strip()
     return parse
+
+
+def leads_outside(root: Path, path: Path) -> Path | None:
+    """Where ``path`` really leads when that is outside ``root`` (every symbolic link on the way
+    followed), or None when it stays inside (a path that does not exist yet: where it would be).
+
+    Why: the builder reads pages, resources and entries to publish them, and writes the store,
+    the library and the sources under the book; a link inside the book that leads out (a page
+    linked from elsewhere, ``static/etc -> /etc``, ``_freeze/x -> /tmp/x``) would publish or
+    overwrite files that are not the book's. The one rule: what counts is where a path leads."""
+    real, base = Path(os.path.realpath(path)), Path(os.path.realpath(root))
+    return None if real == base or real.is_relative_to(base) else real
+
+
+def links_leading_out(root: Path, tops: Iterable[Path]) -> list[tuple[Path, Path]]:
+    """Every symbolic link under the files and folders ``tops`` (followed where it stays inside
+    ``root``) that leads outside ``root``: (the link, where it leads). Walked without following
+    a link out, so ``static/etc -> /etc`` costs one ``stat``, not a walk of ``/etc``."""
+    found: list[tuple[Path, Path]] = []
+    seen: set[str] = set()
+    todo = [Path(t) for t in tops]
+    while todo:
+        path = todo.pop()
+        if path.is_symlink() and (real := leads_outside(root, path)) is not None:
+            found.append((path, real))
+            continue
+        if not path.is_dir() or (key := os.path.realpath(path)) in seen:
+            continue
+        seen.add(key)
+        try:
+            todo.extend(sorted(path.iterdir(), reverse=True))
+        except OSError:
+            continue
+    return sorted(found)
 
 
 def leaves_book(root: Path, value: str) -> str | None:
@@ -333,11 +379,46 @@ def import_stack(value: str, at: At) -> str:
     return value.strip()
 
 
+#: A tab's name: it names folders and files (kernels, store entries, PDFs, zips), CSS classes and tags.
+TAB_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,63}")
+#: A name that becomes a file name as it is (``[project] name``: the PDFs', the zips'): letters
+#: and digits of any script, and ``_ . + -`` and spaces inside; no ``/``, no leading dot.
+FILE_NAME = re.compile(r"\w(?:[\w .+-]{0,98}[\w.+-])?")
+
+
 def tab_list(value: str, at: At) -> tuple[str, ...]:
     tabs = commas(value, at)
     if not tabs:
         raise ValueError("is empty")
+    for tab in tabs:
+        if not TAB_NAME.fullmatch(tab):
+            raise ValueError(f"names the tab {tab!r}: a tab's name is letters, digits, _ and - (at most 64; "
+                             "it names the tab's kernel, store entries and PDF)")
     return tabs
+
+
+#: A version: what PEP 440 and wheel names allow, roughly (it is written into Python and file names).
+VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+!_-]{0,63}")
+
+
+def version_text(value: str, at: At) -> str:
+    """``[project] version``: written into the library's version file as a Python string and into
+    the wheel's file name, so a quote or a slash would be code or a path; "" is none."""
+    version = value.strip()
+    if version and not VERSION.fullmatch(version):
+        raise ValueError(f"{version!r} is not a version: letters, digits and . + ! _ - (e.g. 1.0.3); it is "
+                         "written into the library's version file and the wheel's name")
+    return version
+
+
+def file_name(value: str, at: At) -> str:
+    """A name the builder turns into file names as it is (``NAME-pytorch.pdf``): letters,
+    digits and ``_ . + -``, not starting with a dot; a ``/`` or ``..`` would put them elsewhere."""
+    name = value.strip()
+    if not FILE_NAME.fullmatch(name):
+        raise ValueError(f"{name!r} is not a name for files: letters, digits, spaces and _ . + - (at most "
+                         "100, starting with a letter or digit); it names the book's PDFs and zips")
+    return name
 
 
 def one_of_the_tabs(value: str, at: At) -> str:
@@ -420,10 +501,10 @@ def header_links(value: str, at: At) -> tuple[tuple[str, str, str], ...]:
 
 
 def book_file(value: str, at: At) -> Path | None:
-    """A file of the book, relative to its root (d2lbook's paths are); "" is none."""
+    """A file of the book, relative to its root (d2lbook's paths are), inside it; "" is none."""
     if not value.strip():
         return None
-    target = at.root / value.strip()
+    target = in_book(value, at)
     if not target.is_file():
         raise ValueError(f"names {value.strip()}, which does not exist")
     return target
@@ -464,10 +545,25 @@ def prefix_url(value: str, at: At) -> tuple[str, str] | None:
     return items[0].strip("/"), items[1].rstrip("/")
 
 
+def book_patterns(value: str, at: At) -> tuple[str, ...]:
+    """Root-relative globs of files the builder reads to publish (``[build] non-notebooks``):
+    none may lead out of the book, by ``..``, an absolute path or a symbolic link."""
+    patterns = tuple(value.split())
+    for pattern in patterns:
+        if pattern.startswith("/") or ".." in pattern.split("/"):
+            raise ValueError(f"names {pattern}, which is outside the book's folder (patterns are relative "
+                             "to the book's root and stay inside it)")
+        for path in at.root.glob(pattern):
+            if (real := leads_outside(at.root, path)) is not None:
+                raise ValueError(f"matches {path.relative_to(at.root).as_posix()}, a symbolic link that leads "
+                                 f"outside the book's folder (to {real})")
+    return patterns
+
+
 def book_globs(value: str, at: At) -> tuple[str, ...]:
     """Root-relative globs (``**`` crosses folders; a folder means every file in it), each of
     which must name a file of the book: a pattern naming nothing is a typo."""
-    patterns = tuple(value.split())
+    patterns = book_patterns(value, at)
     for pattern in patterns:
         target = at.root / pattern
         if not (target.is_dir() or any(p.is_file() for p in at.root.glob(pattern))):

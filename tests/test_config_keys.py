@@ -169,3 +169,73 @@ def test_an_interpreter_chosen_on_the_command_line_wins_over_the_key(
     assert _error(book) == f"{overlay.resolve()}:2: [framework:alpha] interpreter names /no/such/python, which does not exist"
     monkeypatch.setenv(PYTHON_ENV, f"alpha={sys.executable}")
     assert load_config(book).framework("alpha").interpreter == Path(sys.executable).absolute()
+
+
+def test_a_misspelt_key_of_any_section_tabbook_reads_is_a_warning_at_its_line(book: Path) -> None:
+    """Issue 41: ``cell_timout`` was ignored and the book silently got the default timeout.
+    A warning (d2lbook ignores such keys too), at its line, saying which key was meant."""
+    from tabbook.check import check_book
+
+    ini = book / "config.ini"
+    ini.write_text(ini.read_text().replace("[build]\n", "[build]\ncell_timout = 5\nmax_output = 10\n", 1)
+                   .replace("[framework:alpha]\n", "[framework:alpha]\nlable = A\n", 1) + "\n[nowhere]\nanything = 1\n")
+    warnings: list[BookError] = []
+    assert check_book(load_config(book), warnings=warnings) == []
+    said = [w.location_message() for w in warnings]
+    assert f"config.ini:{_line(ini, 'cell_timout')}: [build] cell_timout is not a key of [build] (did you mean " \
+           "cell_timeout?)" in said
+    assert f"config.ini:{_line(ini, 'max_output')}: [build] max_output is not a key of [build] (did you mean " \
+           "max_output_bytes?)" in said
+    assert f"config.ini:{_line(ini, 'lable')}: [framework:alpha] lable is not a key of [framework:alpha] (did you " \
+           "mean label?)" in said
+    assert not any("anything" in w for w in said)  # a section tabbook does not read is not its business
+
+
+def test_a_name_and_tabs_that_would_be_paths_are_refused_at_their_line(book: Path) -> None:
+    ini = book / "config.ini"
+    text = ini.read_text()
+    for old, new, message in (
+            ("name = fixture", "name = ../../out/x", "[project] name '../../out/x' is not a name for files"),
+            ("tabs = alpha, beta", "tabs = alpha, ../beta", "[build] tabs names the tab '../beta'"),
+            ("tabs = alpha, beta", "tabs = alpha, be/ta", "[build] tabs names the tab 'be/ta'"),
+            ("version = 0.0.1", 'version = 1"; import os #', "[project] version '1\"; import os #' is not a version")):
+        ini.write_text(text.replace(old, new, 1))
+        assert _error(book).startswith(f"config.ini:{_line(ini, new)}: {message}")
+    ini.write_text(text.replace("name = fixture", "name = Machine Learning Systems 2.0", 1))
+    assert load_config(book).name == "Machine Learning Systems 2.0"  # spaces and dots make a name
+
+
+def test_config_ini_that_is_not_utf8_or_not_ini_is_located(book: Path) -> None:
+    ini = book / "config.ini"
+    ini.write_bytes(ini.read_bytes().replace(b"[build]\n", b"[build]\n# caf\xe9\n", 1))
+    line = ini.read_bytes().split(b"\n").index(b"# caf\xe9") + 1
+    assert _error(book) == f"config.ini:{line}:6: not UTF-8 text: byte 0xe9 at column 6 (save the file as UTF-8)"
+    ini.write_bytes(ini.read_bytes().replace(b"# caf\xe9\n", b"tabs = a\ntabs = b\n", 1))
+    assert _error(book).startswith(f"config.ini:{line + 1}: cannot parse: option 'tabs' in section 'build' already exists")
+
+
+@pytest.mark.parametrize("size", ["9000000T", "4194304T", "99999999999999999999"])
+def test_a_memory_limit_past_what_rlimit_holds_is_refused(book: Path, size: str) -> None:
+    ini = book / "config.ini"
+    ini.write_text(ini.read_text().replace("[build]\n", f"[build]\nmemory_limit = {size}\n", 1))
+    assert f"[build] memory_limit {size!r} is more address space than a process can have" in _error(book)
+
+
+def test_files_keys_name_to_publish_stay_inside_the_book(book: Path, tmp_path: Path) -> None:
+    """``[html] favicon`` and the globs of ``[build] non-notebooks`` are copied into the site and
+    the notebook zips: a path out of the book, or a link that leads out, is refused at its line."""
+    secret = tmp_path / "secret.md"
+    secret.write_text("# Not the book's\n")
+    ini = book / "config.ini"
+    text = ini.read_text()
+    for added, message in (("[html]\nfavicon = ../secret.md\n", "[html] favicon names ../secret.md, which is outside"),
+                           ("[build]\nnon-notebooks = ../*.md\n", "[build] non-notebooks names ../*.md, which is outside"),
+                           ("[build]\nnon-notebooks = notes/*.md\n", "[build] non-notebooks matches notes/leak.md, a "
+                                                                     "symbolic link that leads outside")):
+        (book / "notes").mkdir(exist_ok=True)
+        if not (book / "notes" / "leak.md").is_symlink():
+            (book / "notes" / "leak.md").symlink_to(secret)
+        section, line = added.split("\n")[:2]
+        body = text.replace(f"{section}\n", f"{section}\n{line}\n", 1) if section in text else f"{text}\n{added}"
+        ini.write_text(body)
+        assert _error(book).startswith(f"config.ini:{_line(ini, line)}: {message}")

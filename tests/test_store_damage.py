@@ -131,6 +131,10 @@ def test_merge_stores_names_a_damaged_shard_entry_and_merges_nothing(damage: str
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+#: A 1×1 PNG, base64: what an image output holds.
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+
+
 def test_outputs_readers_need_pass_the_check() -> None:
     """The check rejects only what no notebook writer makes: these shapes are all valid."""
     nb = {"metadata": {"tabbook": {"key": "k", "seconds": 1.5}}, "nbformat": 4, "cells": [
@@ -138,7 +142,7 @@ def test_outputs_readers_need_pass_the_check() -> None:
         {"cell_type": "code", "metadata": {}, "source": "x", "execution_count": 1, "outputs": [
             {"output_type": "stream", "name": "stdout", "text": ["a\n", "b\n"]},
             {"output_type": "execute_result", "execution_count": 1, "metadata": {},
-             "data": {"text/plain": "1", "application/json": {"a": [1]}, "image/png": "iVBOR"}},
+             "data": {"text/plain": "1", "application/json": {"a": [1]}, "image/png": PNG}},
             {"output_type": "error", "ename": "E", "evalue": "v", "traceback": ["t"]}]}]}
     assert entry_problem(nb) is None
 

@@ -23,7 +23,15 @@ from typing import Any
 
 from tabbook.config import Config
 from tabbook.errors import BookError, raise_all
-from tabbook.execute.store import META, Entry, FreezeStore, KeyParts, entry_problem, gpu_entry_current
+from tabbook.execute.store import (
+    MAX_DEPTH,
+    META,
+    Entry,
+    FreezeStore,
+    KeyParts,
+    entry_problem,
+    gpu_entry_current,
+)
 from tabbook.files import write_atomic
 
 
@@ -53,6 +61,9 @@ def _read_entry(store: FreezeStore, path: Path) -> _Candidate:
         nb = json.loads(text)
     except json.JSONDecodeError as exc:
         raise BookError(f"not a freeze entry: invalid JSON ({exc.msg})", str(path), exc.lineno) from exc
+    except RecursionError:
+        raise BookError(f"not a freeze entry: its JSON is nested more than {MAX_DEPTH} levels deep",
+                        str(path)) from None
     if (problem := entry_problem(nb)) is not None:
         raise BookError(f"not a freeze entry: {problem}; it is not merged (fix or delete it in its store)",
                         str(path))
@@ -130,7 +141,7 @@ def merge_stores(config: Config, sources: list[Path], target: Path,
         chosen = current[0]
         if len({c.text for c in current}) > 1:
             result.conflicts.append(f"{name}: {len(current)} current versions; kept {chosen.source}")
-        dest = goal.path(*unit)
+        dest = goal.checked_path(*unit)
         try:
             existing = dest.read_text(encoding="utf-8") if dest.is_file() else None
         except (OSError, UnicodeDecodeError):

@@ -37,6 +37,7 @@ from tabbook.execute.store import (
     cells_hash,
     entry_problem,
     match,
+    provenance_problem,
     text,
     text_hash,
 )
@@ -354,13 +355,17 @@ def with_book_code(entry: dict[str, Any], cells: list[FrameworkCell]) -> tuple[d
     stored = entry.get("cells", [])
     first = None
     for k, (cell, fc) in enumerate(zip(stored, cells, strict=False)):
-        if text(cell.get("source", "")) != fc.source:
+        tags = (cell.get("metadata") or {}).get("tags", [])
+        if text(cell.get("source", "")) != fc.source or tags != list(fc.tags):
             first = k
             break
     if first is None:
         return entry, None
     out = dict(entry)
-    out["cells"] = [{**cell, "source": cells[k].source} if k < len(cells) else cell for k, cell in enumerate(stored)]
+    # The book's code and tags (a tag hides a cell or its input): both are what the key covers.
+    out["cells"] = [{**cell, "source": cells[k].source, "metadata": {**cell.get("metadata", {}),
+                                                                    "tags": list(cells[k].tags)}}
+                    if k < len(cells) else cell for k, cell in enumerate(stored)]
     return out, first
 
 
@@ -371,6 +376,13 @@ def _plan_unit(out: Plan, config: Config, section: Section, fw: str, entry: Entr
     if not cells:
         return []
     matched = match(entry, parts)
+    # An entry holds one cell per code cell the unit runs: one with more or fewer cannot be
+    # paired with the page (its outputs would land beside other code, or cells would vanish).
+    miscounted = None
+    if entry is not None and len(entry.cells) != len(cells):
+        held, want = len(entry.cells), len(cells)
+        miscounted = f"it holds {held} cell{'s' * (held != 1)}, the page has {want} code cell{'s' * (want != 1)} here"
+        matched = None
     selected = selection.selects(section.path, fw)
     record = out.outcomes[(section.path, fw)] = UnitOutcome(section.path, fw, library_whole=parts.library_whole,
                                                             current=bool(matched))
@@ -386,6 +398,8 @@ def _plan_unit(out: Plan, config: Config, section: Section, fw: str, entry: Entr
     record.state = UnitState.RUN
     if matched:
         record.why = ["forced (--force)"]
+    elif miscounted:
+        record.why = [f"its cells ({miscounted})"]
     else:
         record.why, record.library_names = explain(entry, parts)
     held_back = None if selection.execute_here or not selected else lesser_host(entry, declared, host_gpus)
@@ -394,7 +408,8 @@ def _plan_unit(out: Plan, config: Config, section: Section, fw: str, entry: Entr
         if not selection.frozen_only:
             return []
     if selection.frozen_only:
-        why = "missing" if entry is None else f"stale ({', '.join(record.why)} changed)"
+        why = ("missing" if entry is None else f"not this page's ({miscounted})" if miscounted
+               else f"stale ({', '.join(record.why)} changed)")
         rel = config.rel(store.path(section.path, fw))
         # At the unit's first code cell: the store keeps no finer record of what changed.
         return [BookError(f"[{fw}] freeze entry {rel} is {why}", section.path, cells[0].cell.line)]
@@ -559,6 +574,9 @@ def _store_result(config: Config, store: FreezeStore, unit: Unit, parts: KeyPart
     if failure is None and (problem := entry_problem(res.notebook)) is not None:  # a Dask worker's reply, a broken kernel
         failure = Failure(ErrorKind.RESULT, f"[{unit.framework}] the result is not a notebook ({problem}); "
                           "nothing was stored", unit.section)
+    if failure is None and (problem := provenance_problem(res.provenance, "its provenance")) is not None:
+        failure = Failure(ErrorKind.RESULT, f"[{unit.framework}] the result's {problem}; nothing was stored",
+                          unit.section)
     if failure is not None or res.notebook is None:
         error = (failure or Failure(ErrorKind.RESULT, f"[{unit.framework}] no notebook came back", unit.section)).error()
         record.status, record.error = UnitStatus.FAILED, error.location_message()

@@ -21,6 +21,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -31,6 +32,8 @@ from typing import Any
 from tabbook.execute.gpus import Devices, Held, Placement
 from tabbook.execute.job import ErrorKind, Failure, Job, Result
 from tabbook.execute.store import new_notebook
+from tabbook.execute.worker import UNIT_ENV, end_marked
+from tabbook.files import WORKER_PARENT_ENV
 from tabbook.source.pycode import line_mapper
 from tabbook.source.split import FrameworkCell
 
@@ -138,7 +141,7 @@ class Runner:
         self.env = env
         self.progress = progress
         self.devices = devices or Devices([])
-        self._procs: set[subprocess.Popen[str]] = set()
+        self._procs: dict[subprocess.Popen[str], str] = {}  # each running worker and its unit's token
         self._lock = threading.Lock()
         self._done = 0
         self._running: list[str] = []
@@ -168,16 +171,20 @@ class Runner:
             job = Path(tmp) / "job.json"
             out = Path(tmp) / "result.json"
             job.write_text(unit.job().to_json())
+            token = uuid.uuid4().hex  # marks the unit's processes (worker.end_marked)
+            env = {**placement.env(self.env), UNIT_ENV: token, WORKER_PARENT_ENV: str(os.getpid())}
             proc = subprocess.Popen(
                 [sys.executable, "-m", "tabbook.execute.worker", str(job), str(out)],
-                env=placement.env(self.env), start_new_session=True,
+                env=env, start_new_session=True,
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             )
             with self._lock:
-                self._procs.add(proc)
+                self._procs[proc] = token
             log = _tail(proc)
+            if proc.returncode != 0 or not out.is_file():
+                end_marked(token)  # the worker could not end what its unit started: done here
             with self._lock:
-                self._procs.discard(proc)
+                self._procs.pop(proc, None)
             seconds = time.monotonic() - t0
             if out.is_file():
                 result = UnitResult.of(unit, Result.from_json(out.read_text()), seconds)
@@ -245,6 +252,7 @@ class Runner:
         self._stopping = True
         with self._lock:
             procs = list(self._procs)
+            tokens = list(self._procs.values())
         for proc in procs:
             try:
                 os.killpg(proc.pid, signal.SIGTERM)
@@ -259,3 +267,5 @@ class Runner:
                     os.killpg(proc.pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
+        for token in tokens:  # what a worker killed before it could clean up left behind
+            end_marked(token, seconds=2.0)

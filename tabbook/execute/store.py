@@ -10,15 +10,20 @@ jupyter-cache but with the environment in the key.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import json
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from tabbook.errors import BookError
+from tabbook.errors import BookError, leads_out
 from tabbook.files import write_atomic
+from tabbook.settings import leads_outside
 from tabbook.source.split import FrameworkCell
 
 #: Version 2: the library part hashes only the definitions the unit can reach
@@ -228,6 +233,80 @@ def _text(value: Any) -> bool:
     return isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))
 
 
+#: What one text of an entry's metadata that a page shows may hold at most (characters).
+MAX_FIELD = 1000
+#: Nesting an entry's JSON values may have: a notebook is a few levels deep; JSON outputs a few more.
+MAX_DEPTH = 64
+#: Cell tags an entry may carry: the tags the book's marks give (split.FrameworkCell.tags).
+_TAG = re.compile(r"[a-z][a-z0-9-]{0,63}")
+#: Image types stored base64-encoded, with the bytes each file starts with.
+_BINARY_IMAGES = {"image/png": (b"\x89PNG\r\n\x1a\n",), "image/jpeg": (b"\xff\xd8",),
+                  "image/gif": (b"GIF87a", b"GIF89a"), "image/webp": (b"RIFF",)}
+
+
+def _field_problem(value: Any, where: str) -> str | None:
+    """Why a text an entry holds for a page to show is not one: a string of one line of printable
+    characters, at most :data:`MAX_FIELD` long. Why: it is pasted into a page's MyST, a PDF's
+    LaTeX and a front page; escaped there too, but a line break or a control character has no
+    honest reason to be in a device name or a version."""
+    if not isinstance(value, str):
+        return f"{where} is {_kind(value)}, not a string"
+    if len(value) > MAX_FIELD:
+        return f"{where} is {len(value):,} characters long (at most {MAX_FIELD:,})"
+    if not value.isprintable():
+        bad = next(c for c in value if not c.isprintable())
+        return f"{where} holds the control character {bad!r} (one line of printable text expected)"
+    return None
+
+
+def provenance_problem(prov: Any, where: str = f"metadata.{META}.provenance") -> str | None:
+    """What is wrong with an entry's provenance (None: nothing): an object whose values are
+    one-line texts (``gpus``: a list of them; ``framework_imported``: a boolean)."""
+    if not isinstance(prov, dict):
+        return f"{where} is {_kind(prov)}, not an object"
+    for name, value in prov.items():
+        at = f"{where}.{name}"
+        problems: Iterator[str | None]
+        if name == "gpus":
+            if not isinstance(value, list) or len(value) > 256:
+                return f"{at} is {_kind(value)}, not a list of at most 256 device names"
+            problems = (_field_problem(v, f"{at}[{i}]") for i, v in enumerate(value))
+        elif isinstance(value, bool | int | float) or value is None:
+            continue
+        else:
+            problems = iter([_field_problem(value, at)])
+        if (problem := next((p for p in problems if p), None)) is not None:
+            return problem
+    return None
+
+
+def _depth_problem(value: Any, where: str) -> str | None:
+    """Nesting deeper than :data:`MAX_DEPTH` (walked without recursion: the check must not be
+    what overflows the stack)."""
+    todo = [(value, 1)]
+    while todo:
+        item, depth = todo.pop()
+        if depth > MAX_DEPTH:
+            return f"{where} is nested more than {MAX_DEPTH} levels deep"
+        if isinstance(item, dict):
+            todo.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            todo.extend((v, depth + 1) for v in item)
+    return None
+
+
+def _image_problem(mime: str, value: Any, where: str) -> str | None:
+    """An image stored as base64 that does not decode, or is not the type it says."""
+    text = "".join(value) if isinstance(value, list) else value
+    try:
+        data = base64.b64decode("".join(text.split()), validate=True)
+    except (binascii.Error, ValueError):
+        return f"{where}: its {mime} is not base64"
+    if not data.startswith(_BINARY_IMAGES[mime]):
+        return f"{where}: its {mime} does not hold a {mime.split('/')[1].upper()} image"
+    return None
+
+
 def _output_problem(out: Any, where: str) -> str | None:
     if not isinstance(out, dict):
         return f"{where} is {_kind(out)}, not an object"
@@ -249,6 +328,8 @@ def _output_problem(out: Any, where: str) -> str | None:
             # JSON mime types (application/json, application/vnd.*+json) hold JSON itself.
             if not (_text(value) or (mime.endswith("json") and isinstance(value, dict | list))):
                 return f"{where}: mime type {mime!r} holds {_kind(value)} (a string or list of strings expected)"
+            if mime in _BINARY_IMAGES and (problem := _image_problem(mime, value, where)):
+                return problem
         if not isinstance(out.get("metadata", {}), dict):
             return f"{where}: its metadata is {_kind(out['metadata'])}, not an object"
     return None
@@ -272,26 +353,42 @@ def entry_problem(nb: Any) -> str | None:
                         ("provenance", dict), ("seconds", int | float)):
         if name in ours and not isinstance(ours[name], types):
             return f"metadata.{META}.{name} is {_kind(ours[name])}"
+    if "provenance" in ours and (problem := provenance_problem(ours["provenance"])) is not None:
+        return problem
+    if (problem := _depth_problem(nb, "the entry")) is not None:
+        return problem
     cells = nb.get("cells")
     if not isinstance(cells, list):
         return f"its cells are {_kind(cells)}, not a list"
     for i, cell in enumerate(cells):
-        where = f"cell {i}"
-        if not isinstance(cell, dict):
-            return f"{where} is {_kind(cell)}, not an object"
-        if cell.get("cell_type") not in _CELL_TYPES:
-            return f"{where} has cell_type {cell.get('cell_type')!r}"
-        if not _text(cell.get("source", "")):
-            return f"{where}: its source is not a string or a list of strings"
-        if not isinstance(cell.get("metadata", {}), dict):
-            return f"{where}: its metadata is {_kind(cell['metadata'])}, not an object"
-        if cell["cell_type"] == "code":
-            outputs = cell.get("outputs", [])
-            if not isinstance(outputs, list):
-                return f"{where}: its outputs are {_kind(outputs)}, not a list"
-            for j, out in enumerate(outputs):
-                if (problem := _output_problem(out, f"{where}, output {j}")) is not None:
-                    return problem
+        if (problem := _cell_problem(cell, f"cell {i}")) is not None:
+            return problem
+    return None
+
+
+def _cell_problem(cell: Any, where: str) -> str | None:
+    if not isinstance(cell, dict):
+        return f"{where} is {_kind(cell)}, not an object"
+    if cell.get("cell_type") not in _CELL_TYPES:
+        return f"{where} has cell_type {cell.get('cell_type')!r}"
+    if not _text(cell.get("source", "")):
+        return f"{where}: its source is not a string or a list of strings"
+    meta = cell.get("metadata", {})
+    if not isinstance(meta, dict):
+        return f"{where}: its metadata is {_kind(meta)}, not an object"
+    tags = meta.get("tags", [])
+    if not isinstance(tags, list) or not all(isinstance(t, str) and _TAG.fullmatch(t) for t in tags):
+        return f"{where}: its tags are not a list of tag names (lower-case letters, digits, dashes)"
+    if cell["cell_type"] == "code":
+        count = cell.get("execution_count")
+        if count is not None and (isinstance(count, bool) or not isinstance(count, int)):
+            return f"{where}: its execution_count is {_kind(count)}, not a number"
+        outputs = cell.get("outputs", [])
+        if not isinstance(outputs, list):
+            return f"{where}: its outputs are {_kind(outputs)}, not a list"
+        for j, out in enumerate(outputs):
+            if (problem := _output_problem(out, f"{where}, output {j}")) is not None:
+                return problem
     return None
 
 
@@ -306,14 +403,25 @@ def read_entry(path: Path, shown: str | None = None) -> dict[str, Any]:
     :class:`BookError` at ``shown`` (default: the path) when it is not JSON or not a notebook."""
     shown = shown or str(path)
     try:
-        nb: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        nb: dict[str, Any] = parse_entry(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as exc:
         raise damaged_entry(shown, f"not UTF-8 text ({exc.reason})") from exc
-    except json.JSONDecodeError as exc:
-        raise damaged_entry(shown, f"not JSON ({exc.msg} at line {exc.lineno})") from exc
+    except ValueError as exc:
+        raise damaged_entry(shown, str(exc)) from exc
     if (problem := entry_problem(nb)) is not None:
         raise damaged_entry(shown, problem)
     return nb
+
+
+def parse_entry(text: str) -> Any:
+    """An entry's JSON; ``ValueError(why)`` when it is none. Why not ``json.loads`` alone: JSON
+    nested deeper than Python's recursion limit raises ``RecursionError``, not a decode error."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not JSON ({exc.msg} at line {exc.lineno})") from exc
+    except RecursionError:
+        raise ValueError(f"not a notebook: its JSON is nested more than {MAX_DEPTH} levels deep") from None
 
 
 class FreezeStore:
@@ -332,10 +440,13 @@ class FreezeStore:
     def shown(self, path: Path) -> str:
         """How an error names an entry file: relative to the book when it is inside it."""
         if self.book_root is not None:
-            try:
-                return str(path.resolve().relative_to(self.book_root.resolve()))
-            except ValueError:
-                pass
+            # As written first: a path a symbolic link leads elsewhere is named where it is.
+            for where, base in ((path.absolute(), self.book_root.absolute()),
+                                (path.resolve(), self.book_root.resolve())):
+                try:
+                    return str(where.relative_to(base))
+                except ValueError:
+                    pass
         return str(path)
 
     def path(self, section: str, framework: str) -> Path:
@@ -343,10 +454,18 @@ class FreezeStore:
         stem = section[:-3] if section.endswith(".md") else section
         return self.root / stem / f"{framework}.ipynb"
 
+    def checked_path(self, section: str, framework: str) -> Path:
+        """:meth:`path`, refused (a :class:`BookError` at it) when a symbolic link on the way
+        leads out of the store: its entry would be read from, or written to, another folder."""
+        path = self.path(section, framework)
+        if (real := leads_outside(self.root, path)) is not None:
+            raise leads_out(self.shown(path), real, "the freeze store's folder")
+        return path
+
     def load(self, section: str, framework: str) -> Entry | None:
         """The stored entry, or ``None`` if missing; a damaged one (not JSON, not the shape
         of a notebook) is a :class:`BookError` at its file (:func:`read_entry`)."""
-        path = self.path(section, framework)
+        path = self.checked_path(section, framework)
         if not path.is_file():
             return None
         return Entry(read_entry(path, self.shown(path)))
@@ -376,7 +495,7 @@ class FreezeStore:
             "key": parts.key, "key_parts": parts.as_dict(), "section": section,
             "framework": framework, "provenance": provenance, "seconds": round(seconds, 2),
         }
-        path = self.path(section, framework)
+        path = self.checked_path(section, framework)
         write_notebook(path, nb)
         return path
 
@@ -394,7 +513,7 @@ class FreezeStore:
         else:
             meta.update(key=parts.key, key_parts=parts.as_dict())
         nb = {**entry.notebook, "metadata": {**entry.notebook.get("metadata", {}), META: meta}}
-        path = self.path(section, framework)
+        path = self.checked_path(section, framework)
         write_notebook(path, nb)
         return path
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tabbook.execute.job import ErrorKind, Failure, Job, Result
-from tabbook.files import write_atomic
+from tabbook.files import WORKER_PARENT_ENV, end_with_parent, write_atomic
 
 if TYPE_CHECKING:
     from nbclient import NotebookClient
@@ -83,6 +83,26 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def one_line(value: Any, limit: int = 500) -> str:
+    """A value the provenance records as one line of printable text, at most ``limit``
+    characters: what the store's schema accepts (``store.provenance_problem``). A GPU probe's
+    exception may say anything, over several lines."""
+    text = " ".join("".join(c if c.isprintable() else " " for c in str(value)).split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+#: Characters of a failing cell's traceback that the build's error message keeps (its end).
+ERROR_CHARS = 20_000
+
+
+def _short(text: str, limit: int = ERROR_CHARS) -> str:
+    """A long error text's head (the cell) and end (where it raised), saying how much was left out."""
+    if len(text) <= limit:
+        return text
+    head = limit // 4
+    return f"{text[:head]}\n[… {len(text) - limit:,} characters left out …]\n{text[head - limit:]}"
+
+
 def _strip_ansi(text: str) -> str:
     import re
 
@@ -140,6 +160,53 @@ def drop_noise(cell: dict[str, Any], patterns: tuple[str, ...] | list[str]) -> N
             out["text"] = text
         kept.append(out)
     cell["outputs"] = kept
+
+
+def _carriage_returns(text: str) -> str:
+    """A carriage return followed by more of its line drops what came before it on the line:
+    what nbclient's ``.*\\r(?=[^\\n])`` substitution leaves, line by line (that regex tries
+    every position of a long line, quadratic: minutes for a 1 MB line, in C, deaf to SIGTERM)."""
+    if "\r" not in text:
+        return text
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        cut = line.rfind("\r", 0, len(line) - 1)  # the last \r with a character after it
+        if cut >= 0:
+            lines[i] = line[cut + 1:]
+    return "\n".join(lines)
+
+
+def coalesce_streams(cell: dict[str, Any]) -> None:
+    """A cell's stream outputs merged per stream, carriage returns applied, as nbclient's
+    ``coalesce_streams`` does (its backspace step never runs: its loop's condition is false from
+    the start), in time linear in the output.
+
+    Why: a print may reach the worker as one message or two, as the kernel's threads flush;
+    merged, an entry does not depend on that. nbclient's own merge appends to a string held in
+    the output (a copy per message) and scans each long line with a regex from every position:
+    a single 1 MB line kept the worker busy for minutes after its cell ended."""
+    outputs = cell.get("outputs") or []
+    merged: list[Any] = []
+    texts: dict[str, list[str]] = {}
+    first: dict[str, Any] = {}
+    for out in outputs:
+        if out.get("output_type") != "stream":
+            merged.append(out)
+            continue
+        name = out.get("name")
+        text = out.get("text", "")
+        if name not in first:
+            first[name] = out
+            merged.append(out)
+        texts.setdefault(name, []).append("".join(text) if isinstance(text, list) else text)
+    for name, out in first.items():
+        out["text"] = _carriage_returns("".join(texts[name]))
+    for i, out in enumerate(merged):  # stdout before stderr when they meet, as nbclient orders them
+        if out.get("output_type") == "stream" and out.get("name") == "stderr" and len(merged) >= i + 2 \
+                and merged[i + 1].get("output_type") == "stream" and merged[i + 1].get("name") == "stdout":
+            merged.insert(i, merged.pop(i + 1))
+    if outputs:
+        cell["outputs"] = merged
 
 
 def _size(value: Any) -> int:
@@ -205,6 +272,31 @@ def cap_outputs(cell: dict[str, Any], limit: int, produced: int = 0) -> None:
     cell["outputs"] = kept
 
 
+def cap_error(content: dict[str, Any], limit: int) -> dict[str, Any]:
+    """An error's ``evalue`` and ``traceback`` kept within ``limit`` bytes (``[build]
+    max_output_bytes``; 0: all): the message's head, each traceback line's head, the innermost
+    lines (a traceback ends where it raised), and a line saying how much there was.
+
+    Why: a cell (a ``#@raises`` one included) may raise with a message of 60 MB; kept whole it
+    went into the entry, the page and the build's own error message."""
+    evalue, trace = content.get("evalue", ""), list(content.get("traceback") or [])
+    total = _size(evalue) + _size(trace)
+    if limit <= 0 or total <= limit:
+        return content
+    half, per_line = limit // 2, max(limit // 8, 200)
+    lines: list[str] = []
+    room = half
+    for line in reversed(trace):
+        line = _head(line, per_line) + ("…" if _size(line) > per_line else "")
+        if _size(line) > room:
+            break
+        lines.insert(0, line)
+        room -= _size(line)
+    note = (f"[tabbook] error output truncated: it had {total:,} bytes; [build] max_output_bytes keeps "
+            f"{limit:,}" + (f" ({len(trace) - len(lines)} traceback lines left out)" if len(lines) < len(trace) else ""))
+    return {**content, "evalue": _head(evalue, half), "traceback": [*lines, note]}
+
+
 def _message_size(msg: dict[str, Any]) -> int:
     """Bytes of an output message's text or data, as :func:`_output_size` counts them stored."""
     content = msg.get("content") or {}
@@ -230,6 +322,8 @@ def capped_client(limit: int, produced: dict[int, int]) -> type[NotebookClient]:
         def output(self, outs: list[Any], msg: dict[str, Any], display_id: str | None,
                    cell_index: int) -> Any:
             kind = msg.get("msg_type")
+            if kind == "error":  # capped on its own: it explains a failure, so it is never dropped
+                msg = {**msg, "content": cap_error(msg.get("content") or {}, limit)}
             if limit <= 0 or kind not in ("stream", "display_data", "execute_result"):
                 return super().output(outs, msg, display_id, cell_index)
             size = _message_size(msg)
@@ -349,6 +443,48 @@ def end_descendants(seconds: float = 10.0) -> int:
     return len(seen)
 
 
+#: The environment variable marking every process of one unit (its worker, kernel and whatever
+#: its cells start), with a token of its own: how the runner finds them when the worker is gone.
+UNIT_ENV = "TABBOOK_UNIT"
+
+
+def marked(token: str) -> list[int]:
+    """The processes whose environment holds ``TABBOOK_UNIT=token`` (this user's; ``/proc``)."""
+    entry = f"{UNIT_ENV}={token}".encode()
+    found = []
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if entry in environ.read_bytes().split(b"\0"):
+                found.append(int(environ.parent.name))
+        except (OSError, ValueError):
+            continue  # ended meanwhile, or another user's
+    return [pid for pid in found if pid != os.getpid()]
+
+
+def end_marked(token: str, seconds: float = 10.0) -> int:
+    """Kill (SIGKILL) every process of a unit whose worker died: how many there were.
+
+    Why: the worker ends what its cells started (it is their subreaper), but a worker killed
+    outright (by a cell, ``os.kill(os.getppid(), 9)``; by the OOM killer) cannot; its kernel and
+    a process a cell started in a session of its own are then init's. They still carry the
+    unit's token in their environment (it is inherited), which is how the runner finds them.
+    A process that cleared its own environment escapes this: it would need a cgroup."""
+    import time
+
+    seen: set[int] = set()
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and (pids := marked(token)):
+        for pid in pids:
+            seen.add(pid)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        _reap()
+        time.sleep(0.02)
+    return len(seen)
+
+
 def _reap() -> None:
     while True:
         try:
@@ -373,6 +509,7 @@ def run(job: Job) -> Result:
         return Result(failure=failure)
     for index, cell in enumerate(nb.cells):
         cell.get("metadata", {}).pop("execution", None)
+        coalesce_streams(cell)  # an entry never shows how a print was flushed
         drop_noise(cell, job.stderr_filters)
         cap_outputs(cell, job.max_output_bytes, produced.get(index, 0))
     return Result(notebook=dict(nb), provenance=provenance(job, info))
@@ -404,7 +541,8 @@ def execute(job: Job, nb: Any, produced: dict[int, int]) -> Failure | None:
         clients.append(capped_client(job.max_output_bytes, produced)(
             nb, timeout=job.timeout, kernel_name=job.kernel_name, resources={"metadata": {"path": job.cwd}},
             allow_errors=False, record_timing=False, interrupt_on_timeout=False,
-            on_cell_start=on_cell_start, on_notebook_start=on_notebook_start, coalesce_streams=True))  # an entry never shows how a print flushed
+            on_cell_start=on_cell_start, on_notebook_start=on_notebook_start,
+            coalesce_streams=False))  # merged afterwards (coalesce_streams)
         try:
             clients[-1].execute()
             return None
@@ -429,7 +567,7 @@ def failure_of(job: Job, exc: Exception, cell: dict[str, Any] | None) -> Failure
         return Failure(ErrorKind.DEAD_KERNEL, f"{fw} the kernel died while running this cell ({exc}){note}",
                        job.section, _line(cell))
     if isinstance(exc, CellExecutionError):
-        text = _strip_ansi(str(exc))
+        text = _short(_strip_ansi(str(exc)))
         if memory and _out_of_memory(cell):
             return Failure(ErrorKind.MEMORY, f"{fw} MemoryError: the cell needed more memory than [build] "
                            f"memory_limit = {_size_text(memory)} allows (use less, or raise the key):\n{text}",
@@ -439,7 +577,8 @@ def failure_of(job: Job, exc: Exception, cell: dict[str, Any] | None) -> Failure
 
 
 def probe_info(probe: dict[str, Any]) -> dict[str, Any]:
-    """What the probe cell printed (:data:`PROBE`): Python, the framework's version, the GPUs."""
+    """What the probe cell printed (:data:`PROBE`): versions, GPUs, why the GPU probe failed."""
+    coalesce_streams(probe)  # its line may have come in two messages
     for out in probe.get("outputs", []):
         for line in out.get("text", "").splitlines():
             if line.startswith("TABBOOK-PROBE "):
@@ -466,20 +605,20 @@ def unmet_raises(job: Job, cells: list[dict[str, Any]]) -> Failure | None:
 
 
 def provenance(job: Job, info: dict[str, Any]) -> dict[str, Any]:
-    """Where the outputs were computed: the framework's version, Python, the CPU, the GPUs, the date."""
-    gpus = info.get("gpus", [])
-    out = {
+    """Where the unit ran: each text one line, as the store's schema wants (``store.provenance_problem``)."""
+    gpus = [one_line(g) for g in info.get("gpus", [])][:256]
+    out: dict[str, Any] = {
         "framework": job.framework,
-        "framework_version": info.get("framework_version", "?"),
-        "python": info.get("python", "?"),
-        "cpu": cpu_model(),
+        "framework_version": one_line(info.get("framework_version", "?")),
+        "python": one_line(info.get("python", "?")),
+        "cpu": one_line(cpu_model()),
         "gpus": gpus,
         "device": (f"{len(gpus)}× {gpus[0]}" if gpus else "CPU only"),
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
-        "host_platform": platform.platform(terse=True),
+        "host_platform": one_line(platform.platform(terse=True)),
     }
     if info.get("gpu_probe_error"):
-        out["gpu_probe_error"] = info["gpu_probe_error"]
+        out["gpu_probe_error"] = one_line(info["gpu_probe_error"])
     if info.get("framework_imported") is False:
         out["framework_imported"] = False  # the outputs do not depend on it, nor on a GPU
     return out
@@ -511,6 +650,8 @@ def _stop_when_orphaned() -> None:
 
 def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, _raise_interrupt)
+    # A builder killed outright sends this worker SIGTERM: its kernel shut down, its processes ended.
+    end_with_parent(signal.SIGTERM, WORKER_PARENT_ENV)
     become_subreaper()
     _stop_when_orphaned()
     job = Job.from_json(Path(argv[0]).read_text())

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tabbook.config import Config
-from tabbook.errors import BookError, BookErrors, raise_all
+from tabbook.errors import BookError, BookErrors, leads_out, raise_all
 from tabbook.files import sync_folder, write_beside
 from tabbook.library import pysource as ps
 from tabbook.library.extract import (
@@ -60,6 +60,7 @@ from tabbook.library.imports import (
     undefined_names,
 )
 from tabbook.library.scopes import hidden_reads, local_names
+from tabbook.settings import leads_outside
 from tabbook.source.model import Section
 from tabbook.source.pycode import line_mapper, mask_magics
 from tabbook.source.split import split_section
@@ -265,16 +266,24 @@ def version_file(config: Config) -> str:
     return next((fw.library.version_file for fw in config.frameworks.values() if fw.library.version_file), "")
 
 
+def _inside(config: Config, path: Path) -> Path:
+    """``path``, refused when a symbolic link leads it out of the book: its hand-written top
+    would be published in the library, and the generated module written there."""
+    if (real := leads_outside(config.root, path)) is not None:
+        raise leads_out(Path(os.path.relpath(path, config.root)).as_posix(), real)
+    return path
+
+
 def hand_written_tops(config: Config) -> dict[str, str]:
     """Each framework's hand-written top, read from its module file as it is on disk; and under
     :data:`VERSION_FILE` the book's own ``version_file``, which d2lbook only updates."""
     tops = {}
     for tab in config.tabs:
-        path = config.library_dir / f"{config.frameworks[tab].module}.py"
+        path = _inside(config, config.library_dir / f"{config.frameworks[tab].module}.py")
         if path.is_file():
             tops[tab] = hand_written_top(path.read_text(encoding="utf-8"))
     rel = version_file(config)
-    if rel and (config.root / rel).is_file():
+    if rel and _inside(config, config.root / rel).is_file():
         tops[VERSION_FILE] = (config.root / rel).read_text(encoding="utf-8")
     return {tab: top for tab, top in tops.items() if top}
 
@@ -565,6 +574,8 @@ def write_library(config: Config, files: dict[str, str]) -> list[str]:
     (disk full, permissions) leaves every existing file as it was.
     """
     changed = [rel for rel in stale_library(config, files) if rel in files]
+    for rel in changed:
+        _inside(config, config.root / rel)
     temps: list[tuple[str, Path]] = []
     try:
         for rel in changed:

@@ -28,7 +28,7 @@ from typing import Any
 from tabbook.config import Config
 from tabbook.execute.store import Entry as StoreEntry
 from tabbook.execute.store import FreezeStore
-from tabbook.render.myst import convert_roles
+from tabbook.render.myst import convert_roles, myst_text
 from tabbook.render.names import SYNC_GROUP
 from tabbook.render.site import NO_PDF_NOTE, compact_css, compact_js, zip_target
 from tabbook.source.dialect import ATTR_LINE, BEGIN_TAB, BIBLIOGRAPHY, END_TAB, strip_slide_marks
@@ -163,13 +163,15 @@ def computed_lines(label: str, provs: Iterable[dict[str, Any]]) -> list[str]:
         if not prov or prov.get("not_executed"):
             shown_without += 1
             continue
-        cpu = prov.get("cpu", "")
-        where = str(prov.get("device", "?")) if prov.get("gpus") else (f"CPU only ({cpu})" if cpu else "CPU only")
-        key = (where, str(prov.get("framework_version", "?")), str(prov.get("python", "?")))
+        # The entry's values are data: shown as text (myst_text), never read as MyST.
+        cpu = myst_text(prov.get("cpu", ""))
+        where = myst_text(prov.get("device", "?")) if prov.get("gpus") else (f"CPU only ({cpu})" if cpu else "CPU only")
+        key = (where, myst_text(prov.get("framework_version", "?")), myst_text(prov.get("python", "?")))
         groups.setdefault(key, []).append(str(prov.get("date", "?")))
     lines = []
     for (where, version, python), dates in sorted(groups.items(), key=lambda kv: -len(kv[1])):
-        span = min(dates) if min(dates) == max(dates) else f"{min(dates)} to {max(dates)}"
+        first, last = myst_text(min(dates)), myst_text(max(dates))
+        span = first if first == last else f"{first} to {last}"
         n = len(dates)
         lines.append(f"{where}, {label} {version}, Python {python}: {n} section{'s' * (n != 1)}, {span}")
     if shown_without:
@@ -200,8 +202,8 @@ def where_line(section: Section, pages: dict[str, Section], labels: dict[str, st
             prov = StoreEntry(notebooks[(path, fw)]).provenance if (path, fw) in notebooks else None
             if not prov or prov.get("not_executed"):
                 continue
-            cpu = prov.get("cpu", "")
-            where = str(prov.get("device", "?")) if prov.get("gpus") else (
+            cpu = myst_text(prov.get("cpu", ""))
+            where = myst_text(prov.get("device", "?")) if prov.get("gpus") else (
                 f"the CPU only ({cpu})" if cpu else "the CPU only")
             if where not in places:
                 places.append(where)

@@ -14,7 +14,14 @@ import json
 from typing import Any
 
 from tabbook.execute.store import Entry, new_notebook
-from tabbook.render.myst import cell_to_myst_lines, toc_to_toctree, wrap_directive, wrap_div, wrap_div_lines
+from tabbook.render.myst import (
+    cell_to_myst_lines,
+    myst_text,
+    toc_to_toctree,
+    wrap_directive,
+    wrap_div,
+    wrap_div_lines,
+)
 from tabbook.render.names import CELL_KEY, PROSE_TAB, PROVENANCE_CLASS, TabMark
 from tabbook.source.model import Section
 
@@ -24,18 +31,20 @@ def _md(source: str) -> dict[str, Any]:
 
 
 def describe_provenance(label: str, prov: dict[str, Any]) -> str:
-    """One discreet line: where and with what a framework's outputs were computed."""
+    """One discreet line: where and with what a framework's outputs were computed. Every value
+    comes from the entry, data anyone who can change ``_freeze/`` writes: it is shown as text
+    (:func:`myst_text`), never read as MyST."""
     if not prov:
         return f"{label} outputs: not recorded."
-    if prov.get("not_executed"):
-        return f"{label}: code shown without outputs ({prov['not_executed']})."
-    device = prov.get("device", "?")
-    cpu = prov.get("cpu", "")
-    where = device if prov.get("gpus") else f"CPU only ({cpu})" if cpu else "CPU only"
-    line = (f"{label} outputs computed on {where}, {label} {prov.get('framework_version', '?')}, "
-            f"Python {prov.get('python', '?')}, {prov.get('date', '?')}.")
-    if prov.get("outdated"):
-        line = f"{label} outputs from an earlier version of this code ({prov['outdated']}): " + line
+    shown = {k: myst_text(v) for k, v in prov.items() if v}
+    if shown.get("not_executed"):
+        return f"{label}: code shown without outputs ({shown['not_executed']})."
+    cpu = shown.get("cpu", "")
+    where = shown.get("device", "?") if prov.get("gpus") else f"CPU only ({cpu})" if cpu else "CPU only"
+    line = (f"{label} outputs computed on {where}, {label} {shown.get('framework_version', '?')}, "
+            f"Python {shown.get('python', '?')}, {shown.get('date', '?')}.")
+    if shown.get("outdated"):
+        line = f"{label} outputs from an earlier version of this code ({shown['outdated']}): " + line
     return line
 
 
@@ -45,8 +54,8 @@ def outdated_notice(labels: dict[str, str], provenance: dict[str, dict[str, Any]
     old = [(fw, p) for fw, p in provenance.items() if p.get("outdated")]
     if not old:
         return None
-    lines = [f"- {labels.get(fw, fw)}: computed on {p.get('device', '?')} on {p.get('date', '?')}; "
-             f"{p['outdated']}." for fw, p in old]
+    lines = [f"- {labels.get(fw, fw)}: computed on {myst_text(p.get('device', '?'))} on "
+             f"{myst_text(p.get('date', '?'))}; {myst_text(p['outdated'])}." for fw, p in old]
     return ("```{warning}\nSome code on this page is shown as an earlier version of it ran, with its "
             "outputs, kept because this build could not run the current code where they were computed:\n\n" + "\n".join(lines)
             + "\n```")

@@ -36,6 +36,23 @@ from tabbook.source.dialect import (
 from tabbook.source.model import Block, Cell
 from tabbook.source.read import parse_blocks
 
+#: ASCII punctuation: CommonMark lets a backslash make each of these a literal character.
+_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+#: Characters that would end the line or the paragraph a value is put in.
+_BREAKS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+
+
+def myst_text(value: object) -> str:
+    """``value`` as MyST that renders as exactly its text: every ASCII punctuation character
+    escaped (no role, directive, math, link, HTML or fence can start), line breaks and control
+    characters turned into one space (it stays inside its line).
+
+    Why: what a freeze entry records (its provenance) is data anyone who can change
+    ``_freeze/`` writes; pasted into a page as it is, ``<img onerror=…>`` would run in readers'
+    browsers, a ```` ```{literalinclude} ```` publish a file of the build machine, and ``$\\input{…}$``
+    read one into the PDF. Sphinx's HTML and LaTeX writers escape text, so text it stays."""
+    return _PUNCTUATION.sub(r"\\\1", _BREAKS.sub(" ", str(value)))
+
 
 def convert_roles(line: str) -> str:
     def sub(m: re.Match[str]) -> str:

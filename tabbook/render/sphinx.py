@@ -38,7 +38,7 @@ from typing import Protocol
 
 from tabbook.config import Config
 from tabbook.errors import BookError, raise_all
-from tabbook.files import BuildDir, builder_fingerprint
+from tabbook.files import SPHINX_PARENT_ENV, BuildDir, builder_fingerprint
 from tabbook.render.context import hand_off, render_context
 from tabbook.render.sources import source_dir
 
@@ -77,10 +77,13 @@ def sphinx_command(config: Config, builder: str = "html", out: Path | None = Non
 
 
 def sphinx_env(config: Config) -> dict[str, str]:
-    """A Sphinx run's environment, built for it: this one, with tabbook importable from this
-    checkout and the configuration's render context for its ``conf.py``
-    (:func:`tabbook.render.context.hand_off`: written now, read there instead of ``config.ini``)."""
-    return {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), **hand_off(config)}
+    """A Sphinx run's environment, built for it (by the process that starts it): this one, with
+    tabbook importable from this checkout, the configuration's render context for its ``conf.py``
+    (:func:`tabbook.render.context.hand_off`: written now, read there instead of ``config.ini``),
+    and this process's id, which the run must not outlive."""
+    # The run ends with the process that starts it, even one killed outright (files.end_with_parent).
+    return {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), **hand_off(config),
+            SPHINX_PARENT_ENV: str(os.getpid())}
 
 
 STAMP = ".tabbook-stamp"
@@ -136,6 +139,28 @@ def site_stamp(config: Config, cmd: list[str]) -> str:
     h.update(json.dumps(sorted(p.relative_to(decks).as_posix() for p in decks.rglob("*.html"))
                         if decks.is_dir() else []).encode())
     return h.hexdigest()
+
+
+#: An operating system error in Sphinx's report: ``[Errno 28] No space left on device: 'PATH'``.
+OS_ERROR = re.compile(r"\[Errno (\d+)\] ([^:\n]+?)(?:: '([^'\n]+)')?$", re.M)
+#: Where Sphinx saved the traceback of a crash.
+CRASH_LOG = re.compile(r"traceback has been saved in:\s*(\S+)")
+
+
+def os_error_of(stderr: str, root: Path) -> BookError | None:
+    """The one-line error for a Sphinx run that an operating system error stopped (a full disk,
+    a folder it may not write), naming the file; None when its report shows none. Why: Sphinx
+    reports these as its own crash ("please open an issue"), traceback and all; the user's
+    problem is the disk, and the file tells which."""
+    found = OS_ERROR.search(stderr)
+    if found is None:
+        return None
+    number, why, where = found.groups()
+    if where and Path(where).is_relative_to(root):
+        where = Path(where).relative_to(root).as_posix()
+    crash = CRASH_LOG.search(stderr)
+    log = f"; Sphinx's report: {crash.group(1)}" if crash else ""
+    return BookError(f"cannot write: {why} (errno {number}): Sphinx stopped{log}", where or "build")
 
 
 class SphinxProcess(Protocol):
@@ -288,10 +313,13 @@ class SphinxRun:
             print(f"warning: {warning.location_message()}")
         errors = found.errors
         conf_error = CONF_ERROR.search(stderr) if returncode != 0 else None
+        os_error = os_error_of(stderr, self.config.root) if returncode != 0 else None
         if conf_error:
             # A key's value failed while conf.py ran (sphinx_configs, an include_css name): the
             # located message alone, not Sphinx's crash report around it.
             errors.append(BookError(conf_error.group(1)))
+        elif os_error is not None:
+            errors.append(os_error)  # the machine's problem (a full disk), not Sphinx's: one line
         elif returncode != 0:
             sys.stderr.write(stderr)
             errors.append(BookError(f"Sphinx failed (exit {returncode}); see the messages above"))

@@ -17,9 +17,12 @@ module is also an extension on its own, so a test or a book can load just the pa
 
 from __future__ import annotations
 
+import signal
 from typing import Any
 
 from sphinx.application import Sphinx
+
+from tabbook.files import SPHINX_PARENT_ENV, end_with_parent
 
 PARTS = ("tabbook.render.ext.tabs", "tabbook.render.ext.latex", "tabbook.render.ext.html",
          "tabbook.render.ext.math", "tabbook.render.ext.preview", "tabbook.render.ext.partial",
@@ -29,6 +32,8 @@ PARTS = ("tabbook.render.ext.tabs", "tabbook.render.ext.latex", "tabbook.render.
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
+    # A build killed outright takes its Sphinx with it: no writing build/ without the book's lock.
+    end_with_parent(signal.SIGKILL, SPHINX_PARENT_ENV)
     # Set by tabbook.render.sphinx_conf; a change makes Sphinx read and write every page again.
     app.add_config_value("tabbook_code", "", "env", types=frozenset({str}))
     for name in PARTS:
