@@ -15,26 +15,32 @@ BUILDER_STAMP := $(VENV)/.installed-$(shell cat envs/builder.txt packaging/tabbo
 TEST_STAMP := $(VENV)/.extra-test-$(shell cat envs/builder-test.txt envs/builder-dask.txt 2>/dev/null | sha256sum | cut -c1-12)
 export TF_CPP_MIN_LOG_LEVEL := 2
 
-.PHONY: html site test check lib envs clean serve unit frozen-site freeze-check exec-check lint typecheck pdf tex libtest dist browser bench d2lbook-book d2l-side-by-side wheelhouse d2lbook-venv differential gpu-bundle
+.PHONY: html site test check lib envs clean serve unit frozen-site freeze-check exec-check lint typecheck pdf tex libtest dist browser axe bench d2lbook-book d2l-side-by-side wheelhouse d2lbook-venv differential gpu-bundle
 
 html: $(BUILDER_STAMP)
 	$(TB) build $(if $(FORCE),--force)
-	@echo "site: build/html/index.html"
 
 # The complete site, as published: the four PDFs, then the HTML with them inside and linked
 # from every page (`make html` alone says on its pages that the PDFs are not in the build).
 site: $(BUILDER_STAMP) tex
 	$(TB) site $(if $(FORCE),--force)
-	@echo "site: build/html/index.html (with the PDFs)"
+
+# pip's own output (which can be pages of the machine's configuration warnings) goes to a log,
+# shown only when an install fails: a newcomer's `make html` prints our lines, not pip's.
+PIP_QUIET = $(VPY) -m pip install --quiet --disable-pip-version-check
+PIP_LOG   = $(VENV)/pip-install.log
 
 $(BUILDER_STAMP): envs/builder.txt packaging/tabbook/pyproject.toml packaging/tabbook/hatch_build.py
 	@test -x $(VPY) || $(PY) -m venv $(VENV)
-	$(VPY) -m pip install --quiet --disable-pip-version-check -r envs/builder.txt
-	$(VPY) -m pip install --quiet --disable-pip-version-check --no-deps -e packaging/tabbook
+	@echo "[setup] the builder's environment: $(VENV) from envs/builder.txt (pip's log: $(PIP_LOG))"
+	@{ $(PIP_QUIET) -r envs/builder.txt && $(PIP_QUIET) --no-deps -e packaging/tabbook; } >$(PIP_LOG) 2>&1 \
+		|| { tail -n 40 $(PIP_LOG); echo "[setup] pip failed: $(PIP_LOG)"; exit 1; }
 	@rm -f $(VENV)/.installed-* && touch $@
 
 $(TEST_STAMP): envs/builder-test.txt envs/builder-dask.txt $(BUILDER_STAMP)
-	$(VPY) -m pip install --quiet --disable-pip-version-check -r envs/builder-test.txt
+	@echo "[setup] the test tools: envs/builder-test.txt into $(VENV) (pip's log: $(PIP_LOG))"
+	@$(PIP_QUIET) -r envs/builder-test.txt >$(PIP_LOG) 2>&1 \
+		|| { tail -n 40 $(PIP_LOG); echo "[setup] pip failed: $(PIP_LOG)"; exit 1; }
 	@rm -f $(VENV)/.extra-test-* && touch $@
 
 envs: $(BUILDER_STAMP)
@@ -67,7 +73,7 @@ typecheck: $(BUILDER_STAMP) $(TEST_STAMP)
 
 # The PDFs are part of the product, so their tests run everywhere `make test` runs, not only
 # under CI: TeX (like Chromium) is installed first when missing (Debian packages, root once).
-unit: $(BUILDER_STAMP) $(TEST_STAMP) browser tex d2lbook-venv
+unit: $(BUILDER_STAMP) $(TEST_STAMP) browser axe tex d2lbook-venv
 	TABBOOK_TEST_STRICT=1 $(VPY) -m pytest -q -rs tests
 
 # The committed freeze store must match the sources (no stale or missing entry),
@@ -113,6 +119,12 @@ serve: $(BUILDER_STAMP)
 # Debian's Chromium for the browser tests and the page-weight benchmark (idempotent).
 browser:
 	@bash scripts/install-browser.sh
+
+# axe-core, the accessibility checker the browser tests run over the site: from the npm registry,
+# pinned with its integrity hash (tests/browser/axe/package-lock.json), installed once into the
+# user-wide cache; nothing is loaded from a CDN (tests/browser/axe_core.py).
+axe: $(BUILDER_STAMP)
+	@$(VPY) tests/browser/axe_core.py
 
 bench: $(BUILDER_STAMP) $(TEST_STAMP) browser
 	$(VPY) bench/run.py

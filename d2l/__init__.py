@@ -15,4 +15,4 @@ Importing ``d2l`` itself imports no framework (only ``d2l.<framework>`` does),
 so one installed framework is enough, and plotting needs the ``plot`` extra.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.1.0+gpus"

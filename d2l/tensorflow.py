@@ -16,8 +16,8 @@ import tensorflow as tf
 
 __all__ = [
     "cpu", "gpu", "num_gpus", "try_gpu", "try_all_gpus", "add_to_class", "HyperParameters",
-    "use_svg_display", "ProgressBoard", "Module", "DataModule", "Trainer", "host_tensor",
-    "SyntheticRegressionData", "LinearRegression", "benchmark", "memory_stats",
+    "in_notebook", "use_svg_display", "ProgressBoard", "Module", "DataModule", "Trainer",
+    "host_tensor", "SyntheticRegressionData", "LinearRegression", "benchmark", "memory_stats",
 ]
 
 
@@ -94,6 +94,17 @@ class HyperParameters:
         self.hparams = {**getattr(self, 'hparams', {}), **saved}
 
 
+def in_notebook():
+    """Defined in "Utilities for the Toolkit" (chapter_gpus/utilities.html).
+
+    Whether a Jupyter kernel runs this code: only there is a figure shown.
+    """
+    from sys import modules  # a kernel has imported IPython already
+    ipython = modules.get('IPython')
+    shell = ipython.get_ipython() if ipython else None
+    return getattr(shell, 'kernel', None) is not None
+
+
 def use_svg_display():
     """Defined in "Utilities for the Toolkit" (chapter_gpus/utilities.html).
 
@@ -132,6 +143,12 @@ class ProgressBoard(HyperParameters):
             self.pending[label] = []
 
     def show(self):
+        """Redraw in a notebook; a plain script has nowhere to show a figure,
+        so there the board draws nothing (its points stay in `points`)."""
+        if in_notebook():
+            self.redraw()
+
+    def redraw(self):
         """(Re)draw all curves; each point's mean becomes a float once."""
         from IPython import display
         from matplotlib.figure import Figure

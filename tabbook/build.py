@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -243,11 +244,14 @@ def _render(config: Config, book: Book, opts: Options, notebooks: Notebooks, ori
         result.sphinx_seconds = time.monotonic() - t1
     if opts.builder == "html":
         from tabbook.render.context import render_context
+        from tabbook.render.package import publish
         from tabbook.render.site import available_pdfs
+
+        publish(config, BuildDir(config.build_dir).html, log)
 
         if not available_pdfs(render_context(config)):
             log("[html] the site has no PDFs (none in build/pdf): its pages say \"PDF: not in "
-                "this build\"; `tabbook site` (make site) builds the site with its PDFs")
+                "this build\"; `tabbook site` builds the site with its PDFs")
 
 
 def build_pdfs(config: Config, frameworks: tuple[str, ...] | None = None, *, frozen: bool = False,
@@ -294,14 +298,24 @@ def _runner(config: Config, the_plan: Plan, opts: Options, log: Callable[[str], 
     gpus = detect(env)
     if gpus:
         log(f"[exec] {len(gpus)} GPU(s): " + "; ".join(g.describe() for g in gpus))
-    return Runner(opts.jobs or os.cpu_count() or 1, env, progress=log, devices=Devices(gpus, per_gpu=config.units_per_gpu))
+    from tabbook.execute.progress import LiveStatus
+
+    # A long cell is not silence: its file.md:LINE and time so far, live on a terminal, every 30 s in a log.
+    live = LiveStatus(log, sys.stdout, interactive=log is print and sys.stdout.isatty())
+    return Runner(opts.jobs or os.cpu_count() or 1, env, progress=log, devices=Devices(gpus, per_gpu=config.units_per_gpu),
+                  live=live)
 
 
-def clean(config: Config) -> None:
+def clean(config: Config) -> tuple[int, int]:
     """Remove ``build/``, once no build of the book is running (a waiting build then locks
-    the lock file created anew)."""
+    the lock file created anew); returns how many files and bytes it held (0, 0: there was none)."""
+    if not config.build_dir.is_dir():
+        return 0, 0
     with locked(config):
+        files = [p for p in config.build_dir.rglob("*") if p.is_file() and not p.is_symlink()]
+        size = sum(p.stat().st_size for p in files)
         shutil.rmtree(config.build_dir, ignore_errors=True)
+    return len(files), size
 
 
 def verify_freeze(config: Config, selection: Selection, *, jobs: int = 0, scheduler: str | None = None,

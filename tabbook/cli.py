@@ -44,8 +44,15 @@ def _names(text: str | None) -> tuple[str, ...] | None:
     return tuple(v.strip() for v in text.split(",") if v.strip()) if text else None
 
 
+#: What ``tabbook --help`` says first: plain text (the module's docstring is reST, for Sphinx).
+DESCRIPTION = ("tabbook builds a book written in d2lbook's Markdown: it runs each framework's code in "
+               "that framework's environment, keeps the outputs in the freeze store (_freeze/), and makes "
+               "the site, one PDF per framework, the slides and the book's package. "
+               "'tabbook COMMAND --help' tells more about a command.")
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="tabbook", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="tabbook", description=DESCRIPTION)
     p.add_argument("-C", "--root", type=Path, default=Path.cwd(), help="book root (holds config.ini)")
     p.add_argument("--overlay", type=Path, metavar="INI",
                    help="settings read after config.ini (default: tabbook.ini at the root, if any)")
@@ -239,7 +246,18 @@ def _build(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
     gpu = result.gpu_summary()
     warm = " (warm builder)" if result.warm else ""
     print(f"[done] {summary} in {result.seconds:.1f}s{warm}{'; ' + gpu if gpu else ''}; report: build/report.json")
+    if opts.render and opts.builder == "html":
+        print(f"[html] the site: {openable(BuildDir(config.build_dir).html / 'index.html')}")
     return 0
+
+
+def openable(path: Path) -> str:
+    """A path as the user can open it from here: relative to the current folder when it is
+    below it, else absolute (``tabbook -C BOOK`` run from elsewhere)."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path.resolve())
 
 
 def _dry_run(config, args: argparse.Namespace, opts) -> int:  # noqa: ANN001 - Config, build.Options
@@ -303,7 +321,7 @@ def _lib(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
         for rel in stale:
             print(f"stale: {rel}", file=sys.stderr)
         if stale:
-            print("run `python -m tabbook lib` (make lib) and commit the result", file=sys.stderr)
+            print("run `tabbook lib` and commit the result", file=sys.stderr)
         return 1 if stale else 0
     written = write_library(config, files)
     for rel in written:
@@ -353,7 +371,7 @@ def _site(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
         done = build_pdfs(config, None, frozen=args.frozen, force=args.force, jobs=args.jobs)
         print("[pdf] done: " + ", ".join(config.rel(p) for p in done.values()))
         result = build(config, Options(Selection(frozen_only=args.frozen), jobs=args.jobs))
-    print(f"[site] {config.rel(BuildDir(config.build_dir).html / 'index.html')} with {len(done)} PDFs "
+    print(f"[site] {openable(BuildDir(config.build_dir).html / 'index.html')} with {len(done)} PDFs "
           f"in {result.seconds:.1f}s")
     return 0
 
@@ -557,9 +575,17 @@ def _lock(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
 
 
 def _clean(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
+    """``clean`` / ``clear``: says what went and what stays (the outputs, the library)."""
     from tabbook.build import clean
 
-    clean(config)
+    build = config.rel(config.build_dir)
+    files, size = clean(config)
+    kept = [f"the outputs in {config.rel(config.freeze_dir)}/" if config.freeze_dir.is_dir() else "",
+            f"the library in {config.rel(config.library_dir)}/" if config.library_dir.is_dir() else ""]
+    stays = " and ".join(k for k in kept if k)
+    said = (f"removed {build}/ ({files} file{'s' * (files != 1)}, {size / 1e6:.1f} MB)" if files
+            else f"nothing to remove: there is no {build}/")
+    print(said + (f"; kept {stays} (commit them)" if stays else ""))
     return 0
 
 

@@ -394,7 +394,7 @@ class Framework:
     label: str = setting("framework:*", "label", lambda v: _known(v, 0), text,
                          "shown on the tab (default: the tab name, or d2lbook's label of a tab it knows)")
     module: str = setting("framework:*", "module", lambda v: _known(v, 1), library_module,
-                          "the generated library module d2l/MODULE.py; make libtest runs "
+                          "the generated library module d2l/MODULE.py; tabbook libtest runs "
                           "tests/lib/test_MODULE.py for it (default: the tab name, or [library-TAB] lib_file's)")
     import_name: str = setting("framework:*", "import", lambda v: _known(v, 2), module_name,
                                "the package whose version the provenance records (default: the tab name)")
@@ -412,7 +412,7 @@ class Framework:
     heavy_modules: tuple[str, ...] = setting(
         "framework:*", "heavy_modules", lambda v: v["import_name"].split(".")[0], top_level_modules,
         "top-level modules whose import means the framework was imported: import d2l loads "
-        "none (make libtest), import d2l.MODULE none of another framework's (default: the import key)",
+        "none (tabbook libtest), import d2l.MODULE none of another framework's (default: the import key)",
         field_default=())
     import_stack: str = setting("framework:*", "import_stack", lambda v: f"import {v['import_name']}",
                                 import_stack, "the import statements that are the framework, for the "

@@ -499,6 +499,7 @@ class BuildDir:
         "apiref": "apiref-cache.json",  # the API page (tabbook.render.sources)
         "sources": "sources-memo.json",  # what each page of build/src was made from
         "slides": "slides-cache.json",  # what each deck was made from (tabbook.render.slides)
+        "package": "package-memo.json",  # the wheel the site serves (tabbook.render.package)
     }
 
     def __init__(self, path: Path) -> None:

@@ -55,7 +55,7 @@ STATUS_NAME = "_preview-status.json"
 STATUS_URL = "/" + STATUS_NAME  # build/html is served at the server's root
 ROOT_FILES = ("config.ini", "conf.py", "references.bib")
 ROOT_DIRS = ("img", "static")
-SPHINX_UNFINISHED = ("Sphinx is still rendering, or it failed: see the terminal running `make serve`.")
+SPHINX_UNFINISHED = ("Sphinx is still rendering, or it failed: see the terminal running `tabbook serve`.")
 
 
 def html_dir(config: Config) -> Path:
@@ -255,7 +255,8 @@ def main(argv: list[str] | None = None, overlay: Path | None = None, interpreter
          settings: Sequence[str] = ()) -> int:
     """``serve``'s command line; ``overlay``, ``interpreters`` and ``settings``: the main command
     line's ``--overlay``, ``--python`` and ``--set``."""
-    p = argparse.ArgumentParser(prog="python -m tabbook serve", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="tabbook serve", description="A live preview of the site: rebuilds on "
+                                "save (a prose edit starts no kernel) and reloads the page.")
     p.add_argument("-C", "--root", type=Path, default=Path.cwd(), help="book root (holds config.ini)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: localhost only)")
     p.add_argument("--port", type=int, default=8000, help="0 picks a free port")

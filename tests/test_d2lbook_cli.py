@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -65,6 +66,33 @@ def test_eval_runs_one_tab_and_renders_nothing_then_rst_lib_linkcheck_clear(book
 
     proc = tabbook(book, "clear")
     assert proc.returncode == 0 and not (book / "build").exists() and (book / "_freeze").is_dir()
+    said = proc.stdout.strip()
+    assert re.fullmatch(r"removed build/ \(\d+ files, [\d.]+ MB\); kept the outputs in _freeze/ and the "
+                        r"library in d2l/ \(commit them\)", said), said
+    proc = tabbook(book, "clear")
+    assert proc.stdout.strip() == ("nothing to remove: there is no build/; kept the outputs in _freeze/ and "
+                                   "the library in d2l/ (commit them)")
+
+
+def test_a_new_books_build_says_where_its_site_is_and_no_make_target(book: Path) -> None:
+    """An author's book has no Makefile: messages name tabbook's commands, never a make target of
+    this repository, and the last line says where the site is (relative to where tabbook ran)."""
+    proc = tabbook(book.parent, "-C", "mybook", "build")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout + proc.stderr
+    assert not re.search(r"\bmake [a-z]", out), out
+    assert "`tabbook site` builds the site with its PDFs" in out
+    assert proc.stdout.splitlines()[-1] == "[html] the site: mybook/build/html/index.html"
+    assert (book / "build" / "html" / "index.html").is_file()
+
+
+def test_help_is_plain_text(tmp_path: Path) -> None:
+    """``tabbook --help`` and each command's: no reStructuredText markup (the docstrings' ``x``)."""
+    commands = ["--help"] + [f"{c} --help" for c in ("build", "serve", "new", "clear", "check", "lib", "site")]
+    for command in commands:
+        proc = tabbook(tmp_path, *command.split())
+        assert proc.returncode == 0 and proc.stdout.startswith("usage: tabbook"), proc.stderr
+        assert "``" not in proc.stdout and not re.search(r":[a-z]+:`", proc.stdout), (command, proc.stdout)
 
 
 def test_bad_targets_and_tabs_are_errors(book: Path) -> None:

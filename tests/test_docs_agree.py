@@ -41,3 +41,16 @@ def test_every_builder_path_the_documents_name_exists() -> None:
             runnable = (path / "__main__.py").is_file() or (
                 path.with_suffix(".py").is_file() and "__main__" in path.with_suffix(".py").read_text())
             assert runnable, f"{name} runs {module}, which is not a module that runs"
+
+
+def test_readme_starts_with_what_a_reader_installs_and_how() -> None:
+    """Its first lines name the package the site serves, at the book's version, from the site's
+    index: the bare ``pip install d2l`` would install PyPI's d2l, another project."""
+    from tabbook.config import load_config
+    from tabbook.render.package import INDEX, book_package
+
+    package = book_package(load_config(ROOT))
+    assert package is not None
+    head = "\n".join((ROOT / "README.md").read_text(encoding="utf-8").splitlines()[:15])
+    line = next(x for x in head.splitlines() if x.startswith("pip install "))
+    assert line == f"pip install --extra-index-url https://SITE/{INDEX}/ {package.requirement('torch')}"

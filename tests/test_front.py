@@ -3,6 +3,7 @@ the MyST it writes (picker, downloads, pip line) and the hidden root toctree."""
 
 from __future__ import annotations
 
+import html
 import re
 
 from tabbook.render.front import (
@@ -16,6 +17,7 @@ from tabbook.render.front import (
     one_line,
     where_line,
 )
+from tabbook.render.package import Package
 from tabbook.source.read import read_section
 
 TABS = ("pytorch", "jax")
@@ -103,8 +105,19 @@ def test_front_matter() -> None:
     assert '<td><a class="reference external" href="_downloads/pdf/b-jax.pdf">JAX PDF</a></td>' in filled
     assert '<td><span class="tabbook-missing">not in this build</span></td>' in filled  # no PyTorch PDF
     assert 'href="_downloads/notebooks/b-pytorch-notebooks.zip">PyTorch notebooks (zip)</a>' in text
-    assert "```bash\npip install d2l\n```" in text and "pip install 'd2l[torch]'" in text
     assert "- **PyTorch**: CPU only, PyTorch 2.1, Python 3.11: 3 sections, d." in text
+    assert "pip install" not in text  # a book whose site serves no package names none to install
+
+
+def test_the_install_lines_pin_the_package_the_site_serves() -> None:
+    package = Package("d2l", "0.1.0+gpus", ("plot", "torch"), ">=3.11")
+    text = front_matter(facts(install=package))
+    lines = re.findall(r'<pre data-index="simple/" data-placeholder="https://SITE/">([^<]*)</pre>', text)
+    assert [html.unescape(line) for line in lines] == [
+        "pip install --extra-index-url https://SITE/simple/ 'd2l==0.1.0+gpus'",
+        "pip install --extra-index-url https://SITE/simple/ 'd2l[torch]==0.1.0+gpus'"]  # PyTorch's extra only
+    assert ":sync: pytorch" in text and 'href="simple/d2l/index.html"' in text
+    assert "pip install d2l" not in text  # never the bare name: the package index has another d2l
 
 
 def test_root_toctree_hidden_once() -> None:

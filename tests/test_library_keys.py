@@ -18,7 +18,7 @@ from tabbook import cli
 from tabbook.book import read_book
 from tabbook.config import load_config
 from tabbook.execute import plan as plan_mod
-from tabbook.execute.store import LEGACY_KEY_VERSION, META, FreezeStore, _key
+from tabbook.execute.store import LEGACY_KEY_VERSION, META, FreezeStore, _key, text_hash
 from tabbook.library.cache import book_library
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -133,12 +133,21 @@ def test_dry_run_text_and_selection(book: Path, capsys) -> None:
 
 
 def to_version1(book: Path) -> None:
-    """The book's store as the version-1 builder wrote it (whole-library keys)."""
+    """The book's store as the version-1 builder wrote it (whole-library keys) for today's library.
+
+    The whole module's hash is today's, not the one an entry recorded: an entry that stayed
+    current through a library edit it cannot reach (version 2's point) recorded the module it
+    ran with, which a version-1 builder would have run again."""
+    config = load_config(book)
+    library = book_library(read_book(config))
+    whole = {fw: text_hash(library.get(f"{config.library_dir.name}/{config.framework(fw).module}.py"))
+             for fw in config.tabs}
     for path in (book / "_freeze").rglob("*.ipynb"):
         nb = json.loads(path.read_text())
         meta = nb["metadata"][META]
         parts = meta["key_parts"]
-        parts["library"] = parts.pop("library_file")
+        parts.pop("library_file")
+        parts["library"] = whole[path.stem]
         for extra in ("library_names", "library_rules", "library_whole", "library_others"):
             parts.pop(extra, None)
         meta["key"] = _key(LEGACY_KEY_VERSION, parts["cells"], parts["env"], parts["library"], parts["python"],

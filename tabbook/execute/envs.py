@@ -132,7 +132,7 @@ def ensure_env(config: Config, fw: Framework, create: bool = True, log: Log = pr
     if not _complete(target, fw, config, hashes):
         if not create:
             raise BookError(
-                f"the {fw.name} environment is not installed; run `make envs` or `make html`",
+                f"the {fw.name} environment is not installed; run `tabbook envs` (a build makes it too)",
                 config.rel(fw.requirements) if fw.requirements else "config.ini",
             )
         for number, local in local_requirements(fw.requirements):  # before anything is made

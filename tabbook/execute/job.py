@@ -35,6 +35,7 @@ class Job:
     stderr_filters: tuple[str, ...] = ()  # regexes of stderr lines dropped from outputs
     max_output_bytes: int = 0  # output one cell keeps; 0 = all of it
     memory_limit: int = 0  # bytes of address space the kernel may use; 0 = no cap
+    progress: str = ""  # a file where the worker records the cell that runs (execute/progress.py); "": none
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))

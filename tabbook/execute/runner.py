@@ -25,12 +25,14 @@ import uuid
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tabbook.execute.gpus import Devices, Held, Placement
 from tabbook.execute.job import ErrorKind, Failure, Job, Result
+from tabbook.execute.progress import LiveStatus
 from tabbook.execute.store import new_notebook
 from tabbook.execute.worker import UNIT_ENV, end_marked
 from tabbook.files import WORKER_PARENT_ENV
@@ -60,12 +62,12 @@ class Unit:
     def name(self) -> str:
         return f"{self.section} [{self.framework}]"
 
-    def job(self) -> Job:
-        """What its worker runs."""
+    def job(self, progress: str = "") -> Job:
+        """What its worker runs (``progress``: where it records the cell that runs)."""
         return Job(notebook=build_notebook(self), section=self.section, framework=self.framework,
                    kernel_name=self.kernel_name, import_name=self.import_name, cwd=str(self.cwd),
                    timeout=self.timeout, gpu_probe=self.gpu_probe, stderr_filters=self.stderr_filters,
-                   max_output_bytes=self.max_output_bytes, memory_limit=self.memory_limit)
+                   max_output_bytes=self.max_output_bytes, memory_limit=self.memory_limit, progress=progress)
 
     def failed(self, kind: ErrorKind, why: str) -> UnitResult:
         """A result of this unit that says why it has no outputs, at its page."""
@@ -136,10 +138,11 @@ class Runner:
     """Runs units in parallel worker processes, up to ``jobs`` at a time, each on its GPUs."""
 
     def __init__(self, jobs: int, env: dict[str, str], progress: Progress = print,
-                 devices: Devices | None = None):
+                 devices: Devices | None = None, live: LiveStatus | None = None):
         self.jobs = max(1, jobs)
         self.env = env
         self.progress = progress
+        self.live = live  # what each running unit's current cell is, said while it runs
         self.devices = devices or Devices([])
         self._procs: dict[subprocess.Popen[str], str] = {}  # each running worker and its unit's token
         self._lock = threading.Lock()
@@ -156,9 +159,8 @@ class Runner:
                 self._running.remove(unit.name)
                 self._done += 1
             running = ", ".join(self._running) or "-"
-            self.progress(
-                f"[exec {self._done}/{self._total}] {event:5} {unit.name}{extra}  (running: {running})"
-            )
+        line = f"[exec {self._done}/{self._total}] {event:5} {unit.name}{extra}  (running: {running})"
+        (self.live.say if self.live is not None else self.progress)(line)
 
     def _run_one(self, unit: Unit, placement: Placement | None = None) -> UnitResult:
         if self._stopping:
@@ -170,7 +172,8 @@ class Runner:
         with tempfile.TemporaryDirectory(prefix="tabbook-unit-") as tmp:
             job = Path(tmp) / "job.json"
             out = Path(tmp) / "result.json"
-            job.write_text(unit.job().to_json())
+            cell = Path(tmp) / "cell.json"  # the worker's current cell (tabbook.execute.progress)
+            job.write_text(unit.job(progress=str(cell)).to_json())
             token = uuid.uuid4().hex  # marks the unit's processes (worker.end_marked)
             env = {**placement.env(self.env), UNIT_ENV: token, WORKER_PARENT_ENV: str(os.getpid())}
             proc = subprocess.Popen(
@@ -180,7 +183,13 @@ class Runner:
             )
             with self._lock:
                 self._procs[proc] = token
-            log = _tail(proc)
+            if self.live is not None:
+                self.live.started(unit.name, unit.framework, cell)
+            try:
+                log = _tail(proc)
+            finally:
+                if self.live is not None:
+                    self.live.finished(unit.name)
             if proc.returncode != 0 or not out.is_file():
                 end_marked(token)  # the worker could not end what its unit started: done here
             with self._lock:
@@ -236,16 +245,17 @@ class Runner:
 
         pool = ThreadPoolExecutor(max_workers=self.jobs)
         futures = []
-        try:
-            for unit in units:
-                held = start(unit)
-                futures.append(pool.submit(one, unit, held))
-            return [f.result() for f in futures]
-        except BaseException:
-            self.stop()
-            raise
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+        with self.live or nullcontext():
+            try:
+                for unit in units:
+                    held = start(unit)
+                    futures.append(pool.submit(one, unit, held))
+                return [f.result() for f in futures]
+            except BaseException:
+                self.stop()
+                raise
+            finally:
+                pool.shutdown(wait=True, cancel_futures=True)
 
     def stop(self) -> None:
         """Kill every worker process group (worker + its kernel)."""

@@ -212,7 +212,7 @@ def libtest(config: Config, frameworks: list[str] | None = None, *, generate: bo
                     continue
                 python = env_python(config, tab, overrides, any_env)
                 if python is None:
-                    outcomes.append(Outcome(tab, "skipped", "environment not installed (make envs)"))
+                    outcomes.append(Outcome(tab, "skipped", "environment not installed (tabbook envs)"))
                     continue
                 outcomes.append(run_framework(config, tab, wheel, python, work))
             if venv_check:

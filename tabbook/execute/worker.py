@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tabbook.execute.job import ErrorKind, Failure, Job, Result
+from tabbook.execute.progress import record_cell
 from tabbook.files import WORKER_PARENT_ENV, end_with_parent, write_atomic
 
 if TYPE_CHECKING:
@@ -527,6 +528,8 @@ def execute(job: Job, nb: Any, produced: dict[int, int]) -> Failure | None:
 
     def on_cell_start(cell: Any, cell_index: int) -> None:
         running[:] = [cell_index]
+        if job.progress and cell_index < len(nb.cells) - 1:  # the build shows it while the cell runs
+            record_cell(Path(job.progress), f"{job.section}:{_line(nb.cells[cell_index])}")
 
     def on_notebook_start(notebook: Any) -> None:
         """Before the first cell: the kernel's memory cap."""

@@ -2,6 +2,16 @@
 // stored under the tabs' own key (sphinx-design's, which tabbook.js reads), and tabbook.js is told
 // as it is told of a choice made in another window: a "storage" event, so this page's tabs and
 // links follow too. Without JavaScript nothing can be chosen, so the picker stays hidden.
+//
+// The install lines name the site's own package index (tabbook/render/package.py): the page knows
+// the site's address, the build does not, so the placeholder becomes it here (a copy copies it).
+document.addEventListener("DOMContentLoaded", () => {
+  for (const pre of document.querySelectorAll(".tabbook-pip pre[data-index]")) {
+    const here = new URL(pre.dataset.index, document.baseURI);
+    here.search = here.hash = "";
+    pre.textContent = pre.textContent.replace(pre.dataset.placeholder + pre.dataset.index, here.href);
+  }
+});
 (() => {
   "use strict";
   const picker = document.currentScript.previousElementSibling;

@@ -7,7 +7,8 @@ adds, from the table of contents, the freeze store and ``config.ini`` (nothing t
 - the chapters and their sections, each with the first sentence of its text;
 - the downloads: each framework's PDF (or a note that this build has none; filled in when the
   HTML is written, :func:`fill_pdf_cells`) and its notebooks as one zip;
-- how to install the book's package (``pip install d2l``, and each framework's extra);
+- how to install the book's package from the site itself (:mod:`tabbook.render.package`: the
+  exact version from the site's own index, and each framework's extra);
 - where each framework's outputs were computed (the store's provenance).
 
 All of it is inside ``{only} html``: the PDFs start with the root page's prose alone. The root
@@ -30,6 +31,7 @@ from tabbook.execute.store import Entry as StoreEntry
 from tabbook.execute.store import FreezeStore
 from tabbook.render.myst import convert_roles, myst_text
 from tabbook.render.names import SYNC_GROUP
+from tabbook.render.package import INDEX, Package, book_package
 from tabbook.render.site import NO_PDF_NOTE, compact_css, compact_js, zip_target
 from tabbook.source.dialect import ATTR_LINE, BEGIN_TAB, BIBLIOGRAPHY, END_TAB, strip_slide_marks
 from tabbook.source.model import Section
@@ -65,6 +67,7 @@ class FrontFacts:
     zips: dict[str, tuple[str, int]]  # framework -> (URL, number of notebooks in it)
     package: str  # the library's import name, e.g. "d2l"
     extras: dict[str, str] = field(default_factory=dict)  # framework -> pip extra
+    install: Package | None = None  # the distribution the site serves (none: no install line)
     computed: dict[str, list[str]] = field(default_factory=dict)  # framework -> provenance lines
 
 
@@ -252,6 +255,7 @@ def front_page_facts(config: Config, root: Section, pages: dict[str, Section],
         title=config.title, tabs=config.tabs, labels=labels, default_tab=config.default_tab,
         contents=contents(root, pages), zips=zips, package=config.library_dir.name,
         extras=pip_extras(config.root, {fw: config.framework(fw).module for fw in config.tabs}),
+        install=book_package(config),
         computed={fw: lines for fw, lines in computed.items() if lines},
     )
 
@@ -317,6 +321,44 @@ def _contents(entries: tuple[Entry, ...], indent: str = "") -> list[str]:
     return lines
 
 
+#: What the page shows for the site's address until its script fills it in (no script: a reader
+#: sees that the line needs it).
+SITE_PLACEHOLDER = "https://SITE/"
+
+
+def pip_command(package: Package, extra: str = "") -> str:
+    """The line a reader types, with :data:`SITE_PLACEHOLDER` for the site's address."""
+    return f"pip install --extra-index-url {SITE_PLACEHOLDER}{INDEX}/ {package.requirement(extra)}"
+
+
+def _pip_block(package: Package, extra: str = "") -> list[str]:
+    """A console block whose command the front page's script completes with the site's address
+    (``data-index``: the index, relative to the page); copied as shown."""
+    command = html.escape(pip_command(package, extra))
+    return ["```{raw} html",
+            f'<div class="highlight-bash notranslate tabbook-pip"><div class="highlight">'
+            f'<pre data-index="{INDEX}/" data-placeholder="{SITE_PLACEHOLDER}">{command}</pre></div></div>', "```"]
+
+
+def _install_lines(facts: FrontFacts, package: Package) -> list[str]:
+    """"Use the code": the install line of the package this site serves, one per framework's
+    extra, and the wheel itself."""
+    out = ["```{rubric} Use the code", ":heading-level: 2", "```", "",
+           f"The code every section saves is the `{facts.package}` package, served by this site "
+           f"(version `{package.version}`: pip takes it from here, never another project named "
+           f"`{package.name}` from the package index):", "", *_pip_block(package), ""]
+    if facts.extras:
+        out += ["With a framework's own dependencies:", "", "::::{tab-set}"]
+        for fw in facts.tabs:
+            if fw in facts.extras:
+                out += [f":::{{tab-item}} {facts.labels[fw]}", f":sync: {fw}", "",
+                        *_pip_block(package, facts.extras[fw]), ":::"]
+        out += ["::::", ""]
+    out += ["```{raw} html", f'<p>The wheel itself: <a class="reference external" href="{INDEX}/{package.name}/index.html">'
+            f"this site's package index</a>.</p>", "```", ""]
+    return out
+
+
 def front_matter(facts: FrontFacts) -> str:
     """The MyST the root page gains (pure). Directives nest with colon fences, outermost longest,
     so no fence inside can close one around it."""
@@ -325,16 +367,8 @@ def front_matter(facts: FrontFacts) -> str:
     out += ["```{rubric} Contents", ":heading-level: 2", "```", ""]
     out += _contents(facts.contents) + [""]
     out += ["```{rubric} Downloads", ":heading-level: 2", "```", "", "```{raw} html", _downloads(facts), "```", ""]
-    out += ["```{rubric} Use the code", ":heading-level: 2", "```", "",
-            f"The code every section saves is the `{facts.package}` package:", "",
-            "```bash", f"pip install {facts.package}", "```", ""]
-    if facts.extras:
-        out += ["With a framework's own dependencies:", "", "::::{tab-set}"]
-        for fw in facts.tabs:
-            if fw in facts.extras:
-                out += [f":::{{tab-item}} {facts.labels[fw]}", f":sync: {fw}", "", "```bash",
-                        f"pip install '{facts.package}[{facts.extras[fw]}]'", "```", ":::"]
-        out += ["::::", ""]
+    if facts.install is not None:
+        out += _install_lines(facts, facts.install)
     if facts.computed:
         out += ["```{rubric} Where the outputs were computed", ":heading-level: 2", "```", "",
                 "Every output in the book was produced by running its code:", ""]

@@ -93,6 +93,20 @@ def server(site: Path) -> Iterator[Server]:
     srv.httpd.server_close()
 
 
+#: The book itself as `make html` built it (`make test` builds it before the tests: frozen-site).
+REAL_SITE = ROOT / "build" / "html"
+
+
+@pytest.fixture(scope="session")
+def real_server() -> Iterator[Server]:
+    """:data:`REAL_SITE`, served (tests that need it are skipped, or fail under `make test`,
+    when it is not built)."""
+    srv = serve(REAL_SITE)
+    yield srv
+    srv.httpd.shutdown()
+    srv.httpd.server_close()
+
+
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Any]:
     require(Path(CHROMIUM).exists(), f"no Chromium at {CHROMIUM} (scripts/install-browser.sh installs Debian's)")

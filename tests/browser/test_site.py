@@ -334,14 +334,6 @@ REAL_PAGES = sorted(p.relative_to(REAL_SITE).as_posix() for p in REAL_SITE.glob(
     if (REAL_SITE / "index.html").is_file() else []
 
 
-@pytest.fixture(scope="module")
-def real_server(serve_dir: Any) -> Any:
-    srv = serve_dir(REAL_SITE)
-    yield srv
-    srv.httpd.shutdown()
-    srv.httpd.server_close()
-
-
 @skip_unless(REAL_PAGES, "no built book in build/html (`make test` builds it before the tests; or `make html`)")
 @pytest.mark.parametrize("path", REAL_PAGES or ["-"])
 def test_real_book_pages_are_clean(page: Any, real_server: Any, path: str) -> None:

@@ -150,11 +150,16 @@ def check_board_converts_each_point_once(d2l: ModuleType, monkeypatch: pytest.Mo
     for epoch in range(epochs):
         for step in range(steps):
             board.draw(epoch + (step + 1) / steps, CountingScalar(1.0 + step % every_n), "loss", every_n)
-        board.show()
+        board.redraw()  # what show() does in a notebook
     points = epochs * steps // every_n
     assert CountingScalar.conversions == points  # not 10 + 20 + 30 points, nor 3 * 300 values
     xs, ys = board.axes.lines[0].get_data()
     assert len(xs) == points and all(abs(y - 5.5) < 1e-9 for y in ys)  # the mean of 1..10
+    # Outside a notebook (here: no kernel) show() draws nothing and converts nothing.
+    quiet = d2l.ProgressBoard()
+    quiet.draw(0.1, CountingScalar(1.0), "loss")
+    quiet.show()
+    assert quiet.fig is None and CountingScalar.conversions == points and not d2l.in_notebook()
 
 
 def check_synthetic_data_is_numpys(d2l: ModuleType, to_numpy) -> None:

@@ -11,7 +11,8 @@ book without bib files), :mod:`.apidoc` (autodoc of the book's own library, read
 (the pages to read again are all purged first, so a label may move between pages),
 :mod:`.navtree` (furo's sidebar tree made once per folder, not once per page), :mod:`.learn`
 (what the run imported, for the warm processes to import before their next fork) and :mod:`.paths`
-(an image outside the book is refused before Sphinx copies it into the site). Each
+(an image outside the book is refused before Sphinx copies it into the site) and :mod:`.access`
+(alt text, image sizes, header cells and landmark names: what every reader needs). Each
 module is also an extension on its own, so a test or a book can load just the parts it needs.
 """
 
@@ -28,7 +29,7 @@ PARTS = ("tabbook.render.ext.tabs", "tabbook.render.ext.latex", "tabbook.render.
          "tabbook.render.ext.math", "tabbook.render.ext.preview", "tabbook.render.ext.partial",
          "tabbook.render.ext.bib", "tabbook.render.ext.apidoc", "tabbook.render.ext.diagnostics",
          "tabbook.render.ext.gate", "tabbook.render.ext.purge", "tabbook.render.ext.navtree",
-         "tabbook.render.ext.learn", "tabbook.render.ext.paths")
+         "tabbook.render.ext.learn", "tabbook.render.ext.paths", "tabbook.render.ext.access")
 
 
 def setup(app: Sphinx) -> dict[str, Any]:

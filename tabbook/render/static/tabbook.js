@@ -1,4 +1,5 @@
-// tabbook: framework tabs that are accessible and remembered, and copy buttons on code cells.
+// tabbook: framework tabs that are accessible and remembered, copy buttons on code cells, boxes
+// that scroll reachable by keyboard, and search snippets that read as text.
 //
 // Progressive enhancement. Without JavaScript, sphinx-design's radio-button tabs work with CSS
 // alone and every panel is one click away. With it, each tab set becomes a WAI-ARIA tablist
@@ -342,9 +343,73 @@
     document.head.appendChild(script);
   }
 
+  // ---- boxes that scroll sideways, reachable by keyboard ------------------------------------------
+  // A code block, an output or an equation wider than the column scrolls; a keyboard reader can
+  // scroll it only if it can take focus (WCAG 2.1.1; axe's scrollable-region-focusable). Only the
+  // boxes that overflow on this screen get a tab stop, so a page of short cells gains none; each
+  // is looked at again when its size changes (a tab shown, the window resized).
+  const SCROLLERS = "article pre, article div.math, article .math-wrapper, article .katex-display, " +
+    "article .cell_output, article .table-wrapper";
+
+  function scrolls(el) {
+    const style = window.getComputedStyle(el);
+    const x = /auto|scroll/.test(style.overflowX) && el.scrollWidth > el.clientWidth + 1;
+    const y = /auto|scroll/.test(style.overflowY) && el.scrollHeight > el.clientHeight + 1;
+    return x || y;
+  }
+
+  function markScrollable(el) {
+    const ours = el.hasAttribute("data-tabbook-scroll");
+    if (scrolls(el)) {
+      if (!el.hasAttribute("tabindex")) {
+        el.tabIndex = 0;
+        el.setAttribute("data-tabbook-scroll", "");
+      }
+    } else if (ours) {
+      el.removeAttribute("tabindex");
+      el.removeAttribute("data-tabbook-scroll");
+    }
+  }
+
+  function initScrollables() {
+    const boxes = document.querySelectorAll(SCROLLERS);
+    if ("ResizeObserver" in window) {
+      const watch = new ResizeObserver((entries) => entries.forEach((e) => markScrollable(e.target)));
+      boxes.forEach((box) => watch.observe(box));
+    } else {
+      const all = () => boxes.forEach(markScrollable);
+      all();
+      window.addEventListener("resize", all);
+    }
+  }
+
+  // ---- search results' snippets --------------------------------------------------------------------
+  // Sphinx's search page shows a snippet of each result: the text of the page's main part, where
+  // adjacent elements' words ran together ("NotebooksPyTorchJAXTensorFlowMXNet PDFnot in this
+  // build") and a formula came twice (KaTeX's MathML beside its HTML). The page is cleaned before
+  // Sphinx takes its text: no downloads line, tab labels, copy buttons or provenance, one
+  // rendering of each formula, and a space after every block.
+  const NOT_PROSE = ".tabbook-downloads, .tabbook-provenance, .sd-tab-label, .tabbook-copy, .katex-mathml, " +
+    ".tabbook-picker, .headerlink";
+  const BLOCKS = "p, li, dt, dd, h1, h2, h3, h4, h5, h6, td, th, pre, figcaption, caption, div, section, label";
+
+  function cleanSearchSnippets() {
+    if (typeof Search === "undefined" || typeof Search.htmlToText !== "function" || Search.tabbookClean) return;
+    const htmlToText = Search.htmlToText;
+    Search.htmlToText = (htmlString, anchor) => {
+      const doc = new DOMParser().parseFromString(htmlString, "text/html");
+      doc.querySelectorAll(NOT_PROSE).forEach((el) => el.remove());
+      doc.querySelectorAll(BLOCKS).forEach((el) => el.append(" "));
+      return htmlToText(doc.documentElement.outerHTML, anchor).replace(/\s+/g, " ");
+    };
+    Search.tabbookClean = true;
+  }
+
   function init() {
     initTabs();
     initCopy();
+    initScrollables();
+    cleanSearchSnippets();
     loadHighlighter();
   }
 
