@@ -15,7 +15,7 @@ BUILDER_STAMP := $(VENV)/.installed-$(shell cat envs/builder.txt packaging/tabbo
 TEST_STAMP := $(VENV)/.extra-test-$(shell cat envs/builder-test.txt envs/builder-dask.txt 2>/dev/null | sha256sum | cut -c1-12)
 export TF_CPP_MIN_LOG_LEVEL := 2
 
-.PHONY: html site test check lib envs clean serve unit frozen-site freeze-check exec-check lint pdf tex libtest dist browser axe bench d2lbook-book d2l-side-by-side wheelhouse d2lbook-venv differential gpu-bundle corpus
+.PHONY: html site test check lib envs clean serve unit frozen-site freeze-check exec-check lint typecheck pdf tex libtest dist browser axe bench d2lbook-book d2l-side-by-side wheelhouse d2lbook-venv differential gpu-bundle corpus
 
 html: $(BUILDER_STAMP)
 	$(TB) build $(if $(FORCE),--force)
@@ -67,6 +67,10 @@ dist: $(BUILDER_STAMP)
 lint: $(BUILDER_STAMP) $(TEST_STAMP)
 	$(VPY) -m ruff check .
 
+# mypy --strict over the builder (pyproject.toml's [tool.mypy]: which parts, and why the rest waits).
+typecheck: $(BUILDER_STAMP) $(TEST_STAMP)
+	$(VPY) -m mypy
+
 # The PDFs are part of the product, so their tests run everywhere `make test` runs, not only
 # under CI: TeX (like Chromium) is installed first when missing (Debian packages, root once).
 unit: $(BUILDER_STAMP) $(TEST_STAMP) browser axe tex d2lbook-venv
@@ -91,7 +95,7 @@ frozen-site: $(BUILDER_STAMP)
 	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; TABBOOK_VENVS=$$tmp $(TB) build --frozen --strict
 
 # ... and every internal link of it resolves.
-test: lint frozen-site unit freeze-check exec-check libtest
+test: lint typecheck frozen-site unit freeze-check exec-check libtest
 	$(TB) linkcheck build/html
 	@echo "make test: all checks passed"
 

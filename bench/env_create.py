@@ -2,8 +2,8 @@
 
 For each framework of the book, the environment is created twice, the way a build creates it
 (``tabbook.execute.envs.ensure_env``: ``python -m venv``, then the hashed lock installed in
-hash-checking mode), into a throw-away ``$TABBOOK_VENVS`` folder: once with
-``$TABBOOK_INSTALLER=pip``, once with ``uv``. Both installers work from their caches as this
+hash-checking mode), into a throw-away ``[build] venvs`` folder: once with
+``[build] installer = pip``, once with ``uv``. Both installers work from their caches as this
 machine has them (pip's HTTP cache, uv's wheel cache), which is what a second clone or a CI run
 on the same machine sees; the first-ever install downloads the wheels either way. Each
 environment is then checked to import its framework and to hold the same packages under both
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from tabbook.config import load_config  # noqa: E402
 from tabbook.execute.envs import check_env, ensure_env  # noqa: E402
-from tabbook.execute.installer import ENV, hashed_lock, uv_binary  # noqa: E402
+from tabbook.execute.installer import hashed_lock, uv_binary  # noqa: E402
 
 
 def _frozen(python: Path) -> list[str]:
@@ -42,8 +42,7 @@ def _frozen(python: Path) -> list[str]:
 
 def create(config, name: str, installer: str, base: Path) -> tuple[float, list[str], str]:  # noqa: ANN001
     """Seconds to create ``name``'s environment with ``installer`` under ``base``; its packages."""
-    os.environ["TABBOOK_VENVS"] = str(base / installer)
-    os.environ[ENV] = installer
+    config = dataclasses.replace(config, venvs=base / installer, installer=installer)
     fw = config.framework(name)
     started = time.perf_counter()
     env = ensure_env(config, fw, log=lambda _line: None)
@@ -63,29 +62,21 @@ def main() -> int:
     config = load_config(ROOT)
     names = args.frameworks or [t for t in config.tabs if config.framework(t).requirements]
     rows = []
-    saved = {k: os.environ.get(k) for k in ("TABBOOK_VENVS", ENV)}
-    try:
-        for name in names:
-            fw = config.framework(name)
-            assert fw.requirements is not None
-            hashed = hashed_lock(fw.requirements) is not None
-            with tempfile.TemporaryDirectory(prefix="tabbook-bench-envs-") as tmp:
-                pip_s, pip_pkgs, version = create(config, name, "pip", Path(tmp))
-                shutil.rmtree(Path(tmp) / "pip")  # the disk is not shared by both at once
-                uv_s, uv_pkgs, uv_version = create(config, name, "uv", Path(tmp))
-            same = pip_pkgs == uv_pkgs and version == uv_version
-            rows.append({"framework": name, "packages": len(pip_pkgs), "hashed": hashed, "pip_s": round(pip_s, 1),
-                         "uv_s": round(uv_s, 1), "speedup": round(pip_s / uv_s, 1), "same_packages": same,
-                         "version": version})
-            if not same:
-                print(f"{name}: pip and uv installed different packages: "
-                      f"{sorted(set(pip_pkgs) ^ set(uv_pkgs))}", file=sys.stderr)
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+    for name in names:
+        fw = config.framework(name)
+        assert fw.requirements is not None
+        hashed = hashed_lock(fw.requirements) is not None
+        with tempfile.TemporaryDirectory(prefix="tabbook-bench-envs-") as tmp:
+            pip_s, pip_pkgs, version = create(config, name, "pip", Path(tmp))
+            shutil.rmtree(Path(tmp) / "pip")  # the disk is not shared by both at once
+            uv_s, uv_pkgs, uv_version = create(config, name, "uv", Path(tmp))
+        same = pip_pkgs == uv_pkgs and version == uv_version
+        rows.append({"framework": name, "packages": len(pip_pkgs), "hashed": hashed, "pip_s": round(pip_s, 1),
+                     "uv_s": round(uv_s, 1), "speedup": round(pip_s / uv_s, 1), "same_packages": same,
+                     "version": version})
+        if not same:
+            print(f"{name}: pip and uv installed different packages: "
+                  f"{sorted(set(pip_pkgs) ^ set(uv_pkgs))}", file=sys.stderr)
     if args.json:
         print(json.dumps(rows, indent=1))
     else:

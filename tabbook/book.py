@@ -30,6 +30,7 @@ from tabbook.problems import Problem
 from tabbook.settings import leads_outside, links_leading_out
 from tabbook.source.dialect import BIBLIOGRAPHY
 from tabbook.source.model import Section
+from tabbook.source.pycode import saved_names
 from tabbook.source.read import read_section
 from tabbook.source.toc import entry_path, is_external, page_entries, rst_toc_section, walk_toc
 
@@ -311,23 +312,17 @@ def salvage(config: Config, rel: str) -> tuple[set[str], set[str]]:
     return labels, entries
 
 
-#: What saved code defines at the top of the module (a name, or ``Class.method`` under
-#: ``@d2l.add_to_class(Class)``), and which saved names it uses (``d2l.X``).
-_DEFINES = re.compile(r"^(?:@(?:d2l\.)?add_to_class\((?:d2l\.)?(\w+)\)[^\n]*\n)?"
-                      r"(?:def|class)\s+(\w+)|^(\w+)\s*(?::[^=\n]*)?=(?!=)", re.M)
-_USES = re.compile(r"\bd2l\.(\w+)|add_to_class\((\w+)\)")
-
-
 def _saved_names(sections: list[Section]) -> tuple[set[str], set[str]]:
-    """(names the pages' ``#@save`` code defines, saved names it uses)."""
+    """(names the pages' ``#@save`` code defines, saved names it uses), as ``ast`` reads them
+    (:func:`tabbook.source.pycode.saved_names`, the library's own reading of ``add_to_class``)."""
     defined: set[str] = set()
     used: set[str] = set()
     for section in sections:
         for cell in section.code_cells:
             if "save" in cell.flags:
-                defined.update(f"{cls}.{name}" if cls else name or assigned
-                               for cls, name, assigned in _DEFINES.findall(cell.source))
-                used.update(a or b for a, b in _USES.findall(cell.source))
+                names, uses = saved_names(cell.source)
+                defined |= names
+                used |= uses
     return defined, used
 
 
@@ -343,14 +338,12 @@ def library_order(selected: list[str], pages: dict[str, Section], outside: dict[
 
     When the whole book's index is there under another name (the partial toc given with
     ``[build] index = partial.md``, ``index.md`` kept), its order is the library's, as in a
-    full build. Otherwise the order is inferred. The pages come in blocks: the root, each
-    chapter the partial toc lists (its pages in toc order), and each toc outside it (a
-    chapter's index no page lists, walked depth first). A block that uses a name
-    another defines comes after it (a class before its subclasses and its ``add_to_class``
-    methods, as the whole book orders them); otherwise the partial toc's blocks keep their
-    order, then the others by path. Where uses go both ways, that order decides. Also
-    returned: the names that blocks save more than once, whose last version an inferred order
-    may not pick as the book does.
+    full build. Otherwise the order is inferred. The pages come in blocks (:func:`_blocks`); a
+    block that uses a name another defines comes after it (a class before its subclasses and
+    its ``add_to_class`` methods, as the whole book orders them); otherwise the partial toc's
+    blocks keep their order, then the others by path. Where uses go both ways, that order
+    decides. Also returned: the names that blocks save more than once, whose last version an
+    inferred order may not pick as the book does.
     """
     known = {**outside, **pages}
     walks = [walk_toc(top, known.get, exists)[0] for top in sorted(set(outside) - listed_by(outside))]
@@ -359,32 +352,43 @@ def library_order(selected: list[str], pages: dict[str, Section], outside: dict[
     if whole:
         ordered = [rel for rel in max(whole, key=len) if rel in known and rel != selected[0]]
         return [*selected[:1], *ordered, *sorted(rel for rel in outside if rel not in ordered)], []
+    blocks = _blocks(selected, pages, outside, exists)
+    names = [_saved_names([known[rel] for rel in block]) for block in blocks]
+    twice = sorted({name for i, (defined, _) in enumerate(names) for other, _ in names[i + 1:]
+                    for name in defined & other})
+    return [rel for i in _uses_after_definitions(names) for rel in blocks[i]], twice
+
+
+def _blocks(selected: list[str], pages: dict[str, Section], outside: dict[str, Section],
+            exists: Callable[[str], bool | str]) -> list[list[str]]:
+    """The root; each chapter the partial toc lists (its pages in toc order); what that walk
+    missed; each toc outside it (a chapter's index no page lists, walked depth first); the rest."""
     blocks: list[list[str]] = [selected[:1]]
     if selected:
-        root = pages[selected[0]]
-        for _, _, child in page_entries(root):
+        for _, _, child in page_entries(pages[selected[0]]):
             walked, _ = walk_toc(child, pages.get, exists)
             blocks.append([rel for rel in walked if rel in pages and rel in selected])
     placed = {rel for block in blocks for rel in block}
-    blocks.append([rel for rel in selected if rel not in placed])  # what the walk above missed
+    blocks.append([rel for rel in selected if rel not in placed])
     taken: set[str] = set()
-    for top in sorted(rel for rel in outside if rel not in listed_by(outside)):
+    for top in sorted(set(outside) - listed_by(outside)):
         walked, _ = walk_toc(top, outside.get, exists)
         blocks.append([rel for rel in walked if rel in outside and rel not in taken])
         taken.update(blocks[-1])
     blocks.append(sorted(rel for rel in outside if rel not in taken))
-    blocks = [b for b in blocks if b]
-    names = [_saved_names([pages.get(rel) or outside[rel] for rel in block]) for block in blocks]
+    return [b for b in blocks if b]
+
+
+def _uses_after_definitions(names: list[tuple[set[str], set[str]]]) -> list[int]:
+    """The blocks' order: each after the blocks defining what it uses, else in the given order
+    (a cycle: the first block left goes first)."""
     after = [{j for j, (defined, _) in enumerate(names) if j != i and (used - names[i][0]) & defined}
              for i, (_, used) in enumerate(names)]
     order: list[int] = []
-    while len(order) < len(blocks):
-        left = [i for i in range(len(blocks)) if i not in order]
-        ready = [i for i in left if not (after[i] - set(order))]
-        order.append(ready[0] if ready else left[0])  # a cycle: the first block left goes first
-    twice = sorted({name for i, (defined, _) in enumerate(names) for j, (other, _) in enumerate(names)
-                    if i < j for name in defined & other})
-    return [rel for i in order for rel in blocks[i]], twice
+    while len(order) < len(names):
+        left = [i for i in range(len(names)) if i not in order]
+        order.append(next((i for i in left if not after[i] - set(order)), left[0]))
+    return order
 
 
 def read_book(config: Config, extra_files: bool = True, whole_library: bool = False) -> Book:

@@ -31,7 +31,7 @@ from tabbook.book import Book, read_book
 from tabbook.config import Config
 from tabbook.errors import BookError, flatten, judge, raise_all, stops
 from tabbook.execute.gpus import Devices, detect
-from tabbook.execute.plan import Notebooks, Plan, Selection, UnitOutcome
+from tabbook.execute.plan import Notebooks, Plan, Selection, UnitOutcome, UnitStatus
 from tabbook.execute.runner import Runner
 from tabbook.execute.store import FreezeStore
 from tabbook.files import BuildDir, book_lock, write_atomic
@@ -198,6 +198,27 @@ def _read_and_check(config: Config, opts: Options, execute: bool, strict: bool, 
     return book, kept
 
 
+def dry_run(config: Config, opts: Options) -> tuple[Plan, list[Any]]:
+    """``build --dry-run``: the plan a build with ``opts`` would follow and this machine's GPUs,
+    read, checked and planned as :func:`build` does; no kernel starts, and neither ``d2l/`` nor
+    the store nor ``build/report.json`` is written. ``--frozen`` lists its stale units rather
+    than stopping at them (the caller's exit status says so)."""
+    from dataclasses import replace
+
+    from tabbook.execute import plan
+    from tabbook.library.cache import book_library
+
+    execute = config.execute if opts.execute is None else opts.execute
+    book, _ = _read_and_check(config, opts, execute, False, BuildResult(), lambda _: None)
+    store = FreezeStore(opts.freeze_dir or config.freeze_dir, config.root)
+    gpus = detect()
+    the_plan = plan.plan(config, book.rendered, book_library(book), store,
+                         replace(opts.selection, frozen_only=False), host_gpus=len(gpus))
+    if not execute:
+        the_plan.without_execution()
+    return the_plan, gpus
+
+
 def _write_library(config: Config, book: Book, log: Callable[[str], Any]) -> list[str]:
     from tabbook.library.cache import book_library
     from tabbook.library.generate import write_library
@@ -217,8 +238,7 @@ def _execute(config: Config, book: Book, opts: Options, execute: bool, strict: b
 
     t_exec = time.monotonic()
     store = FreezeStore(opts.freeze_dir or config.freeze_dir, config.root)
-    the_plan = plan.plan(config, book.rendered, book_library(book), store, opts.selection,
-                         host_gpus=len(detect()))
+    the_plan = plan.plan(config, book.rendered, book_library(book), store, opts.selection, host_gpus=len(detect()))
     result.outcomes = the_plan.units
     # GPU outputs this machine could not re-run (execute/plan.py lesser_host): a warning, which
     # fails a strict build once every page is written, like any other warning.
@@ -261,12 +281,13 @@ def _render(config: Config, book: Book, opts: Options, notebooks: Notebooks, ori
             log(f"[{opts.builder}] nothing changed: build/{opts.builder} is current")
         result.sphinx_seconds = time.monotonic() - t1
     if opts.builder == "html":
+        from tabbook.render.context import render_context
         from tabbook.render.package import publish
-        from tabbook.render.site import available_pdfs, load_site_options
+        from tabbook.render.site import available_pdfs
 
         publish(config, BuildDir(config.build_dir).html, log)
 
-        if not available_pdfs(load_site_options(config)):
+        if not available_pdfs(render_context(config)):
             log("[html] the site has no PDFs (none in build/pdf): its pages say \"PDF: not in "
                 "this build\"; `tabbook site` builds the site with its PDFs")
     return site.problems if site is not None else []
@@ -344,7 +365,7 @@ def verify_freeze(config: Config, selection: Selection, *, jobs: int = 0, schedu
     import tempfile
 
     from tabbook.execute import plan, verify
-    from tabbook.execute.store import provenance as store_provenance
+    from tabbook.execute.store import Entry
     from tabbook.library.cache import book_library
     from tabbook.library.generate import write_library
 
@@ -355,23 +376,25 @@ def verify_freeze(config: Config, selection: Selection, *, jobs: int = 0, schedu
         store = FreezeStore(config.freeze_dir, config.root)
         forced = Selection(force=True, frameworks=selection.frameworks, only=selection.only, execute_here=True)
         the_plan = plan.plan(config, book.rendered, library, store, forced)
-        current = {(u.section, u.framework) for u in the_plan.units if u.why == ["forced (--force)"]}
-        stale = [(u, p) for u, p in the_plan.todo if (u.section, u.framework) not in current]
-        the_plan.todo = [(u, p) for u, p in the_plan.todo if (u.section, u.framework) in current]
+        current = [(u, p) for u, p in the_plan.todo if the_plan.outcomes[(u.section, u.framework)].current]
+        stale = [u for u, _ in the_plan.todo if not the_plan.outcomes[(u.section, u.framework)].current]
 
         def run(todo: list[tuple[Any, Any]]) -> dict[tuple[str, str], dict[str, Any] | str]:
-            the_plan.todo = todo
+            some = the_plan.restricted({(u.section, u.framework) for u, _ in todo})
             with tempfile.TemporaryDirectory(prefix="tabbook-verify-") as tmp:
-                notebooks, _ = plan.run(config, the_plan, FreezeStore(Path(tmp), config.root),
-                                        lambda: _runner(config, the_plan, Options(jobs=jobs, scheduler=scheduler), log))
-            failed = {(s.section, s.framework): s.error or "failed" for s in the_plan.units if s.status == "failed"}
+                notebooks, _ = plan.run(config, some, FreezeStore(Path(tmp), config.root),
+                                        lambda: _runner(config, some, Options(jobs=jobs, scheduler=scheduler), log))
+            failed = {s.id: s.error or "failed" for s in some.units if s.status == UnitStatus.FAILED}
             return {k: failed.get(k) or notebooks[k] for k in ((u.section, u.framework) for u, _ in todo)}
 
         def rel(section: str, fw: str) -> str:
             return config.rel(store.path(section, fw))
 
-        verdicts = verify.verify(the_plan.todo, store.load, rel,
-                                 lambda nb: bool(store_provenance(nb).get("gpus")), run)
+        def stored(section: str, fw: str) -> dict[str, Any] | None:
+            entry = store.load(section, fw)
+            return entry.notebook if entry is not None else None
+
+        verdicts = verify.verify(current, stored, rel, lambda nb: bool(Entry(nb).gpus), run)
         verdicts += [verify.Verdict(rel(u.section, u.framework), u.section, u.framework, "stale",
-                                    ["the entry is missing or stale: `tabbook build` first"]) for u, _ in stale]
+                                    ["the entry is missing or stale: `tabbook build` first"]) for u in stale]
     return verdicts

@@ -22,9 +22,7 @@ from tabbook.errors import (
     BookErrors,
     interrupted_status,
     judge,
-    raise_all,
     raise_interrupted,
-    stops,
 )
 from tabbook.files import BuildDir
 
@@ -66,6 +64,9 @@ def parser() -> argparse.ArgumentParser:
                    help="settings read after config.ini (default: tabbook.ini at the root, if any)")
     p.add_argument("--python", dest="interpreters", action="append", default=[], metavar="TAB=PATH",
                    help="run a tab's code with this existing interpreter (installs nothing into it)")
+    p.add_argument("--set", dest="settings", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                   help="set a configuration key for this command, over the overlay, config.ini and the "
+                   "key's environment variable (e.g. build.installer=pip); any key an overlay may set")
     p.add_argument("--debug", action="store_true",
                    help="show the traceback of an error tabbook did not expect (a bug), not one line")
     sub = p.add_subparsers(dest="command", required=True)
@@ -239,11 +240,11 @@ def _build(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
     )
     if args.json and not args.dry_run:
         raise BookError("--json goes with --dry-run")
-    if args.dry_run:
-        return _dry_run(config, args, selection)
     opts = Options(selection, render=not args.no_render, freeze_dir=args.freeze_dir, jobs=args.jobs,
                    builder=args.builder, execute=args.execute, partial=args.partial,
                    scheduler=args.scheduler, strict=args.strict, sphinx=getattr(args, "sphinx", None))
+    if args.dry_run:
+        return _dry_run(config, args, opts)
     result = build(config, opts)
     counts: dict[str, int] = {}
     for u in result.units:
@@ -266,35 +267,17 @@ def openable(path: Path) -> str:
         return str(path.resolve())
 
 
-def _dry_run(config, args: argparse.Namespace, selection) -> int:  # noqa: ANN001 - Config, Selection
-    """``build --dry-run``: the plan of a build with these options, each unit with why it would
-    run; no kernel starts, and neither d2l/ nor the store nor build/report.json is written."""
+def _dry_run(config, args: argparse.Namespace, opts) -> int:  # noqa: ANN001 - Config, build.Options
+    """``build --dry-run``: print the plan :func:`tabbook.build.dry_run` makes, each unit with why
+    it would run; nothing is run or written."""
     import json
 
-    from tabbook.book import read_book
-    from tabbook.check import check_book
-    from tabbook.execute.gpus import detect
-    from tabbook.execute.plan import plan
-    from tabbook.execute.store import FreezeStore
-    from tabbook.library.cache import book_library
+    from tabbook.build import dry_run
+    from tabbook.execute.plan import UnitState
 
-    book = read_book(config, extra_files=not args.partial, whole_library=args.partial)
-    execute = config.execute if args.execute is None else args.execute
-    raise_all([p for p in check_book(book, partial=args.partial, executes=execute) if stops(p)])
-    from dataclasses import replace
-
-    store = FreezeStore(args.freeze_dir or config.freeze_dir, config.root)
-    # With --frozen, list the stale units rather than stop at them (the exit status says so).
-    gpus = detect()
-    the_plan = plan(config, book.rendered, book_library(book), store, replace(selection, frozen_only=False),
-                    host_gpus=len(gpus))
+    the_plan, gpus = dry_run(config, opts)
     units = the_plan.units
-    if not execute:
-        for u in units:
-            if u.state == "run":
-                u.state = "stale"
-                u.why = [*u.why, "execution is off: shown as code only"]
-    failed = 1 if args.frozen and any(u.state in ("run", "stale", "outdated") for u in units) else 0
+    failed = 1 if args.frozen and any(u.state in (UnitState.RUN, UnitState.STALE, UnitState.OUTDATED) for u in units) else 0
     if args.json:
         print(json.dumps([u.as_json() for u in units], indent=1))
         return failed
@@ -438,7 +421,7 @@ def _dispatch(args: argparse.Namespace, rest: list[str]) -> int:
     try:
         if args.command in WITHOUT_BOOK:
             return WITHOUT_BOOK[args.command](args, rest)
-        return WITH_BOOK[args.command](load_config(args.root, args.overlay, args.interpreters), args)
+        return WITH_BOOK[args.command](load_config(args.root, args.overlay, args.interpreters, args.settings), args)
     except BookError as err:
         print(err.shown(), file=sys.stderr)
         return 1
@@ -513,7 +496,8 @@ def _katex(args: argparse.Namespace, rest: list[str]) -> int:
 def _serve(args: argparse.Namespace, rest: list[str]) -> int:
     from tabbook.serve import main as serve_main
 
-    return serve_main(["-C", str(args.root), *rest], overlay=args.overlay, interpreters=args.interpreters)
+    return serve_main(["-C", str(args.root), *rest], overlay=args.overlay, interpreters=args.interpreters,
+                      settings=args.settings)
 
 
 def _new(args: argparse.Namespace, rest: list[str]) -> int:

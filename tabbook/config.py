@@ -34,9 +34,12 @@ from typing import Any
 from tabbook.errors import BookError
 from tabbook.problems import Problem
 from tabbook.settings import (
+    ENVIRONMENT,
     MODULE_NAME,
     At,
+    Setting,
     Unusable,
+    any_folder,
     bibliography,
     book_file,
     book_files,
@@ -79,8 +82,8 @@ from tabbook.settings import (
 
 #: The overlay file read after config.ini, when present at the book root.
 OVERLAY_NAME = "tabbook.ini"
-#: Environment variable naming another overlay (how a Sphinx run is told ``--overlay``'s:
-#: :meth:`Config.handoff_env`).
+#: Environment variable naming another overlay (``--overlay``'s; a Sphinx run is handed the
+#: render context instead, :mod:`tabbook.render.context`).
 OVERLAY_ENV = "TABBOOK_OVERLAY"
 
 #: The one tab of a book without ``[build] tabs``.
@@ -397,7 +400,7 @@ class Unused:
 
 
 def _known(values: dict[str, Any], i: int) -> str:
-    return values["known"][i]
+    return str(values["known"][i])
 
 
 @dataclass(frozen=True)
@@ -527,6 +530,13 @@ class Config:
         "units need, where the guess from their code (d2lbook's) is wrong")
     units_per_gpu: int = setting("build", "units_per_gpu", "1", positive("units"),
                                  "how many units share one GPU at a time")
+    installer: str = setting("build", "installer", "", choice("", "uv", "pip", why="must be uv or pip (or "
+                             "empty: uv when installed)"), "who installs the framework environments: uv or "
+                             "pip (empty: uv when installed beside the builder or on the PATH, else pip)",
+                             env="TABBOOK_INSTALLER")
+    venvs: Path | None = setting("build", "venvs", "", any_folder, "the folder the framework environments "
+                                 "are made in, shared by every book (empty: venvs/ in the user-wide cache)",
+                                 env="TABBOOK_VENVS")
     offline_requirements: tuple[Path, ...] = setting(
         "build", "offline_requirements", "", book_paths, "requirement files of what the code needs "
         "besides the frameworks, for a machine that cannot download (tabbook wheelhouse)")
@@ -546,24 +556,13 @@ class Config:
     unused: Unused = field(default_factory=Unused)
     frameworks: dict[str, Framework] = field(default_factory=dict)
     overlay: Path | None = None  # the overlay file that was read, if any
-    # Interpreters chosen on the command line or in $TABBOOK_PYTHON: (tab, path), in that order.
-    chosen_interpreters: tuple[tuple[str, Path], ...] = ()
-    # What was read past, at its key's line (a file a key names that does not exist): d2lbook
-    # goes on without it, and so does a build, reporting each (tabbook.problems).
+    # What was read past, at its key's line (a file a key names that does not exist, a key nothing
+    # reads): d2lbook goes on without it, and so does a build, reporting each (tabbook.problems).
     problems: tuple[BookError, ...] = ()
 
     @property
     def build_dir(self) -> Path:
         return self.root / "build"
-
-    def handoff_env(self) -> dict[str, str]:
-        """What a tabbook process that this one starts (a Sphinx run's ``conf.py``) needs in its
-        own environment to read the same configuration: the overlay and the chosen interpreters.
-        The caller puts it in the environment it builds for that child; nothing sets it here."""
-        env = {OVERLAY_ENV: str(self.overlay)} if self.overlay is not None else {}
-        if self.chosen_interpreters:
-            env[PYTHON_ENV] = ",".join(f"{tab}={path}" for tab, path in self.chosen_interpreters)
-        return env
 
     def framework(self, name: str) -> Framework:
         return self.frameworks[name]
@@ -757,8 +756,10 @@ class _Parser(configparser.ConfigParser):
 class _Files:
     """config.ini and the overlay, as configparser reads them, with their texts for locating keys."""
 
-    def __init__(self, root: Path, overlay: Path | None) -> None:
+    def __init__(self, root: Path, overlay: Path | None, overrides: dict[tuple[str, str], str] | None = None) -> None:
         self.root = root
+        self.overrides = overrides or {}  # --set SECTION.KEY=VALUE
+        self.used: set[tuple[str, str]] = set()
         self.path = root / "config.ini"
         self.problems: list[BookError] = []  # what was read past (tabbook.problems)
         if not self.path.is_file():
@@ -786,12 +787,33 @@ class _Files:
         name, body, _ = self.source(section, key)
         return BookError(f"[{section}] {key} {why}", name, key_line(body, section, key))
 
+    def given(self, section: str, decl: Setting) -> tuple[str, str] | None:
+        """A value set outside the files, as (where, text): ``--set SECTION.KEY=VALUE``, else the
+        key's environment variable (:attr:`Setting.env`); None: the files say."""
+        if (section, decl.key) in self.overrides:
+            self.used.add((section, decl.key))
+            where = f"--set {section}.{decl.key}"
+            if not decl.overlay:
+                raise BookError(f"{where}: [{section}] {decl.key} describes the book, not how it is built "
+                                "here: set it in config.ini")
+            return where, self.overrides[(section, decl.key)]
+        if decl.env and os.environ.get(decl.env):
+            return f"${decl.env}", os.environ[decl.env]
+        return None
+
     def read(self, cls: type, section: str = "", context: dict[str, Any] | None = None) -> dict[str, Any]:
         """The declared fields of ``cls``, read from ``section`` (for ``framework:*`` keys: the
         tab's own section), parsed and checked; each problem is an error at its key's line."""
         values: dict[str, Any] = dict(context or {})
         for name, decl in settings_of(cls):
             sec = section or decl.section
+            if (given := self.given(sec, decl)) is not None:
+                origin, text = given
+                try:
+                    values[name] = decl.parse(text, At(self.root, Path.cwd(), values))
+                except ValueError as exc:
+                    raise BookError(f"{origin}: [{sec}] {decl.key} {exc}") from None
+                continue
             where = next(((s, k) for s, k in ((sec, decl.key), *decl.aliases) if self.parser.has_option(s, k)),
                          None)
             if where is None:
@@ -853,18 +875,21 @@ class _Files:
         return known
 
 
-def load_config(root: Path, overlay: Path | None = None, interpreters: Sequence[str] = ()) -> Config:
+def load_config(root: Path, overlay: Path | None = None, interpreters: Sequence[str] = (),
+                overrides: Sequence[str] = ()) -> Config:
     """Read ``root/config.ini`` and the overlay; every problem is a :class:`BookError` naming the file
     (and the line, for a bad value). ``overlay``: the overlay to read, given explicitly (``--overlay``;
     a Dask worker gets the client's); None: :func:`overlay_path`'s choice. ``interpreters``:
-    ``--python TAB=PATH`` items, after ``$TABBOOK_PYTHON``'s."""
+    ``--python TAB=PATH`` items, after ``$TABBOOK_PYTHON``'s. ``overrides``: ``--set
+    SECTION.KEY=VALUE`` items, which win over a key's environment variable and the files."""
     root = root.resolve()
     overlay = overlay or overlay_path(root)
-    files = _Files(root, overlay.resolve() if overlay is not None else None)
+    files = _Files(root, overlay.resolve() if overlay is not None else None, _overrides(overrides))
     book = files.read(Config)
     files.check_known_keys("site", Site)
     site = Site(**files.read(Site))
-    sections = {cls: cls(**files.read(cls)) for cls in (Html, Pdf, Colab, Deploy, Unused)}
+    html, pdf, colab, deploy, unused = (Html(**files.read(Html)), Pdf(**files.read(Pdf)), Colab(**files.read(Colab)),
+                                        Deploy(**files.read(Deploy)), Unused(**files.read(Unused)))
     tabs: tuple[str, ...] = book["tabs"]
     chosen = chosen_interpreters(tabs, interpreters)
     frameworks: dict[str, Framework] = {}
@@ -883,15 +908,28 @@ def load_config(root: Path, overlay: Path | None = None, interpreters: Sequence[
             if why := leaves_book(root, value):
                 raise files.error(section, key, why)
         frameworks[tab] = Framework(name=tab, library=library, **values)
+    if unread := sorted(set(files.overrides) - files.used):
+        raise BookError(f"--set {unread[0][0]}.{unread[0][1]}: tabbook reads no such key (README: Configuration keys)")
     for section, key in sorted(files.parser.unreadable):
         problem = files.error(section, key, "has a % that is not %% nor %(name)s: read as written "
                               "(d2lbook stops here)")
         files.problems.append(BookError(problem.message, problem.path, problem.line, kind=Problem.CONFIG_VALUE))
     files.problems += [BookError(e.message, e.path, e.line, kind=Problem.CONFIG_UNKNOWN_KEY)
                        for e in files.unknown_keys(files.known_keys(tabs)) if not e.message.startswith("[site]")]
-    return Config(root=root, site=site, frameworks=frameworks, overlay=files.overlay, html=sections[Html],
-                  pdf=sections[Pdf], colab=sections[Colab], deploy=sections[Deploy], unused=sections[Unused],
-                  chosen_interpreters=tuple(chosen.items()), problems=tuple(files.problems), **book)
+    return Config(root=root, site=site, frameworks=frameworks, overlay=files.overlay, html=html, pdf=pdf,
+                  colab=colab, deploy=deploy, unused=unused, problems=tuple(files.problems), **book)
+
+
+def _overrides(items: Sequence[str]) -> dict[tuple[str, str], str]:
+    """``--set SECTION.KEY=VALUE`` items (``framework:TAB.KEY`` for a tab's keys); a later one wins."""
+    out: dict[tuple[str, str], str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        section, dot, key = name.strip().rpartition(".")
+        if not sep or not dot or not section or not key:
+            raise BookError(f"--set {item!r} is not SECTION.KEY=VALUE (e.g. build.installer=pip)")
+        out[(section, key)] = value
+    return out
 
 
 #: Every class whose fields are keys, in the order README lists them.
@@ -910,5 +948,19 @@ def key_reference() -> str:
                 default = "(see meaning)"
             else:
                 default = f"`{' '.join(decl.default.split())}`" if decl.default else "(empty)"
-            out.append(f"| {names} | {default} | {'yes' if decl.overlay else 'no'} | {decl.help} |")
+            env = f" (environment: `${decl.env}`)" if decl.env else ""
+            out.append(f"| {names} | {default} | {'yes' if decl.overlay else 'no'} | {decl.help}{env} |")
+    return "\n".join(out) + "\n"
+
+
+def environment_reference() -> str:
+    """README's list of the ``TABBOOK_*`` environment variables (Markdown): the keys' environment
+    forms, from their declarations, then :data:`tabbook.settings.ENVIRONMENT`."""
+    out = ["| variable | kind | meaning |", "| --- | --- | --- |"]
+    for cls in KEY_CLASSES:
+        for _, decl in settings_of(cls):
+            if decl.env:
+                out.append(f"| `{decl.env}` | key | `[{decl.section}] {decl.key}` (`--set "
+                           f"{decl.section}.{decl.key}=…` wins over it): {decl.help} |")
+    out += [f"| `{v.name}` | {v.kind} | {v.meaning} |" for v in ENVIRONMENT]
     return "\n".join(out) + "\n"

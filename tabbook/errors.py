@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from tabbook.problems import Problem, Severity
+
+#: How a stage says what it does, a line at a time (``print`` by default; a test collects them).
+Log = Callable[[str], object]
 
 
 class BookError(Exception):
@@ -23,7 +29,7 @@ class BookError(Exception):
         self.kind = kind
         super().__init__(self.location_message())
 
-    def __reduce__(self):  # noqa: ANN204 - pickle's protocol
+    def __reduce__(self) -> tuple[Any, ...]:
         """Pickled with its location (the parsed-page cache keeps sections' warnings)."""
         return (type(self), (self.message, self.path, self.line, self.column, self.kind))
 
@@ -53,7 +59,7 @@ class BookErrors(BookError):
         self.errors = errors
         super().__init__("\n".join(e.location_message() for e in errors))
 
-    def __reduce__(self):  # noqa: ANN204 - pickle's protocol
+    def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.errors,))
 
     def location_message(self) -> str:  # noqa: D102 - same contract as parent

@@ -533,6 +533,11 @@ class BuildDir:
         return self.path / "sphinx-conf"
 
     @property
+    def render_context(self) -> Path:
+        """What a Sphinx run knows of the configuration (:mod:`tabbook.render.context`)."""
+        return self.path / "render-context.json"
+
+    @property
     def warnings(self) -> Path:
         """Per run, the warnings Sphinx recorded (:mod:`tabbook.render.diagnostics`)."""
         return self.path / "warnings"

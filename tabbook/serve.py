@@ -251,9 +251,10 @@ def serve(config: Config, host: str, port: int, build_first: bool = True) -> int
     return 0
 
 
-def main(argv: list[str] | None = None, overlay: Path | None = None, interpreters: Sequence[str] = ()) -> int:
-    """``serve``'s command line; ``overlay`` and ``interpreters``: the main command line's
-    ``--overlay`` and ``--python``."""
+def main(argv: list[str] | None = None, overlay: Path | None = None, interpreters: Sequence[str] = (),
+         settings: Sequence[str] = ()) -> int:
+    """``serve``'s command line; ``overlay``, ``interpreters`` and ``settings``: the main command
+    line's ``--overlay``, ``--python`` and ``--set``."""
     p = argparse.ArgumentParser(prog="tabbook serve", description="A live preview of the site: rebuilds on "
                                 "save (a prose edit starts no kernel) and reloads the page.")
     p.add_argument("-C", "--root", type=Path, default=Path.cwd(), help="book root (holds config.ini)")
@@ -261,5 +262,5 @@ def main(argv: list[str] | None = None, overlay: Path | None = None, interpreter
     p.add_argument("--port", type=int, default=8000, help="0 picks a free port")
     p.add_argument("--no-build", action="store_true", help="serve the existing build/html first")
     args = p.parse_args(argv)
-    config = load_config(args.root.resolve(), overlay, interpreters)
+    config = load_config(args.root.resolve(), overlay, interpreters, settings)
     return serve(config, args.host, args.port, build_first=not args.no_build)

@@ -48,16 +48,70 @@ class Setting:
     overlay: bool = True  # whether an overlay (tabbook.ini, --overlay) may set it
     # d2lbook's other names for the key, read when it is absent: (section, key).
     aliases: tuple[tuple[str, str], ...] = ()
+    # The environment variable that sets it on this machine, over the files (``--set`` wins over it).
+    env: str = ""
 
 
 def setting(section: str, key: str, default: Default, parse: Parse, help: str, *, overlay: bool = True,
-            aliases: tuple[tuple[str, str], ...] = (), field_default: Any = MISSING) -> Any:
+            aliases: tuple[tuple[str, str], ...] = (), env: str = "", field_default: Any = MISSING) -> Any:
     """A dataclass field read from ``[section] key``. ``field_default``: the field's own
     default when the class is made by hand (tests make a :class:`Framework` that way)."""
-    declared = {"setting": Setting(section, key, default, parse, help, overlay, aliases)}
+    declared = {"setting": Setting(section, key, default, parse, help, overlay, aliases, env)}
     if field_default is MISSING:
         return field(metadata=declared)
     return field(default=field_default, metadata=declared)
+
+
+@dataclass(frozen=True)
+class Variable:
+    """An environment variable tabbook reads that is not a key's environment form
+    (:attr:`Setting.env` declares those, on the key)."""
+
+    name: str
+    kind: str  # "option": a command-line option's form; "switch": for tests and diagnostics;
+    # "hand-off": set by tabbook for a process it starts, never by a user
+    meaning: str
+
+
+#: Every other ``TABBOOK_*`` variable, in one place (README: "Environment variables", written
+#: from here with the keys' own; a test fails when a name in the repository is missing here).
+ENVIRONMENT: tuple[Variable, ...] = (
+    Variable("TABBOOK_OVERLAY", "option", "--overlay INI: the overlay read after config.ini"),
+    Variable("TABBOOK_PYTHON", "option", "--python TAB=PATH,…: existing interpreters, over [framework:TAB] "
+             "interpreter (a --python item wins over it)"),
+    Variable("TABBOOK_CACHE", "switch", "moves the user-wide cache (framework venvs, KaTeX and reveal.js, "
+             "d2lbook's venv) from $XDG_CACHE_HOME/tabbook; tests give each run its own"),
+    Variable("TABBOOK_WARM", "switch", "0 or 1: the warm builder off or on (default: on at a terminal, "
+             "off under CI); tests and benchmarks ask for it"),
+    Variable("TABBOOK_NO_FSYNC", "switch", "any value: atomic writes skip fsync (a throw-away CI build; "
+             "bench/fsync.py measures the cost)"),
+    Variable("TABBOOK_GPU_LOCKS", "switch", "the machine-wide folder of GPU and run-alone locks (tests "
+             "give each run its own; default: tabbook-gpu-locks in the temporary folder)"),
+    Variable("TABBOOK_TEST_STRICT", "switch", "tests: a missing prerequisite (TeX, Chromium, …) fails "
+             "instead of skipping (make test sets it; CI too)"),
+    Variable("TABBOOK_CHROMIUM", "switch", "tests: the Chromium the browser tests drive (default "
+             "/usr/bin/chromium)"),
+    Variable("TABBOOK_LOCK_ROUNDS", "switch", "tests: rounds of concurrent builds tests/test_book_lock.py runs"),
+    Variable("TABBOOK_CRASH_ROUNDS", "switch", "tests: rounds of tests/test_crash_harness.py (kills at random points)"),
+    Variable("TABBOOK_CRASH_SEED", "switch", "tests: the seed that repeats a crash-harness run"),
+    Variable("TABBOOK_FUZZ_EXAMPLES", "switch", "tests: examples per property of tests/test_fuzz_readers.py"),
+    Variable("TABBOOK_RENDER_CONTEXT", "hand-off", "to a Sphinx run: the render context file its conf.py "
+             "reads instead of config.ini (tabbook/render/context.py)"),
+    Variable("TABBOOK_WARNINGS", "hand-off", "to a Sphinx run: where it records its warnings "
+             "(tabbook/render/ext/diagnostics.py)"),
+    Variable("TABBOOK_SPHINX_GATE", "hand-off", "to a Sphinx started early: wait for the sources "
+             "(tabbook/render/ext/gate.py)"),
+    Variable("TABBOOK_LEARN_MODULES", "hand-off", "to an HTML run: where it records the modules it "
+             "imported, for the warm processes (tabbook/render/ext/learn.py)"),
+    Variable("TABBOOK_SPHINX_PARENT", "hand-off", "to a Sphinx run: the builder's pid, which it must not "
+             "outlive (files.end_with_parent)"),
+    Variable("TABBOOK_WORKER_PARENT", "hand-off", "to a unit's worker: the builder's pid, which it must not "
+             "outlive"),
+    Variable("TABBOOK_UNIT", "hand-off", "to a unit's worker, kernel and what its cells start: a token that "
+             "marks them, so that the builder can end them all (execute/worker.py)"),
+    Variable("TABBOOK_D2L_DIR", "hand-off", "to tests/lib under make libtest: the d2l/ the installed "
+             "wheel must match"),
+)
 
 
 def settings_of(cls: type) -> list[tuple[str, Setting]]:
@@ -132,7 +186,7 @@ def gpu_needs(value: str, at: At) -> tuple[tuple[str, int], ...]:
 
 def positive(unit: str) -> Parse:
     def parse(value: str, at: At) -> int:
-        number = integer(unit)(value, at)
+        number: int = integer(unit)(value, at)
         if number < 1:
             raise ValueError(f"must be at least 1 ({unit})")
         return number
@@ -289,12 +343,19 @@ def existing_file(value: str, at: At) -> Path | None:
     return target
 
 
+def any_folder(value: str, at: At) -> Path | None:
+    """A folder anywhere (made when needed): absolute, ``~``, or relative to where it was set; "" is none."""
+    if not value.strip():
+        return None
+    return (at.folder / os.path.expanduser(value.strip())).absolute()
+
+
 def interpreter(value: str, at: At) -> Path | None:
     """An interpreter: absolute, ``~``, or relative to the file that names it; "" is none. One
     chosen on the command line (``--python``, in ``at.values["chosen"]``) wins unchecked: the
     key may name a path of another machine."""
-    if at.values.get("chosen") is not None:
-        return at.values["chosen"]
+    if isinstance(chosen := at.values.get("chosen"), Path):
+        return chosen
     if not value.strip():
         return None
     target = Path(os.path.expanduser(value.strip()))

@@ -3,13 +3,21 @@ is read by load_config, an overlay's values count, and a bad value is an error a
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
-from tabbook.config import KEY_CLASSES, OVERLAY_ENV, key_reference, load_config, settings_of
+from tabbook.config import (
+    KEY_CLASSES,
+    OVERLAY_ENV,
+    environment_reference,
+    key_reference,
+    load_config,
+    settings_of,
+)
 from tabbook.errors import BookError
-from tabbook.render.site import load_site_options
+from tabbook.render.context import render_context
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -25,14 +33,14 @@ def _error(root: Path) -> str:
 
 
 def test_an_overlays_site_key_takes_effect(book: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert load_site_options(load_config(book)).front_page is True
+    assert render_context(load_config(book)).front_page is True
     (book / "config.ini").write_text((book / "config.ini").read_text() + "\n[site]\nfront_page = true\n"
                                      "branch = trunk\n")
     overlay = book.parent / "elsewhere" / "tabbook.ini"
     overlay.parent.mkdir()
     overlay.write_text("[site]\nfront_page = false\n")
     monkeypatch.setenv(OVERLAY_ENV, str(overlay))
-    options = load_site_options(load_config(book))
+    options = render_context(load_config(book))
     assert options.front_page is False  # the overlay wins
     assert options.branch == "trunk"  # and config.ini's other keys stay
 
@@ -135,6 +143,27 @@ def test_every_key_is_declared_once_with_its_help() -> None:
     assert all(d.help for cls in KEY_CLASSES for _, d in settings_of(cls))
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert key_reference() in readme, "README's key list is stale: paste tabbook.config.key_reference()"
+
+
+#: A TABBOOK_ name used as an environment variable: quoted, after $ or a backtick, or set with =.
+VARIABLE = re.compile(r"""(?:["'`$])(TABBOOK_[A-Z][A-Z0-9_]*)|\b(TABBOOK_[A-Z][A-Z0-9_]*)=""")
+
+
+def test_every_environment_variable_is_declared_in_one_place() -> None:
+    """Issue 40: every TABBOOK_* variable the repository reads or sets is a key's environment form
+    or a declared option, switch or hand-off, and README lists them (environment_reference)."""
+    listed = set(re.findall(r"^\| `(TABBOOK_\w+)` \|", environment_reference(), re.M))
+    used: dict[str, str] = {}
+    files = [ROOT / "Makefile", *(p for p in ROOT.glob("*.md") if p.name != "README.md"), *(p for d in ("tabbook", "tests", "bench", "scripts", ".ci")
+                                                        for p in (ROOT / d).rglob("*") if p.is_file())]
+    for path in files:
+        if path.suffix in (".py", ".md", ".sh", ".txt", ".ini", ".toml", ".yml", "") and "__pycache__" not in str(path):
+            for m in VARIABLE.finditer(path.read_text(encoding="utf-8", errors="replace")):
+                used.setdefault(m.group(1) or m.group(2), str(path.relative_to(ROOT)))
+    assert {name: where for name, where in used.items() if name not in listed} == {}
+    assert listed - set(used) == set(), "declared but never used"
+    assert environment_reference() in (ROOT / "README.md").read_text(encoding="utf-8"), \
+        "README's list of environment variables is stale: paste tabbook.config.environment_reference()"
 
 
 def test_the_overlay_is_passed_explicitly_not_through_the_environment(

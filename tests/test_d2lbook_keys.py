@@ -20,6 +20,7 @@ from tabbook.config import KEY_CLASSES, OVERLAY_ENV, load_config, settings_of
 from tabbook.errors import BookError
 from tabbook.execute.store import KEY_VERSION, KeyParts, _key
 from tabbook.render import latex_conf
+from tabbook.render.context import render_context
 from tabbook.render.pdf import post_latex, tex_available
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -346,7 +347,8 @@ def test_fonts_fall_back_only_when_missing(monkeypatch: pytest.MonkeyPatch, tmp_
     shutil.copytree(FIXTURE, tmp_path / "book")
     config = load_config(tmp_path / "book")
     monkeypatch.setattr(latex_conf, "installed_fonts", lambda: frozenset({"dejavu serif", "no such sans font"}))
-    fonts, warnings = latex_conf.chosen_fonts(config)
+    fonts, _ = latex_conf.chosen_fonts(render_context(config).fonts)
+    warnings = latex_conf.font_warnings(config)
     assert fonts == {"main_font": "DejaVu Serif", "sans_font": "No Such Sans Font", "mono_font": "Inconsolata"}
     assert [w.location_message() for w in warnings] == [
         f"config.ini:{line_of(tmp_path / 'book', 'pdf', 'mono_font')}: [pdf] mono_font 'DejaVu Sans Mono' is "

@@ -23,7 +23,6 @@ from tabbook.config import load_config
 from tabbook.errors import BookError
 from tabbook.execute.envs import MARKER, check_env, ensure_env, lock_hash, venv_dir
 from tabbook.execute.installer import (
-    ENV,
     HEADER,
     chosen_installer,
     hashed_lock,
@@ -37,6 +36,8 @@ from tabbook.execute.installer import (
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "fixtures" / "book"
 HAS_UV = uv_binary() is not None
+#: [build] installer's environment form.
+ENV = "TABBOOK_INSTALLER"
 
 
 def _wheel(folder: Path, version: str) -> Path:
@@ -93,14 +94,26 @@ def test_pip_config_ranks_variables_over_sections() -> None:
         "index-url": ["https://mirror/simple"]}
 
 
-def test_installer_choice(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_installer_choice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """[build] installer: config.ini or an overlay, over them $TABBOOK_INSTALLER, over that --set."""
+    book = tmp_path / "book"
+    shutil.copytree(FIXTURE, book)
+    monkeypatch.delenv(ENV, raising=False)
+    assert load_config(book).installer == ""
+    assert chosen_installer("pip") == "pip" and chosen_installer("") == ("uv" if HAS_UV else "pip")
+    (book / "tabbook.ini").write_text("[build]\ninstaller = uv\n")
+    assert load_config(book).installer == "uv"
     monkeypatch.setenv(ENV, "pip")
-    assert chosen_installer() == "pip"
+    assert load_config(book).installer == "pip"
+    assert load_config(book, overrides=["build.installer=uv"]).installer == "uv"
     monkeypatch.setenv(ENV, "conda")
-    with pytest.raises(BookError, match="give uv or pip"):
-        chosen_installer()
+    with pytest.raises(BookError, match=r"^\$TABBOOK_INSTALLER: \[build\] installer must be uv or pip"):
+        load_config(book)
     monkeypatch.delenv(ENV)
-    assert chosen_installer() == ("uv" if HAS_UV else "pip")
+    with pytest.raises(BookError, match=r"^--set build.instaler: tabbook reads no such key"):
+        load_config(book, overrides=["build.instaler=pip"])
+    with pytest.raises(BookError, match=r"^--set build.tabs: \[build\] tabs describes the book"):
+        load_config(book, overrides=["build.tabs=x"])
     cmd = install_command("pip", Path("/v/bin/python"), Path("/l/x.txt"), Path("/l/c.txt"), hashed=True)
     assert cmd[-5:] == ["--require-hashes", "-c", "/l/c.txt", "-r", "/l/x.txt"]
 
@@ -116,11 +129,11 @@ def test_env_created_by_either_installer_with_the_same_name(offline, installer: 
     fw = config.framework("alpha")
     lines: list[str] = []
     env = ensure_env(config, fw, log=lines.append)
-    assert env.python.parent.parent == venv_dir(fw)
-    assert venv_dir(fw).name == f"alpha-{lock_hash(fw)}"  # the installer is not part of the name
+    assert env.python.parent.parent == venv_dir(config, fw)
+    assert venv_dir(config, fw).name == f"alpha-{lock_hash(fw)}"  # the installer is not part of the name
     assert check_env(config, fw, env) == "1.0"  # the pin, not the newer wheel beside it
     assert any(f", {installer}, envs/alpha.txt)" in line for line in lines), lines
-    assert (venv_dir(fw) / MARKER).read_text().splitlines() == [
+    assert (venv_dir(config, fw) / MARKER).read_text().splitlines() == [
         subprocess.run([str(env.python), "-c", "import platform; print(platform.python_version())"],
                        capture_output=True, text=True, check=True).stdout.strip()]
 
@@ -143,21 +156,21 @@ def test_hashed_lock_is_installed_checked_and_keeps_the_venv_name(offline, insta
     monkeypatch.setenv(ENV, installer)
     config = load_config(book)
     fw = config.framework("alpha")
-    name = venv_dir(fw).name
+    name = venv_dir(config, fw).name
     hashes = _hashed(book, wheel, "0" * 64)
     assert hashed_path(book / "envs" / "alpha.txt") == book / "envs" / "alpha.hashes.txt"
-    assert venv_dir(fw).name == name  # adding hashes renames no venv (nor any freeze key)
+    assert venv_dir(config, fw).name == name  # adding hashes renames no venv (nor any freeze key)
     with pytest.raises(BookError, match=f"installing the alpha environment failed \\({installer} exit") as err:
         ensure_env(config, fw, log=lambda _: None)
     assert err.value.path == "envs/alpha.hashes.txt"
-    assert not (venv_dir(fw) / MARKER).exists()
+    assert not (venv_dir(config, fw) / MARKER).exists()
     _hashed(book, wheel)
     lines: list[str] = []
     env = ensure_env(config, fw, log=lines.append)
     assert "removing incomplete environment" in lines[0]
     assert any("envs/alpha.hashes.txt, hashes checked)" in line for line in lines), lines
     assert check_env(config, fw, env) == "1.0"
-    marker = (venv_dir(fw) / MARKER).read_text().splitlines()
+    marker = (venv_dir(config, fw) / MARKER).read_text().splitlines()
     assert marker[1] == f"hashes sha256:{hashlib.sha256(hashes.read_bytes()).hexdigest()[:16]}"
     # Another hashed lock for the same requirements (tabbook lock run again elsewhere): made again.
     hashes.write_text(hashes.read_text() + "# relocked\n")

@@ -14,11 +14,11 @@ from tabbook import files
 from tabbook.errors import BookError
 from tabbook.execute import store as freeze
 from tabbook.execute.store import (
+    Entry,
     FreezeStore,
     KeyParts,
     cells_hash,
-    entry_key,
-    provenance,
+    match,
     public_copy,
     text_hash,
     write_notebook,
@@ -206,8 +206,8 @@ def test_store_and_load_round_trip(tmp_path: Path) -> None:
     path = store.path("chapter_gpus/devices.md", "jax")
     nb = {"cells": [{"cell_type": "code", "source": "x = 'é'", "outputs": []}], "metadata": {"tabbook": {"key": "abc"}}}
     write_notebook(path, nb)
-    assert store.load("chapter_gpus/devices.md", "jax") == nb
-    assert entry_key(store.load("chapter_gpus/devices.md", "jax")) == "abc"
+    assert store.load("chapter_gpus/devices.md", "jax") == Entry(nb)
+    assert Entry(nb).key == "abc"
     text = path.read_text(encoding="utf-8")
     assert text.endswith("\n") and "é" in text  # stable, readable diffs
     write_notebook(path, nb)
@@ -215,7 +215,7 @@ def test_store_and_load_round_trip(tmp_path: Path) -> None:
     assert store.entries() == [path]
 
 
-def test_store_stamps_the_schema_and_lookup_compares_keys(tmp_path: Path) -> None:
+def test_store_stamps_the_schema_and_an_entry_reads_it(tmp_path: Path) -> None:
     store = FreezeStore(tmp_path / "store")
     parts = KeyParts(cells="c", env="e", library="l", python="3.11", kernel="k")
     nb = {"cells": [], "metadata": {}}
@@ -223,13 +223,14 @@ def test_store_stamps_the_schema_and_lookup_compares_keys(tmp_path: Path) -> Non
     meta = json.loads(path.read_text(encoding="utf-8"))["metadata"]["tabbook"]
     assert meta == {"key": parts.key, "key_parts": parts.as_dict(), "section": "ch/s.md", "framework": "jax",
                     "provenance": {"device": "CPU only"}, "seconds": 1.23}
-    entry, current = store.lookup("ch/s.md", "jax", parts.key)
-    assert current and entry_key(entry) == parts.key and provenance(entry) == {"device": "CPU only"}
-    assert store.lookup("ch/s.md", "jax", "another key")[1] is False
-    assert store.lookup("ch/other.md", "jax", parts.key) == (None, False)
-    public = public_copy(entry)
+    entry = store.load("ch/s.md", "jax")
+    assert entry is not None and match(entry, parts) == "key"
+    assert (entry.key, entry.provenance, entry.seconds, entry.cells) == (parts.key, {"device": "CPU only"}, 1.23, [])
+    assert match(entry, KeyParts(cells="other", env="e", library="l", python="3.11", kernel="k")) is None
+    assert store.load("ch/other.md", "jax") is None and match(None, parts) is None
+    public = public_copy(entry.notebook)
     assert public["metadata"]["tabbook"] == {"provenance": {"device": "CPU only"}}  # bookkeeping dropped
-    assert entry["metadata"]["tabbook"]["key"] == parts.key  # the store's copy is untouched
+    assert entry.notebook["metadata"]["tabbook"]["key"] == parts.key  # the store's copy is untouched
 
 
 def test_load_missing_or_damaged_entry(tmp_path: Path) -> None:
@@ -242,8 +243,8 @@ def test_load_missing_or_damaged_entry(tmp_path: Path) -> None:
     with pytest.raises(BookError, match=r"bad/jax\.ipynb: damaged freeze entry: not JSON .*delete the file"):
         store.load("bad.md", "jax")
     assert FreezeStore(tmp_path, tmp_path).shown(bad) == "bad/jax.ipynb"
-    assert entry_key(None) is None and entry_key({}) is None and entry_key({"metadata": {}}) is None
-    assert provenance(None) == {} and FreezeStore(tmp_path / "nowhere").entries() == []
+    assert Entry({}).key is None and Entry({"metadata": {}}).key is None and Entry({"metadata": None}).parts == {}
+    assert Entry({}).provenance == {} and FreezeStore(tmp_path / "nowhere").entries() == []
 
 
 def _leftovers(directory: Path) -> list[str]:

@@ -109,7 +109,7 @@ def unit(name: str, gpus: int, alone: bool = False, sleep: float = 1.5) -> Unit:
 def reports(results: list) -> dict[str, dict]:
     out = {}
     for res in results:
-        assert res.ok, res.error
+        assert res.ok, res.failure
         text = "".join(o.get("text", "") for o in res.notebook["cells"][0]["outputs"])
         data = json.loads(text.strip().splitlines()[-1])
         out[data["name"]] = data

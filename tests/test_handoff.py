@@ -1,7 +1,8 @@
 """The command line hands its configuration to the processes it starts explicitly (issue 28).
 
-``--overlay`` and ``--python`` reach a Sphinx run through the environment built for that run
-(:meth:`tabbook.config.Config.handoff_env`), never by changing the builder's own ``os.environ``.
+The configuration reaches a Sphinx run as the render context the builder writes and names in the
+environment built for that run (:func:`tabbook.render.context.hand_off`, issue 40), never by
+changing the builder's own ``os.environ``; the Sphinx process does not read ``config.ini`` again.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ import pytest
 
 from tabbook.cli import main
 from tabbook.config import OVERLAY_ENV, PYTHON_ENV, load_config
+from tabbook.render.context import ENV, RenderContext
 from tabbook.render.sphinx import sphinx_env
+from tabbook.render.sphinx_conf import sphinx_settings
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "book"
 
@@ -45,5 +48,21 @@ def test_overlay_and_interpreters_reach_sphinx_and_leave_os_environ_alone(
     assert "- Overlaid Title</title>" in page
     config = load_config(book, overlay, [f"alpha={sys.executable}"])
     env = sphinx_env(config)
-    assert env[OVERLAY_ENV] == str(overlay.resolve()) and env[PYTHON_ENV] == f"alpha={sys.executable}"
-    assert OVERLAY_ENV not in sphinx_env(load_config(book))
+    assert OVERLAY_ENV not in env and PYTHON_ENV not in env  # the context says what Sphinx needs
+    assert RenderContext.from_json(Path(env[ENV]).read_text()).title == "Overlaid Title"
+
+
+def test_the_sphinx_process_reads_the_context_not_config_ini(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(OVERLAY_ENV, raising=False)
+    book = tmp_path / "book"
+    shutil.copytree(FIXTURE, book)
+    overlay = tmp_path / "elsewhere.ini"
+    overlay.write_text("[project]\ntitle = Overlaid Title\n")
+    env = sphinx_env(load_config(book, overlay))
+    context = RenderContext.from_json(Path(env[ENV]).read_text())
+    assert RenderContext.from_json(context.to_json()) == context  # it survives the trip as it was
+    (book / "config.ini").unlink()  # a Sphinx run that read it again would fail now
+    monkeypatch.setenv(ENV, env[ENV])
+    settings = sphinx_settings(book)
+    assert settings["project"] == "Overlaid Title" and settings["tabbook_context"]["title"] == "Overlaid Title"

@@ -130,12 +130,11 @@ def test_output_past_the_cap_is_dropped_as_it_arrives() -> None:
     """The worker holds at most the cap of a flood, not the flood: 50 messages of 1 MB reach
     nbclient's ``output`` and the cell's outputs stay at the cap; errors always pass."""
     import nbformat
-    from nbclient import NotebookClient
 
     from tabbook.execute.worker import cap_outputs, capped_client
 
     produced: dict[int, int] = {}
-    client = capped_client(NotebookClient, 10_000, produced)(nbformat.v4.new_notebook())
+    client = capped_client(10_000, produced)(nbformat.v4.new_notebook())
     client.clear_before_next_output = False  # what nbclient sets when a cell starts
     cell = nbformat.v4.new_code_cell("print")
     header = {"msg_id": "m", "msg_type": "stream"}

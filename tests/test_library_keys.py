@@ -223,3 +223,22 @@ def test_a_version1_gpu_entry_is_restamped_by_library_and_keeps_its_key(book: Pa
     plan = dry_run(book, capsys)
     assert plan[("speed", "pytorch")]["state"] == "reuse"
     assert stale(plan) == {("memory", "pytorch"), ("remat", "pytorch")}  # remat.md reads memory_stats
+
+
+def test_a_forced_plan_knows_its_current_units_and_lends_a_restricted_copy(book: Path) -> None:
+    """What verify-freeze asks of the plan (issue 40): which forced units are current, and a plan
+    of some of them to run, leaving the plan it came from as it was."""
+    edit(book, "devices.md", "return torch.cuda.device_count()", "return torch.cuda.device_count() + 0")
+    config = load_config(book)
+    read = read_book(config)
+    store = FreezeStore(config.freeze_dir, config.root)
+    forced = plan_mod.plan(config, read.sections, book_library(read), store,
+                           plan_mod.Selection(force=True, only=("chapter_gpus/devices.md",)))
+    current = {(u.section, u.framework) for u, _ in forced.todo if forced.outcomes[(u.section, u.framework)].current}
+    assert ("chapter_gpus/devices.md", "pytorch") not in current and len(current) == len(FRAMEWORKS) - 1
+    some = forced.restricted(current)
+    assert {(u.section, u.framework) for u, _ in some.todo} == current and len(forced.todo) == len(FRAMEWORKS)
+    some.outcomes[next(iter(current))].status = "failed"
+    assert all(o.status != "failed" for o in forced.units)  # the records are copies
+    forced.without_execution()
+    assert {o.state for o in forced.units if o.section == "chapter_gpus/devices.md"} == {"stale"}

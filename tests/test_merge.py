@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from tabbook.render.merge import FW_PREFIX, PROVENANCE_CLASS, RUN_PREFIX, merge_section
+from tabbook.render.merge import PROVENANCE_CLASS, merge_section
+from tabbook.render.names import CELL_KEY, PROSE_TAB
 from tabbook.source.model import Section
 from tabbook.source.read import read_section
 from tabbook.source.split import split_section
@@ -50,19 +51,23 @@ def tags(cell: dict[str, Any]) -> list[str]:
     return list(cell["metadata"].get("tags", []))
 
 
+def mark(cell: dict[str, Any]) -> tuple[str, int] | None:
+    """(framework, run) of a merged cell: a code cell's metadata, a prose tab's directive arguments."""
+    if cell["cell_type"] == "code":
+        data = cell["metadata"].get(CELL_KEY)
+        return (data["framework"], data["run"]) if data else None
+    m = re.match(rf"^`{{3,}}\{{{PROSE_TAB}\}} (\S+) (\d+)\n", cell["source"])
+    return (m.group(1), int(m.group(2))) if m else None
+
+
 def fw_of(cell: dict[str, Any]) -> str | None:
-    found = [t[len(FW_PREFIX):] for t in tags(cell) if t.startswith(FW_PREFIX)]
-    if cell["cell_type"] == "markdown":
-        found = [c[len(FW_PREFIX):] for c in div_classes(cell["source"]) if c.startswith(FW_PREFIX)]
-    assert len(found) <= 1
+    found = mark(cell)
     return found[0] if found else None
 
 
 def run_of(cell: dict[str, Any]) -> int | None:
-    names = tags(cell) if cell["cell_type"] == "code" else div_classes(cell["source"])
-    runs = [int(t[len(RUN_PREFIX):]) for t in names if t.startswith(RUN_PREFIX)]
-    assert len(runs) <= 1
-    return runs[0] if runs else None
+    found = mark(cell)
+    return found[1] if found else None
 
 
 def div_classes(source: str) -> list[str]:
@@ -164,11 +169,11 @@ def test_runs_are_contiguous(full: tuple[Section, dict[str, Any]]) -> None:
         assert idx == list(range(idx[0], idx[-1] + 1)), f"run {r} is split"
 
 
-def test_prose_tabs_are_wrapped_in_divs(full: tuple[Section, dict[str, Any]]) -> None:
+def test_prose_tabs_are_marked_directives(full: tuple[Section, dict[str, Any]]) -> None:
     _, doc = full
-    divs = [c for c in body(doc) if c["cell_type"] == "markdown" and div_classes(c["source"])]
+    divs = [c for c in body(doc) if c["cell_type"] == "markdown" and mark(c)]
     assert [fw_of(c) for c in divs] == ["pytorch", "jax", "tensorflow"]
-    assert all("tabbook-tab" in div_classes(c["source"]) for c in divs)
+    assert all(c["source"].rstrip().endswith("```") for c in divs)
     assert len({run_of(c) for c in divs}) == 1  # the two prose tabs form one run
     assert "PyTorch prose." in divs[0]["source"]
     assert "JAX and TensorFlow prose." in divs[1]["source"] and "JAX and TensorFlow prose." in divs[2]["source"]
@@ -181,15 +186,15 @@ def test_shared_prose_is_converted_to_myst(full: tuple[Section, dict[str, Any]])
     _, doc = full
     first = doc["cells"][0]
     assert first["cell_type"] == "markdown" and first["source"].startswith("(sec_full)=\n# Devices and Memory")
-    assert not div_classes(first["source"])
+    assert not div_classes(first["source"]) and mark(first) is None
 
 
-def test_executed_tags_kept_and_framework_tags_added(full: tuple[Section, dict[str, Any]]) -> None:
+def test_executed_tags_kept_and_the_framework_added_as_data(full: tuple[Section, dict[str, Any]]) -> None:
     _, doc = full
     (jax_y,) = [c for c in doc["cells"] if c["cell_type"] == "code" and c["source"] == "y = 2" and fw_of(c) == "jax"]
-    assert tags(jax_y)[0] == "remove-output"
-    assert FW_PREFIX + "jax" in tags(jax_y) and any(t.startswith(RUN_PREFIX) for t in tags(jax_y))
-    assert set(jax_y["metadata"]) == {"tags"}
+    assert tags(jax_y) == ["remove-output"]
+    assert jax_y["metadata"][CELL_KEY]["framework"] == "jax" and isinstance(run_of(jax_y), int)
+    assert set(jax_y["metadata"]) == {"tags", CELL_KEY}
 
 
 def test_missing_framework_or_short_notebook_skips_cells() -> None:
@@ -268,7 +273,7 @@ def test_identical_runs_are_shown_once_without_tabs() -> None:
 
     def code(fw: str, run: int, src: str, out: str) -> dict:
         return {"cell_type": "code", "source": src, "execution_count": 1,
-                "metadata": {"tags": [f"tabbook-fw-{fw}", f"tabbook-run-{run}"]},
+                "metadata": {"tags": [], CELL_KEY: {"framework": fw, "run": run}},
                 "outputs": [{"output_type": "stream", "name": "stdout", "text": out}]}
 
     tabs = ("a", "b")
@@ -276,5 +281,5 @@ def test_identical_runs_are_shown_once_without_tabs() -> None:
     differ = [code("a", 2, "print(1)", "1"), code("b", 2, "print(1)", "2")]
     partial = [code("a", 3, "y", "")]
     out = share_identical_runs(same + differ + partial, tabs)
-    assert out[0]["metadata"]["tags"] == [] and out[0]["source"] == "x = 1"
+    assert out[0]["metadata"] == {"tags": []} and out[0]["source"] == "x = 1"
     assert out[1:] == differ + partial  # different outputs, or a framework missing: tabs stay

@@ -105,3 +105,21 @@ def test_a_partial_build_runs_code_that_uses_names_saved_outside_it(tmp_path: Pa
     assert "class Base:" in torch and "class Child(Base):" in torch  # the whole book's library
     entry = (book / "_freeze" / "chapter_a" / "first" / "pytorch.ipynb").read_text()
     assert "basebase from chapter b" in entry  # run against it
+
+
+def test_what_saved_code_defines_and_uses_is_read_with_ast() -> None:
+    """The inferred order reads saved code as the library does (issue 40): ``ast``, IPython lines
+    masked, ``add_to_class`` methods named after their class; only top-level code defines."""
+    from tabbook.source.pycode import saved_names
+
+    code = ("%matplotlib inline\n"
+            "class Trainer(d2l.HyperParameters):\n    pass\n\n"
+            "@d2l.add_to_class(Trainer)\ndef fit(self, model):\n    return d2l.Timer()\n\n"
+            "@add_to_class(d2l.Module)\ndef plot(self):\n    pass\n\n"
+            "lr: float = 0.1\nwidth: int\nsize = other = 3\n"
+            "if True:\n    def hidden():\n        pass\n"
+            "s = 'd2l.NotAUse' \n")
+    defined, used = saved_names(code)
+    assert defined == {"Trainer", "Trainer.fit", "Module.plot", "lr", "size", "other", "s"}
+    assert used == {"HyperParameters", "Trainer", "Timer", "Module", "add_to_class"}
+    assert saved_names("def broken(:\n") == (set(), set())

@@ -22,6 +22,7 @@ from tabbook.book import read_book
 from tabbook.config import load_config
 from tabbook.execute.store import FreezeStore, KeyParts
 from tabbook.library.cache import book_library
+from tabbook.render.context import RenderContext
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "book"
 
@@ -67,10 +68,10 @@ def test_cached_problems_keep_their_lines(book: Path) -> None:
     assert [p.line for p in again.library_problems] == [line + 3]
 
 
-def _options(book: Path, store: Path) -> site.SiteOptions:
-    return site.SiteOptions(name="fixture", tabs=("alpha", "beta"), labels={}, default_tab="alpha",
-                            root=str(book), freeze_dir=str(store), pdf_dir=str(book / "pdf"), pdf_url="",
-                            repo="", branch="", colab_url="")
+def _options(book: Path, store: Path) -> RenderContext:
+    return RenderContext(name="fixture", tabs=("alpha", "beta"), labels={}, default_tab="alpha",
+                         root=str(book), freeze_dir=str(store), pdf_dir=str(book / "pdf"), pdf_url="",
+                         repo="", branch="", colab_url="")
 
 
 def test_publishing_downloads_reads_only_the_entries_that_changed(book: Path, tmp_path: Path,

@@ -167,7 +167,7 @@ def test_a_result_that_is_not_a_notebook_is_a_failure_and_nothing_is_stored(tmp_
 
     class Forged:
         def run(self, units: list[Any], on_result: Any = None) -> list[UnitResult]:
-            results = [UnitResult(u, notebook={"cells": [{"cell_type": "code", "source": "", "outputs": "x"}]})
+            results = [UnitResult(unit=u, notebook={"cells": [{"cell_type": "code", "source": "", "outputs": "x"}]})
                        for u in units]
             for result in results:
                 on_result(result)
@@ -205,7 +205,7 @@ def test_an_interrupted_build_keeps_the_units_that_ended_before_it(tmp_path: Pat
             for cell in nb["cells"]:
                 if cell["cell_type"] == "code":
                     cell["outputs"], cell["execution_count"] = [], 1
-            on_result(UnitResult(units[0], notebook=nb, seconds=1.0))
+            on_result(UnitResult(unit=units[0], notebook=nb, seconds=1.0))
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):

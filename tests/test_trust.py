@@ -188,3 +188,20 @@ def test_trusted_outputs_is_the_books_decision_not_an_overlays(tmp_path: Path) -
     proc = tabbook(book, "--overlay", str(overlay), "check")
     assert proc.returncode != 0
     assert "trusted_outputs" in proc.stdout + proc.stderr
+
+
+def test_an_output_kind_is_one_declaration(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 40: a kind of output is one OutputKind line, which the site's cleaning, the PDFs'
+    priorities, the slides and verify-freeze all read; an undeclared type is dropped."""
+    from tabbook.execute import outputs, verify
+    from tabbook.render import sanitize
+
+    bundle = {"image/avif": "AAAA", "text/plain": "<figure>"}
+    assert sanitize.clean_bundle(bundle) == {"text/plain": "<figure>"}  # not declared: needs script?
+    kinds = {**outputs.KINDS, "image/avif": outputs.OutputKind("image/avif", outputs.Clean.PLAIN, text=True)}
+    monkeypatch.setattr(sanitize, "KINDS", kinds)
+    monkeypatch.setattr(verify, "KINDS", kinds)
+    assert sanitize.clean_bundle(bundle) == bundle
+    assert verify.shown({"output_type": "display_data", "data": {"image/avif": "took 3 ms"}}) == [
+        ("image/avif", "took <duration>")]
+    assert {k.mime for k in outputs.OUTPUT_KINDS if k.pdf is not None} >= {"application/pdf", "text/plain"}

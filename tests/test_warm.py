@@ -100,7 +100,7 @@ def test_a_run_records_what_it_imported_except_the_books_own_modules(
     import types
 
     from tabbook.render.ext.learn import learn_modules
-    from tabbook.render.sphinx import BOOK_ROOT_ENV, LEARN_ENV
+    from tabbook.render.sphinx import LEARN_ENV
 
     book = tmp_path / "book"
     own = types.ModuleType("the_books_library")
@@ -108,10 +108,10 @@ def test_a_run_records_what_it_imported_except_the_books_own_modules(
     monkeypatch.setitem(sys.modules, "the_books_library", own)
     record = tmp_path / "learned.json"
     monkeypatch.setenv(LEARN_ENV, str(record))
-    monkeypatch.setenv(BOOK_ROOT_ENV, str(book))
-    learn_modules(None, RuntimeError("a failed run"))  # type: ignore[arg-type]
+    app = types.SimpleNamespace(config=types.SimpleNamespace(tabbook_root=str(book)))
+    learn_modules(app, RuntimeError("a failed run"))  # type: ignore[arg-type]
     assert not record.exists()  # a failed run records nothing
-    learn_modules(None, None)  # type: ignore[arg-type]
+    learn_modules(app, None)  # type: ignore[arg-type]
     names = json.loads(record.read_text())
     assert "json" in names and "tabbook.render.ext" in names
     assert "the_books_library" not in names

@@ -35,6 +35,7 @@ from typing import Any
 from tabbook.config import Config, load_config
 from tabbook.errors import BookError
 from tabbook.execute.gpus import Devices, detect
+from tabbook.execute.job import ErrorKind, Failure, Result
 from tabbook.execute.runner import Progress, Runner, Unit, UnitResult
 
 #: What to install for ``--scheduler`` (the pinned versions are in envs/builder-dask.txt).
@@ -116,11 +117,13 @@ def _prepare(config: Config, request: Request) -> None:
                         "(a stale checkout there?)", unit.section)
 
 
-def run_unit(request: Request) -> dict[str, Any]:
-    """The task a worker runs: one unit, in a subprocess and kernel of its own; returns its result.
+def run_unit(request: Request) -> tuple[Result, str]:
+    """The task a worker runs: one unit, in a subprocess and kernel of its own; returns its
+    result and this host's name.
 
-    A failure of the unit is data (``error`` with ``file.md:LINE``), as in a local build. The
-    unit stops when the client signals this build's stop event (Ctrl-C on the client).
+    A failure of the unit is data (its :class:`~.job.Failure`, at ``file.md:LINE``), as in a
+    local build. The unit stops when the client signals this build's stop event (Ctrl-C on the
+    client).
     """
     import distributed
 
@@ -135,7 +138,8 @@ def run_unit(request: Request) -> dict[str, Any]:
         config = _worker_config(request)
         _prepare(config, request)
     except BookError as exc:
-        return {"error": exc.location_message(), "seconds": time.monotonic() - t0, "host": host}
+        return Result(failure=Failure(ErrorKind.HOST, exc.message, exc.path, exc.line),
+                      seconds=time.monotonic() - t0), host
     # The host's GPUs and its machine lock, as in a local build: Dask workers on one host (and
     # local builds beside them) never share a device, and a run-alone unit runs alone there.
     env = kernel_env(config)
@@ -160,8 +164,8 @@ def run_unit(request: Request) -> dict[str, Any]:
         result = runner.run([unit])[0]
     finally:
         finished.set()
-    return {"notebook": result.notebook, "error": result.error, "provenance": result.provenance,
-            "seconds": result.seconds, "host": host}
+    return Result(notebook=result.notebook, failure=result.failure, provenance=result.provenance,
+                  seconds=result.seconds), host
 
 
 # -- client side ------------------------------------------------------------------------------
@@ -254,19 +258,14 @@ class ClusterRunner(Runner):
                 unit = units[index[future.key]]
                 host = ""
                 try:
-                    data = future.result()
+                    done, host = future.result()
+                    result = UnitResult.of(unit, done, done.seconds)
                 except distributed.KilledWorker as exc:
-                    result = UnitResult(unit, error=f"{unit.section}: [{unit.framework}] not executed: the "
-                                        f"workers it was given to died, and the scheduler gave up on it "
-                                        f"({exc}); nothing of it was stored")
+                    result = unit.failed(ErrorKind.NOT_RUN, f"not executed: the workers it was given to died, "
+                                         f"and the scheduler gave up on it ({exc}); nothing of it was stored")
                 except Exception as exc:  # the task itself failed on the worker (not the unit)
-                    result = UnitResult(unit, error=f"{unit.section}: [{unit.framework}] the Dask task "
-                                        f"failed on its worker: {type(exc).__name__}: {exc}")
-                else:
-                    host = data.get("host", "")
-                    result = UnitResult(unit, notebook=data.get("notebook"), error=data.get("error"),
-                                        seconds=float(data.get("seconds") or 0.0),
-                                        provenance=data.get("provenance") or {})
+                    result = unit.failed(ErrorKind.HOST, f"the Dask task failed on its worker: "
+                                         f"{type(exc).__name__}: {exc}")
                 results[index[future.key]] = result
                 self._finished(unit, result, host)
                 if on_result is not None:

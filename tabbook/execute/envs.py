@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from tabbook.config import Config, Framework
-from tabbook.errors import BookError
+from tabbook.errors import BookError, Log
 from tabbook.files import BuildDir, cache_dir, exclusive, write_atomic
 
 MARKER = ".tabbook-complete"
@@ -103,13 +103,12 @@ def lock_hash(fw: Framework) -> str:
     return h.hexdigest()[:16]
 
 
-def venv_dir(fw: Framework) -> Path:
-    """``$TABBOOK_VENVS`` (or the cache's ``venvs/``) / ``<framework>-<lock hash>``."""
-    base = Path(os.environ["TABBOOK_VENVS"]) if os.environ.get("TABBOOK_VENVS") else cache_dir() / "venvs"
-    return base / f"{fw.name}-{lock_hash(fw)}"
+def venv_dir(config: Config, fw: Framework) -> Path:
+    """``[build] venvs`` (``$TABBOOK_VENVS``; else the cache's ``venvs/``) / ``<framework>-<lock hash>``."""
+    return (config.venvs or cache_dir() / "venvs") / f"{fw.name}-{lock_hash(fw)}"
 
 
-def ensure_env(config: Config, fw: Framework, create: bool = True, log=print, hashes: bool = True) -> Env:
+def ensure_env(config: Config, fw: Framework, create: bool = True, log: Log = print, hashes: bool = True) -> Env:
     """Return the framework's env, creating and installing it when missing (``hashes=False``:
     from the requirements file even where a hashed lock lies beside it, as ``tabbook lock`` does)."""
     if fw.interpreter is not None:  # someone else's environment: used as it is, never installed into
@@ -128,7 +127,7 @@ def ensure_env(config: Config, fw: Framework, create: bool = True, log=print, ha
             f"tab {fw.name!r} has no environment to run its code: give [framework:{fw.name}] a "
             f"requirements lock file in config.ini or an overlay ({where}), an existing interpreter "
             f"(--python {fw.name}=PATH), or build with --no-execute", "config.ini", line)
-    target = venv_dir(fw)
+    target = venv_dir(config, fw)
     python = target / "bin" / "python"
     if not _complete(target, fw, config, hashes):
         if not create:
@@ -189,7 +188,7 @@ def _create_env(config: Config, fw: Framework, target: Path, base: Path, log: Ca
 
     assert fw.requirements is not None
     python = target / "bin" / "python"
-    installer = chosen_installer()
+    installer = chosen_installer(config.installer)
     hashed = hashed_lock(fw.requirements, config.rel) if hashes else None
     lock = hashed or fw.requirements
     if target.exists():

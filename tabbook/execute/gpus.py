@@ -67,7 +67,7 @@ def visible(gpus: list[Gpu], cuda_visible: str | None) -> list[Gpu]:
     """The GPUs an existing ``CUDA_VISIBLE_DEVICES`` leaves (indices or UUIDs; "" or -1: none)."""
     if cuda_visible is None:
         return gpus
-    kept = []
+    kept: list[Gpu] = []
     for item in (part.strip() for part in cuda_visible.split(",")):
         if not item or item.startswith("-"):
             break  # CUDA stops at the first invalid entry

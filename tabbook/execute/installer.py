@@ -4,7 +4,8 @@ Both install the same lock with the same constraints into the same ``python -m v
 so an environment's content, and the lock hash that names it and enters the freeze keys,
 do not depend on the installer; uv only does it several times faster (``make bench``:
 ``bench/env_create.py``). uv is found beside the builder's interpreter (``envs/builder.txt``
-installs it there) or on the PATH; ``$TABBOOK_INSTALLER`` = ``pip`` or ``uv`` chooses.
+installs it there) or on the PATH; ``[build] installer`` (``$TABBOOK_INSTALLER``, ``--set
+build.installer=``) = ``pip`` or ``uv`` chooses.
 
 uv does not read pip's configuration, and a machine's pip configuration may be what makes an
 install possible at all (a wheel folder on disk: ``find-links``; a local mirror: an index; a
@@ -24,13 +25,11 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+from collections.abc import Callable
 from pathlib import Path
 
-from tabbook.errors import BookError
+from tabbook.errors import BookError, Log
 from tabbook.files import write_atomic
-
-#: ``$TABBOOK_INSTALLER``: ``uv`` or ``pip``; unset: uv when found, else pip.
-ENV = "TABBOOK_INSTALLER"
 
 
 def uv_binary() -> Path | None:
@@ -42,17 +41,14 @@ def uv_binary() -> Path | None:
     return Path(found) if found else None
 
 
-def chosen_installer() -> str:
-    """``uv`` or ``pip``, as ``$TABBOOK_INSTALLER`` says or as is available."""
-    wanted = os.environ.get(ENV, "").strip().lower()
-    if wanted not in ("", "uv", "pip"):
-        raise BookError(f"${ENV} is {wanted!r}: give uv or pip (or leave it unset: uv when installed)")
+def chosen_installer(wanted: str = "") -> str:
+    """``uv`` or ``pip``: ``wanted`` (``[build] installer``, ``$TABBOOK_INSTALLER``), else what is available."""
     if wanted == "pip":
         return "pip"
     if uv_binary() is None:
         if wanted == "uv":
-            raise BookError(f"${ENV}=uv, but uv is not installed beside {sys.executable} nor on the PATH "
-                            "(pip install uv)")
+            raise BookError("[build] installer is uv, but uv is not installed beside "
+                            f"{sys.executable} nor on the PATH (pip install uv)")
         return "pip"
     return "uv"
 
@@ -142,7 +138,7 @@ def requirements_digest(requirements: Path) -> str:
     return hashlib.sha256(requirements.read_bytes()).hexdigest()[:16]
 
 
-def hashed_lock(requirements: Path, rel=str) -> Path | None:  # noqa: ANN001 - Config.rel
+def hashed_lock(requirements: Path, rel: Callable[[Path], str] = str) -> Path | None:
     """The hashed lock beside ``requirements`` when there is one, checked to be made from it.
 
     The requirements file stays what names the environment (its hash is the venv's name and
@@ -161,7 +157,7 @@ def hashed_lock(requirements: Path, rel=str) -> Path | None:  # noqa: ANN001 - C
     return path
 
 
-def _check_hashed(path: Path, rel) -> None:  # noqa: ANN001 - Config.rel
+def _check_hashed(path: Path, rel: Callable[[Path], str]) -> None:
     """Every requirement of a hashed lock is one package pinned with ``==`` and given hashes,
     as pip's ``--require-hashes`` demands (and uv's install relies on, see install_command)."""
     import re
@@ -217,7 +213,7 @@ def _venv_seed(python: Path) -> set[str]:
     return seed
 
 
-def write_hashed_lock(requirements: Path, python: Path, log=print) -> Path:  # noqa: ANN001 - print
+def write_hashed_lock(requirements: Path, python: Path, log: Log = print) -> Path:
     """``tabbook lock``: pin every package installed in the venv of ``python`` (made from
     ``requirements``) with the hashes of its files, into ``hashed_path(requirements)``.
 

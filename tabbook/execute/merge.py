@@ -23,7 +23,15 @@ from typing import Any
 
 from tabbook.config import Config
 from tabbook.errors import BookError, raise_all
-from tabbook.execute.store import MAX_DEPTH, META, FreezeStore, KeyParts, entry_problem, gpu_entry_current
+from tabbook.execute.store import (
+    MAX_DEPTH,
+    META,
+    Entry,
+    FreezeStore,
+    KeyParts,
+    entry_problem,
+    gpu_entry_current,
+)
 from tabbook.files import write_atomic
 
 
@@ -75,7 +83,7 @@ def _is_current(meta: dict[str, Any], nb_text: str, parts: KeyParts | None) -> b
         return False
     if meta.get("key") in (parts.key, parts.legacy_key):  # the legacy key: see KeyParts.legacy_key
         return True
-    return gpu_entry_current(json.loads(nb_text), parts)
+    return gpu_entry_current(Entry(json.loads(nb_text)), parts)
 
 
 def current_keys(config: Config) -> dict[tuple[str, str], KeyParts]:

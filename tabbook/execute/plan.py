@@ -20,24 +20,27 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from typing import Any
 
 from tabbook.config import Config
 from tabbook.errors import BookError, raise_all
 from tabbook.execute.gpus import ALL, guess_need
-from tabbook.execute.runner import Runner, Unit, build_notebook
+from tabbook.execute.job import ErrorKind, Failure, Result
+from tabbook.execute.runner import Runner, Unit, UnitResult, build_notebook
 from tabbook.execute.store import (
     META,
+    Entry,
     FreezeStore,
     KeyParts,
     cells_hash,
     entry_problem,
     match,
     provenance_problem,
+    text,
     text_hash,
 )
-from tabbook.execute.store import provenance as store_provenance
 from tabbook.library.reach import HEADER, changed_names
 from tabbook.problems import Problem
 from tabbook.source.model import Section
@@ -64,43 +67,60 @@ class Selection:
             self.only is None or section in self.only)
 
 
+class UnitState(StrEnum):
+    """The plan's decision for a unit (a ``--dry-run`` line; :class:`UnitOutcome`)."""
+
+    REUSE = "reuse"  # its entry is current
+    RUN = "run"  # stale: it executes in this build
+    STALE = "stale"  # stale, but execution is off: shown as code only
+    OUTDATED = "outdated"  # stale, its entry kept: this machine cannot stand in for the one that computed it
+    SKIP = "skip"  # not selected in this build (--only, --frameworks, another --shard)
+
+
+class UnitStatus(StrEnum):
+    """What came of a unit (``build/report.json``)."""
+
+    REUSED = "reused"
+    EXECUTED = "executed"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    NOT_EXECUTED = "not-executed"
+    OUTDATED = "outdated"
+
+
 @dataclass
 class UnitOutcome:
     """One (section, framework) unit from plan to report: what the plan decided and why, and
     what came of it. One record per unit, where there used to be four parallel dicts and lists
     (notebooks, origins, statuses, plan lines) that had to be kept in step.
 
-    ``state`` (the plan's decision, a ``--dry-run`` line): ``reuse`` (its entry is current),
-    ``run`` (stale, executes in this build), ``stale`` (stale, but execution is off: shown as
-    code only), ``outdated`` (stale, its entry kept: this machine cannot stand in for the one
-    that computed it), ``skip`` (not selected in this build: ``--only``, ``--frameworks``,
-    another ``--shard``). ``why``: which inputs changed since the entry was stored (its code,
-    library names, a lock file, Python, the kernel), or why it is reused.
-
-    ``status`` (the report's): ``reused``, ``executed``, ``failed``, ``skipped``,
-    ``not-executed``, ``outdated``; None for a unit another shard runs. ``notebook``: what its
+    ``state``: the plan's decision (:class:`UnitState`). ``why``: which inputs changed since the
+    entry was stored (its code, library names, a lock file, Python, the kernel), or why it is
+    reused. ``status``: what came of it (:class:`UnitStatus`); None for a unit another shard
+    runs. ``notebook``: what its
     page shows. ``origin``: where that notebook came from when it is not new in this build
     (the store file's signature, or why it shows code only), for the sources step's memo.
     """
 
     section: str
     framework: str
-    state: str = "reuse"
+    state: UnitState = UnitState.REUSE
     why: list[str] = field(default_factory=list)
     library_names: list[str] = field(default_factory=list)  # the library names that changed, if any
     library_whole: str | None = None  # why the key covers the whole library, if it does
     placement: str | None = None
-    status: str | None = None
+    status: UnitStatus | None = None
     seconds: float = 0.0
     error: str | None = None
     notebook: dict[str, Any] | None = None
     origin: str | None = None
+    current: bool = False  # its entry matches its key (a forced unit runs all the same)
 
     @property
     def id(self) -> tuple[str, str]:
         return (self.section, self.framework)
 
-    def show(self, notebook: dict[str, Any], origin: str | None, status: str | None = None) -> None:
+    def show(self, notebook: dict[str, Any], origin: str | None, status: UnitStatus | None = None) -> None:
         """What the unit's page shows, where it came from, and (if given) the report's status."""
         self.notebook, self.origin = notebook, origin
         if status is not None:
@@ -110,7 +130,7 @@ class UnitOutcome:
     def device(self) -> str:
         """Where the outputs its page shows were computed ("1× NVIDIA H100…", "CPU only"; "" when
         it shows none), read from the notebook's provenance."""
-        prov = store_provenance(self.notebook) if self.notebook is not None else None
+        prov = Entry(self.notebook).provenance if self.notebook is not None else None
         return "" if not prov or prov.get("not_executed") else str(prov.get("device", ""))
 
     def as_json(self) -> dict[str, Any]:
@@ -132,14 +152,14 @@ class UnitOutcome:
                 **({"device": self.device} if self.device else {})}
 
 
-def explain(entry: dict[str, Any] | None, parts: KeyParts) -> tuple[list[str], list[str]]:
+def explain(entry: Entry | None, parts: KeyParts) -> tuple[list[str], list[str]]:
     """Why an entry is not current for ``parts``: the inputs that changed, and the library names.
 
     Read from the key parts the entry recorded; an entry of version-1 keys recorded only the
     whole library's hash, so a library change there cannot be narrowed to names."""
     if entry is None:
         return ["no entry"], []
-    stored = ((entry.get("metadata") or {}).get(META) or {}).get("key_parts") or {}
+    stored = entry.parts
     if not stored:
         return ["its entry records no key parts"], []
     why: list[str] = []
@@ -164,7 +184,7 @@ def explain(entry: dict[str, Any] | None, parts: KeyParts) -> tuple[list[str], l
                     else "keyed on the whole library by an older tabbook")
             why.append(f"the library ({what})")
         else:
-            names = changed_names(old_names, dict(parts.library_names))
+            names = changed_names(old_names or {}, dict(parts.library_names))
             if HEADER in names:
                 why.append("the library's header (its imports and import-time code)")
             names = [n for n in names if n != HEADER]
@@ -203,6 +223,21 @@ class Plan:
         a page whose notebooks and text are what they were: render/sources.py)."""
         return {k: o.origin for k, o in self.outcomes.items() if o.origin is not None}
 
+    def restricted(self, ids: set[tuple[str, str]]) -> Plan:
+        """A plan of only these of its units to run (their records copied, the library shared):
+        what ``verify-freeze`` runs, leaving this plan as it was."""
+        return Plan(outcomes={k: replace(o) for k, o in self.outcomes.items() if k in ids},
+                    todo=[(u, p) for u, p in self.todo if (u.section, u.framework) in ids],
+                    deferred={k: s for k, s in self.deferred.items() if k in ids}, library=self.library)
+
+    def without_execution(self) -> None:
+        """Execution off: a unit that would run is ``stale``, shown as code only (what a build
+        with execution off then shows, :func:`skip_execution`)."""
+        for unit, _ in self.todo:
+            record = self.outcomes[(unit.section, unit.framework)]
+            record.state = UnitState.STALE
+            record.why = [*record.why, "execution is off: shown as code only"]
+
     def keys_for_todo(self, config: Config) -> None:
         """Complete the keys of the units about to run and be stored (see :func:`unit_key`)."""
         for i, (unit, _) in enumerate(self.todo):
@@ -223,7 +258,7 @@ def dependencies_hash(config: Config) -> str:
 
 
 def unit_key(config: Config, section: Section, fw: str, library: dict[str, str],
-             entry: dict[str, Any] | None = None, analyse: bool = True) -> tuple[KeyParts, list[FrameworkCell]]:
+             entry: Entry | None = None, analyse: bool = True) -> tuple[KeyParts, list[FrameworkCell]]:
     """The freeze key of (section, framework), and the cells it hashes.
 
     The library part covers only the definitions of ``d2l/<module>.py`` the cells can
@@ -242,7 +277,7 @@ def unit_key(config: Config, section: Section, fw: str, library: dict[str, str],
     package = config.library_dir.name
     lib_text = library.get(f"{package}/{framework.module}.py")
     cells_part, file_part = cells_hash(cells), text_hash(lib_text)
-    stored = ((entry or {}).get("metadata", {}).get(META) or {}).get("key_parts") or {}
+    stored = entry.parts if entry is not None else {}
     others = stored.get("library_others") or {}
     if (stored.get("cells") == cells_part and stored.get("library_file") == file_part
             and stored.get("library_rules") == RULES and isinstance(stored.get("library_names"), dict)
@@ -267,7 +302,7 @@ def unit_key(config: Config, section: Section, fw: str, library: dict[str, str],
     return parts, cells
 
 
-def lesser_host(entry: dict[str, Any] | None, declared: int | None, host_gpus: int | None) -> str | None:
+def lesser_host(entry: Entry | None, declared: int | None, host_gpus: int | None) -> str | None:
     """Why this machine cannot stand in for the one that computed ``entry`` (None: it can).
 
     An entry computed on GPUs, re-run on a machine with fewer, would swap the book's GPU outputs
@@ -276,7 +311,7 @@ def lesser_host(entry: dict[str, Any] | None, declared: int | None, host_gpus: i
     such code falls back to the CPU (``try_gpu()``). ``host_gpus`` None: not known."""
     if entry is None or host_gpus is None:
         return None
-    gpus = (store_provenance(entry) or {}).get("gpus") or []
+    gpus = entry.gpus
     if len(gpus) > host_gpus:
         return f"its outputs were computed on {len(gpus)}× {gpus[0]} and this machine has " + (
             f"{host_gpus} GPU(s)" if host_gpus else "no GPU")
@@ -321,9 +356,8 @@ def with_book_code(entry: dict[str, Any], cells: list[FrameworkCell]) -> tuple[d
     stored = entry.get("cells", [])
     first = None
     for k, (cell, fc) in enumerate(zip(stored, cells, strict=False)):
-        source = cell.get("source", "")
         tags = (cell.get("metadata") or {}).get("tags", [])
-        if ("".join(source) if isinstance(source, list) else source) != fc.source or tags != list(fc.tags):
+        if text(cell.get("source", "")) != fc.source or tags != list(fc.tags):
             first = k
             break
     if first is None:
@@ -336,7 +370,7 @@ def with_book_code(entry: dict[str, Any], cells: list[FrameworkCell]) -> tuple[d
     return out, first
 
 
-def _plan_unit(out: Plan, config: Config, section: Section, fw: str, entry: dict[str, Any] | None,
+def _plan_unit(out: Plan, config: Config, section: Section, fw: str, entry: Entry | None,
                store: FreezeStore, selection: Selection, host_gpus: int | None) -> list[BookError]:
     """Decide one unit (its record goes into ``out``); returns its ``--frozen`` error, if any."""
     parts, cells = unit_key(config, section, fw, library=out.library, entry=entry, analyse=entry is not None)
@@ -346,34 +380,23 @@ def _plan_unit(out: Plan, config: Config, section: Section, fw: str, entry: dict
     # An entry holds one cell per code cell the unit runs: one with more or fewer cannot be
     # paired with the page (its outputs would land beside other code, or cells would vanish).
     miscounted = None
-    if entry is not None and len(entry.get("cells", [])) != len(cells):
-        held, want = len(entry.get("cells", [])), len(cells)
+    if entry is not None and len(entry.cells) != len(cells):
+        held, want = len(entry.cells), len(cells)
         miscounted = f"it holds {held} cell{'s' * (held != 1)}, the page has {want} code cell{'s' * (want != 1)} here"
         matched = None
     selected = selection.selects(section.path, fw)
-    record = out.outcomes[(section.path, fw)] = UnitOutcome(section.path, fw, library_whole=parts.library_whole)
+    record = out.outcomes[(section.path, fw)] = UnitOutcome(section.path, fw, library_whole=parts.library_whole,
+                                                            current=bool(matched))
     declared = config.declared_gpus(section.path)
     need = declared if declared is not None else guess_need("\n".join(c.source for c in cells))
     alone = config.runs_alone(section.path)
     record.placement = describe_need(need, alone)
-    if matched and not (selection.force and selected):
-        shown = entry
-        if matched in ("key", "legacy"):  # this very code ran: the entry must show it
-            shown, foreign = with_book_code(entry, cells)  # type: ignore[arg-type]
-            if foreign is not None:
-                rel = config.rel(store.path(section.path, fw))
-                out.outdated.append(BookError(
-                    f"[{fw}] freeze entry {rel} shows code other than the book's here (edited by "
-                    f"hand?): the page shows the book's code with the entry's outputs; `tabbook "
-                    f"verify-freeze --only {section.path}` compares them with a new run, `tabbook "
-                    f"build --force --only {section.path}` stores them anew", section.path,
-                    cells[foreign].cell.line, kind=Problem.FREEZE_CODE))
-        record.show(shown, store.signature(section.path, fw), "reused")  # type: ignore[arg-type]
-        record.why = [REUSE_WHY[matched]]
+    if matched and entry is not None and not (selection.force and selected):
+        _reuse(out, config, store, record, entry, matched, cells)
         if needs_upgrade(entry, matched) and not selection.frozen_only:
             out.upgrades.append((section.path, fw, parts))
         return []
-    record.state = "run"
+    record.state = UnitState.RUN
     if matched:
         record.why = ["forced (--force)"]
     elif miscounted:
@@ -381,16 +404,8 @@ def _plan_unit(out: Plan, config: Config, section: Section, fw: str, entry: dict
     else:
         record.why, record.library_names = explain(entry, parts)
     held_back = None if selection.execute_here or not selected else lesser_host(entry, declared, host_gpus)
-    if held_back:
-        # Kept as it is, marked on the page and in the report; --frozen fails on it below.
-        record.state = "outdated"
-        record.why = [*record.why, f"kept: {held_back} (--execute-here runs it anyway)"]
-        kept = BookError(f"[{fw}] outputs kept from an earlier version of the code: {held_back}",
-                         section.path, cells[0].cell.line, kind=Problem.OUTDATED_OUTPUTS)
-        record.show(mark_outdated(entry, f"{', '.join(record.why[:-1])} changed; {held_back}"),  # type: ignore[arg-type]
-                    "outdated: " + store.signature(section.path, fw), "outdated")
-        record.error = kept.location_message()
-        out.outdated.append(kept)
+    if held_back and entry is not None:
+        _hold_back(out, store, record, entry, held_back, cells[0].cell.line)
         if not selection.frozen_only:
             return []
     if selection.frozen_only:
@@ -400,24 +415,52 @@ def _plan_unit(out: Plan, config: Config, section: Section, fw: str, entry: dict
         # At the unit's first code cell: the store keeps no finer record of what changed.
         return [BookError(f"[{fw}] freeze entry {rel} is {why}", section.path, cells[0].cell.line)]
     framework = config.framework(fw)
-    unit = Unit(
-        section=section.path, framework=fw, cells=tuple(cells),
-        kernel_name=framework.kernel_name, import_name=framework.import_name,
-        cwd=(config.root / section.path).parent, timeout=config.cell_timeout,
-        stderr_filters=config.stderr_filters, max_output_bytes=config.max_output_bytes,
-        memory_limit=config.memory_limit,
-        gpu_probe=framework.gpu_probe,
-        gpus=need, alone=alone,
-    )
+    unit = Unit(section=section.path, framework=fw, cells=tuple(cells), kernel_name=framework.kernel_name,
+                import_name=framework.import_name, cwd=(config.root / section.path).parent,
+                timeout=config.cell_timeout, stderr_filters=config.stderr_filters,
+                max_output_bytes=config.max_output_bytes, memory_limit=config.memory_limit,
+                gpu_probe=framework.gpu_probe, gpus=need, alone=alone)
     if selected:
         out.todo.append((unit, parts))
         if not parts.library:
             out.deferred[(section.path, fw)] = section
     else:
-        record.state = "skip"
+        record.state = UnitState.SKIP
         record.why = ["not selected in this build", *record.why]
-        record.show(code_only_notebook(unit, "not run in this build"), "code only: not run in this build", "skipped")
+        record.show(code_only_notebook(unit, "not run in this build"), "code only: not run in this build",
+                    UnitStatus.SKIPPED)
     return []
+
+
+def _reuse(out: Plan, config: Config, store: FreezeStore, record: UnitOutcome, entry: Entry, matched: str,
+           cells: list[FrameworkCell]) -> None:
+    """A current entry: its page shows it (with the book's code, when its copy was edited)."""
+    shown = entry.notebook
+    if matched in ("key", "legacy"):  # this very code ran: the entry must show it
+        shown, foreign = with_book_code(entry.notebook, cells)
+        if foreign is not None:
+            rel, page = config.rel(store.path(record.section, record.framework)), record.section
+            out.outdated.append(BookError(
+                f"[{record.framework}] freeze entry {rel} shows code other than the book's here (edited by "
+                f"hand?): the page shows the book's code with the entry's outputs; `tabbook "
+                f"verify-freeze --only {page}` compares them with a new run, `tabbook "
+                f"build --force --only {page}` stores them anew", page, cells[foreign].cell.line,
+                kind=Problem.FREEZE_CODE))
+    record.show(shown, store.signature(record.section, record.framework), UnitStatus.REUSED)
+    record.why = [REUSE_WHY[matched]]
+
+
+def _hold_back(out: Plan, store: FreezeStore, record: UnitOutcome, entry: Entry, held_back: str, line: int) -> None:
+    """A stale entry this machine cannot stand in for: kept as it is, marked on the page and in
+    the report (a warning; ``--frozen`` fails on it)."""
+    record.state = UnitState.OUTDATED
+    record.why = [*record.why, f"kept: {held_back} (--execute-here runs it anyway)"]
+    kept = BookError(f"[{record.framework}] outputs kept from an earlier version of the code: {held_back}",
+                     record.section, line, kind=Problem.OUTDATED_OUTPUTS)
+    record.show(mark_outdated(entry, f"{', '.join(record.why[:-1])} changed; {held_back}"),
+                "outdated: " + store.signature(record.section, record.framework), UnitStatus.OUTDATED)
+    record.error = kept.location_message()
+    out.outdated.append(kept)
 
 
 def _keep_shard(out: Plan, i: int, n: int) -> None:
@@ -425,7 +468,7 @@ def _keep_shard(out: Plan, i: int, n: int) -> None:
     for unit, _ in out.todo[:i] + [t for k, t in enumerate(out.todo[i:]) if k % n]:
         record = out.outcomes[(unit.section, unit.framework)]
         record.show(code_only_notebook(unit, "run by another shard"), "code only: run by another shard")
-        record.state = "skip"
+        record.state = UnitState.SKIP
         record.why.insert(0, "run by another shard")
     out.todo = out.todo[i::n]
 
@@ -436,10 +479,10 @@ def describe_need(need: int, alone: bool) -> str:
     return where + (", alone" if alone else "")
 
 
-def mark_outdated(entry: dict[str, Any], why: str) -> dict[str, Any]:
+def mark_outdated(entry: Entry, why: str) -> dict[str, Any]:
     """The entry as the page shows it: its provenance says the outputs are from older code, and why.
     A copy: the store keeps its entry as it is."""
-    nb = dict(entry)
+    nb = dict(entry.notebook)
     meta = dict(nb.get("metadata") or {})
     tabbook = dict(meta.get(META) or {})
     tabbook["provenance"] = {**(tabbook.get("provenance") or {}), "outdated": why}
@@ -455,11 +498,10 @@ REUSE_WHY = {
 }
 
 
-def needs_upgrade(entry: dict[str, Any] | None, matched: str | None) -> bool:
+def needs_upgrade(entry: Entry | None, matched: str | None) -> bool:
     """A current entry with version-1 key parts: under its version-1 key, or a GPU entry whose
     library part is still the whole module's hash."""
-    stored = ((entry or {}).get("metadata", {}).get(META) or {}).get("key_parts") or {}
-    return matched == "legacy" or (matched == "gpu" and "library_names" not in stored)
+    return matched == "legacy" or (matched == "gpu" and entry is not None and "library_names" not in entry.parts)
 
 
 def upgrade_keys(the_plan: Plan, store: FreezeStore) -> None:
@@ -484,7 +526,7 @@ def skip_execution(the_plan: Plan) -> Notebooks:
     """Execution off: every unit to run is shown as code without outputs instead."""
     for unit, _ in the_plan.todo:
         the_plan.outcomes[(unit.section, unit.framework)].show(
-            code_only_notebook(unit, "execution is off"), "code only: execution is off", "not-executed")
+            code_only_notebook(unit, "execution is off"), "code only: execution is off", UnitStatus.NOT_EXECUTED)
     return the_plan.notebooks
 
 
@@ -506,12 +548,12 @@ def run(config: Config, the_plan: Plan, store: FreezeStore,
     # Longest first (the time each took when last run; never run: first of all), so the
     # build does not end waiting on one long unit started last while the other cores idle.
     last = [store.last_seconds(u.section, u.framework) for u, _ in the_plan.todo]
-    order = sorted(range(len(last)), key=lambda i: -(last[i] if last[i] is not None else float("inf")))
+    order = sorted(range(len(last)), key=lambda i: -(s if (s := last[i]) is not None else float("inf")))
     parts_of = {(u.section, u.framework): parts for u, parts in the_plan.todo}
     failed: dict[tuple[str, str], BookError] = {}
     lock = threading.Lock()
 
-    def keep(res: Any) -> None:
+    def keep(res: UnitResult) -> None:
         """Store one unit's result as soon as it ends: a build stopped later (Ctrl-C, a GPU
         machine's time running out) keeps every unit that finished."""
         unit = res.unit
@@ -527,26 +569,29 @@ def run(config: Config, the_plan: Plan, store: FreezeStore,
     return the_plan.notebooks, failures
 
 
-def _store_result(config: Config, store: FreezeStore, unit: Unit, parts: KeyParts, res: Any,
+def _store_result(config: Config, store: FreezeStore, unit: Unit, parts: KeyParts, res: Result,
                   record: UnitOutcome) -> BookError | None:
     """One unit's result: stored and shown, or a failure (shown as code only when it ran and failed)."""
-    error = res.error or "failed" if not res.ok or res.notebook is None else None
-    if error is None and (problem := entry_problem(res.notebook)) is not None:  # a Dask worker's reply, a broken kernel
-        error = f"{unit.section}: [{unit.framework}] the result is not a notebook ({problem}); nothing was stored"
-    if error is None and (problem := provenance_problem(res.provenance, "its provenance")) is not None:
-        error = f"{unit.section}: [{unit.framework}] the result's {problem}; nothing was stored"
-    if error is not None:
-        record.status, record.error = "failed", res.error if not res.ok or res.notebook is None else error
+    failure = res.failure
+    if failure is None and (problem := entry_problem(res.notebook)) is not None:  # a Dask worker's reply, a broken kernel
+        failure = Failure(ErrorKind.RESULT, f"[{unit.framework}] the result is not a notebook ({problem}); "
+                          "nothing was stored", unit.section)
+    if failure is None and (problem := provenance_problem(res.provenance, "its provenance")) is not None:
+        failure = Failure(ErrorKind.RESULT, f"[{unit.framework}] the result's {problem}; nothing was stored",
+                          unit.section)
+    if failure is not None or res.notebook is None:
+        error = (failure or Failure(ErrorKind.RESULT, f"[{unit.framework}] no notebook came back", unit.section)).error()
+        record.status, record.error = UnitStatus.FAILED, error.location_message()
         record.show(code_only_notebook(unit, "execution failed"), "code only: execution failed")
-        return BookError(error)
+        return error
     nb = res.notebook
     for cell in nb["cells"]:
         cell.get("metadata", {}).pop("tabbook", None)  # the runner's per-cell job data
     try:
         store.store(unit.section, unit.framework, nb, parts, res.provenance, res.seconds)
     except OSError as exc:
-        record.status, record.error = "failed", str(exc)
+        record.status, record.error = UnitStatus.FAILED, str(exc)
         target = config.rel(store.path(unit.section, unit.framework))
         return BookError(f"cannot write {target}: {exc.strerror or exc}", unit.section)
-    record.show(nb, store.signature(unit.section, unit.framework), "executed")
+    record.show(nb, store.signature(unit.section, unit.framework), UnitStatus.EXECUTED)
     return None

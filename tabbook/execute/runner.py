@@ -5,15 +5,15 @@ that drives nbclient; the parent only schedules, shows progress and collects
 results. Scheduling is in order (longest first, as the plan sorts them): a unit starts
 once a core is free, the GPUs it needs are free (:mod:`.gpus`: it then sees only
 those), and no unit that must run alone is running; a unit that must run alone waits
-for every other to end, and starts nothing beside it. A failure is data (:class:`UnitResult` with ``error``), never an
-exception thrown across the pool, so other units' results are kept. Workers
+for every other to end, and starts nothing beside it. A unit crosses to its worker as a
+:class:`~.job.Job` and comes back as a :class:`~.job.Result`; a failure is data (its
+:class:`~.job.Failure`), never an exception thrown across the pool, so other units' results are kept. Workers
 run in their own process groups: on Ctrl-C or SIGTERM the parent kills them
 and their kernels, and nothing half-written reaches the freeze store.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -26,18 +26,18 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tabbook.execute.gpus import Devices, Held, Placement
+from tabbook.execute.job import ErrorKind, Failure, Job, Result
 from tabbook.execute.progress import LiveStatus
+from tabbook.execute.store import new_notebook
 from tabbook.execute.worker import UNIT_ENV, end_marked
 from tabbook.files import WORKER_PARENT_ENV
 from tabbook.source.pycode import line_mapper
 from tabbook.source.split import FrameworkCell
-
-NBFORMAT = {"nbformat": 4, "nbformat_minor": 5}
 
 
 @dataclass(frozen=True)
@@ -62,23 +62,33 @@ class Unit:
     def name(self) -> str:
         return f"{self.section} [{self.framework}]"
 
+    def job(self, progress: str = "") -> Job:
+        """What its worker runs (``progress``: where it records the cell that runs)."""
+        return Job(notebook=build_notebook(self), section=self.section, framework=self.framework,
+                   kernel_name=self.kernel_name, import_name=self.import_name, cwd=str(self.cwd),
+                   timeout=self.timeout, gpu_probe=self.gpu_probe, stderr_filters=self.stderr_filters,
+                   max_output_bytes=self.max_output_bytes, memory_limit=self.memory_limit, progress=progress)
 
-@dataclass
-class UnitResult:
+    def failed(self, kind: ErrorKind, why: str) -> UnitResult:
+        """A result of this unit that says why it has no outputs, at its page."""
+        return UnitResult(unit=self, failure=Failure(kind, f"[{self.framework}] {why}", self.section))
+
+
+@dataclass(frozen=True, kw_only=True)
+class UnitResult(Result):
+    """A unit's :class:`~.job.Result`, with the unit it is of."""
+
     unit: Unit
-    notebook: dict[str, Any] | None = None
-    error: str | None = None  # "file.md:LINE: ..." plus traceback
-    seconds: float = 0.0
-    provenance: dict[str, Any] = field(default_factory=dict)
 
-    @property
-    def ok(self) -> bool:
-        return self.error is None
+    @classmethod
+    def of(cls, unit: Unit, result: Result, seconds: float) -> UnitResult:
+        return cls(unit=unit, notebook=result.notebook, failure=result.failure, provenance=result.provenance,
+                   seconds=seconds)
 
 
 def build_notebook(unit: Unit) -> dict[str, Any]:
     """The nbformat-4 notebook the kernel runs: the unit's code cells only."""
-    cells = []
+    cells: list[dict[str, Any]] = []
     for fc in unit.cells:
         # The Markdown line of each line the kernel runs: a traceback's "line N" of the
         # cell becomes the line of the file that raised (the worker's error location).
@@ -95,14 +105,7 @@ def build_notebook(unit: Unit) -> dict[str, Any]:
             "outputs": [],
             "execution_count": None,
         })
-    return {
-        **NBFORMAT,
-        "metadata": {
-            "kernelspec": {"name": unit.kernel_name, "display_name": unit.kernel_name, "language": "python"},
-            "language_info": {"name": "python"},
-        },
-        "cells": cells,
-    }
+    return new_notebook(cells, unit.kernel_name)
 
 
 Progress = Callable[[str], None]
@@ -111,7 +114,7 @@ Progress = Callable[[str], None]
 LOG_TAIL = 64_000
 
 
-def _tail(proc: subprocess.Popen) -> str:
+def _tail(proc: subprocess.Popen[str]) -> str:
     """The last :data:`LOG_TAIL` characters a worker wrote, read until it exits. Why not
     ``communicate()``: it keeps everything, and a process a cell started may write to the
     worker's output without end."""
@@ -141,7 +144,7 @@ class Runner:
         self.progress = progress
         self.live = live  # what each running unit's current cell is, said while it runs
         self.devices = devices or Devices([])
-        self._procs: dict[subprocess.Popen, str] = {}  # each running worker and its unit's token
+        self._procs: dict[subprocess.Popen[str], str] = {}  # each running worker and its unit's token
         self._lock = threading.Lock()
         self._done = 0
         self._running: list[str] = []
@@ -161,7 +164,7 @@ class Runner:
 
     def _run_one(self, unit: Unit, placement: Placement | None = None) -> UnitResult:
         if self._stopping:
-            return UnitResult(unit, error=f"{unit.section}: not run (build interrupted)")
+            return unit.failed(ErrorKind.NOT_RUN, "not run (build interrupted)")
         placement = placement or Placement()
         where = f" on {placement.describe()}" if self.devices.gpus or placement.alone else ""
         self._report("start", unit, where)
@@ -170,20 +173,7 @@ class Runner:
             job = Path(tmp) / "job.json"
             out = Path(tmp) / "result.json"
             cell = Path(tmp) / "cell.json"  # the worker's current cell (tabbook.execute.progress)
-            job.write_text(json.dumps({
-                "notebook": build_notebook(unit),
-                "kernel_name": unit.kernel_name,
-                "import_name": unit.import_name,
-                "gpu_probe": unit.gpu_probe,
-                "cwd": str(unit.cwd),
-                "timeout": unit.timeout,
-                "stderr_filters": list(unit.stderr_filters),
-                "max_output_bytes": unit.max_output_bytes,
-                "memory_limit": unit.memory_limit,
-                "section": unit.section,
-                "framework": unit.framework,
-                "progress": str(cell),
-            }))
+            job.write_text(unit.job(progress=str(cell)).to_json())
             token = uuid.uuid4().hex  # marks the unit's processes (worker.end_marked)
             env = {**placement.env(self.env), UNIT_ENV: token, WORKER_PARENT_ENV: str(os.getpid())}
             proc = subprocess.Popen(
@@ -205,16 +195,12 @@ class Runner:
             with self._lock:
                 self._procs.pop(proc, None)
             seconds = time.monotonic() - t0
-            result = UnitResult(unit, seconds=seconds)
             if out.is_file():
-                data = json.loads(out.read_text())
-                result.notebook = data.get("notebook")
-                result.error = data.get("error")
-                result.provenance = data.get("provenance", {})
+                result = UnitResult.of(unit, Result.from_json(out.read_text()), seconds)
             else:
                 tail = "\n".join((log or "").strip().splitlines()[-20:])
                 why = "interrupted" if self._stopping else f"worker exited with {proc.returncode}"
-                result.error = f"{unit.section}: [{unit.framework}] execution {why}\n{tail}"
+                result = UnitResult.of(unit, unit.failed(ErrorKind.WORKER, f"execution {why}\n{tail}"), seconds)
         status = "ok" if result.ok else "FAIL"
         self._report("done", unit, f" {status} {seconds:.1f}s")
         return result

@@ -15,6 +15,7 @@ import binascii
 import hashlib
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -98,6 +99,11 @@ def cells_hash(cells: list[FrameworkCell]) -> str:
     return h.hexdigest()
 
 
+def text(value: Any) -> str:
+    """A notebook's multiline text (a string, or a list of strings) as one string."""
+    return "".join(value) if isinstance(value, list) else str(value)
+
+
 @lru_cache(maxsize=64)
 def text_hash(text: str | None) -> str:
     """sha256 of a text. Cached: every unit's key records its framework's whole generated library
@@ -107,16 +113,65 @@ def text_hash(text: str | None) -> str:
 
 #: The notebook metadata key under which the store keeps its bookkeeping.
 META = "tabbook"
+#: The kernel a notebook that is not a unit's names: a page's merged notebook, a reader's download.
+PYTHON3 = "python3"
 
 
-def entry_key(nb: dict[str, Any] | None) -> str | None:
-    """The key an entry was stored under (``None`` for a missing or foreign notebook)."""
-    if not nb:
-        return None
-    return nb.get("metadata", {}).get(META, {}).get("key")
+def new_notebook(cells: list[dict[str, Any]], kernel_name: str = PYTHON3) -> dict[str, Any]:
+    """The one notebook skeleton (nbformat 4.5): what a unit's kernel runs (its kernel named; the
+    kernel's own ``language_info`` replaces this one), what a page merges, what a reader downloads."""
+    display = "Python 3 (ipykernel)" if kernel_name == PYTHON3 else kernel_name
+    return {"nbformat": 4, "nbformat_minor": 5,
+            "metadata": {"kernelspec": {"name": kernel_name, "display_name": display, "language": "python"},
+                         "language_info": {"name": "python", "pygments_lexer": "ipython3"}},
+            "cells": cells}
 
 
-def gpu_entry_current(nb: dict[str, Any] | None, parts: KeyParts) -> bool:
+@dataclass(frozen=True)
+class Entry:
+    """A store notebook read through the store's schema (``metadata.tabbook``): the key it was
+    stored under, that key's parts, where and how long it was computed, its cells. The plan, the
+    merge of stores and the site ask it, rather than each digging through the dicts."""
+
+    notebook: dict[str, Any]
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        meta = (self.notebook.get("metadata") or {}).get(META)
+        return meta if isinstance(meta, dict) else {}
+
+    @property
+    def key(self) -> str | None:
+        """The key it was stored under (None: a notebook the store did not write)."""
+        key = self.meta.get("key")
+        return key if isinstance(key, str) else None
+
+    @property
+    def parts(self) -> dict[str, Any]:
+        """The key's parts as stored (:meth:`KeyParts.as_dict`), to say what changed."""
+        return dict(self.meta.get("key_parts") or {})
+
+    @property
+    def provenance(self) -> dict[str, Any]:
+        """Where it was computed (device, framework versions, date), as the worker recorded it."""
+        return dict(self.meta.get("provenance") or {})
+
+    @property
+    def gpus(self) -> list[str]:
+        return list(self.provenance.get("gpus") or [])
+
+    @property
+    def seconds(self) -> float | None:
+        """How long the unit took when it was stored (None: not recorded)."""
+        seconds = self.meta.get("seconds")
+        return float(seconds) if isinstance(seconds, int | float) else None
+
+    @property
+    def cells(self) -> list[dict[str, Any]]:
+        return list(self.notebook.get("cells") or [])
+
+
+def gpu_entry_current(entry: Entry | None, parts: KeyParts) -> bool:
     """Whether an entry computed on a GPU still stands for ``parts`` on this host.
 
     GPU outputs come from another environment (a GPU machine's own interpreter, another
@@ -127,37 +182,32 @@ def gpu_entry_current(nb: dict[str, Any] | None, parts: KeyParts) -> bool:
     whatever host builds next executes them. ``make exec-check`` re-runs everything on the
     CPU into a scratch store regardless, so GPU outputs cannot hide code that no longer runs.
     """
-    meta = ((nb or {}).get("metadata") or {}).get(META) or {}
-    stored = meta.get("key_parts") or {}
-    gpus = (meta.get("provenance") or {}).get("gpus") or []
+    if entry is None:
+        return False
+    stored = entry.parts
     # A version-1 entry's library part is the whole module's hash: current while it is unchanged.
     same_library = stored.get("library") == (parts.library if "library_names" in stored else parts.library_file)
-    return (bool(gpus) and stored.get("cells") == parts.cells and same_library
+    return (bool(entry.gpus) and stored.get("cells") == parts.cells and same_library
             and stored.get("depends", "") == parts.depends)
 
 
-def match(nb: dict[str, Any] | None, parts: KeyParts) -> str | None:
+def match(entry: Entry | None, parts: KeyParts) -> str | None:
     """Why an entry is current for ``parts``: ``"key"``, ``"legacy"`` (stored under the
     version-1 key this unit has now: same code, environment and whole library), ``"gpu"``
     (:func:`gpu_entry_current`); ``None`` when it is stale or missing."""
-    stored = entry_key(nb)
+    stored = entry.key if entry is not None else None
     if stored is None:
         return None
     if stored == parts.key:
         return "key"
     if stored == parts.legacy_key:
         return "legacy"
-    return "gpu" if gpu_entry_current(nb, parts) else None
-
-
-def provenance(nb: dict[str, Any] | None) -> dict[str, Any]:
-    """Where an entry was computed (device, framework versions, date), as the worker recorded it."""
-    return dict((nb or {}).get("metadata", {}).get(META, {}).get("provenance", {}))
+    return "gpu" if gpu_entry_current(entry, parts) else None
 
 
 def public_copy(nb: dict[str, Any]) -> dict[str, Any]:
     """An entry with the store's bookkeeping (keys, hashes) dropped and its provenance kept."""
-    out = json.loads(json.dumps(nb))
+    out: dict[str, Any] = json.loads(json.dumps(nb))
     meta = out.setdefault("metadata", {})
     prov = meta.pop(META, {}).get("provenance")
     if prov:
@@ -216,6 +266,7 @@ def provenance_problem(prov: Any, where: str = f"metadata.{META}.provenance") ->
         return f"{where} is {_kind(prov)}, not an object"
     for name, value in prov.items():
         at = f"{where}.{name}"
+        problems: Iterator[str | None]
         if name == "gpus":
             if not isinstance(value, list) or len(value) > 256:
                 return f"{at} is {_kind(value)}, not a list of at most 256 device names"
@@ -352,7 +403,7 @@ def read_entry(path: Path, shown: str | None = None) -> dict[str, Any]:
     :class:`BookError` at ``shown`` (default: the path) when it is not JSON or not a notebook."""
     shown = shown or str(path)
     try:
-        nb = parse_entry(path.read_text(encoding="utf-8"))
+        nb: dict[str, Any] = parse_entry(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as exc:
         raise damaged_entry(shown, f"not UTF-8 text ({exc.reason})") from exc
     except ValueError as exc:
@@ -411,13 +462,13 @@ class FreezeStore:
             raise leads_out(self.shown(path), real, "the freeze store's folder")
         return path
 
-    def load(self, section: str, framework: str) -> dict[str, Any] | None:
-        """The stored notebook, or ``None`` if missing; a damaged one (not JSON, not the shape
+    def load(self, section: str, framework: str) -> Entry | None:
+        """The stored entry, or ``None`` if missing; a damaged one (not JSON, not the shape
         of a notebook) is a :class:`BookError` at its file (:func:`read_entry`)."""
         path = self.checked_path(section, framework)
         if not path.is_file():
             return None
-        return read_entry(path, self.shown(path))
+        return Entry(read_entry(path, self.shown(path)))
 
     def signature(self, section: str, framework: str) -> str:
         """The entry file's size and modification time: what changes whenever it is rewritten."""
@@ -430,24 +481,10 @@ class FreezeStore:
     def last_seconds(self, section: str, framework: str) -> float | None:
         """How long the unit took when its stored entry was made (None: never run)."""
         try:
-            nb = self.load(section, framework)
+            entry = self.load(section, framework)
         except BookError:  # a damaged entry a --force build replaces: never run, as far as it says
             return None
-        seconds = ((nb or {}).get("metadata") or {}).get(META, {}).get("seconds")
-        return float(seconds) if isinstance(seconds, int | float) else None
-
-    def lookup(self, section: str, framework: str, key: str,
-               parts: KeyParts | None = None) -> tuple[dict[str, Any] | None, bool]:
-        """``(entry, current)``: the stored notebook (or ``None``) and whether it is current.
-
-        Current: stored under ``key``; or (given ``parts``) under the same unit's version-1
-        key, or made on a GPU from the same code and library (:meth:`match`).
-        """
-        nb = self.load(section, framework)
-        if entry_key(nb) == key:
-            return nb, True
-        return nb, parts is not None and match(nb, parts) is not None
-
+        return entry.seconds if entry is not None else None
 
     def store(self, section: str, framework: str, nb: dict[str, Any], parts: KeyParts,
               provenance: dict[str, Any], seconds: float) -> Path:
@@ -462,20 +499,20 @@ class FreezeStore:
         write_notebook(path, nb)
         return path
 
-    def upgrade(self, section: str, framework: str, nb: dict[str, Any], parts: KeyParts) -> Path:
+    def upgrade(self, section: str, framework: str, entry: Entry, parts: KeyParts) -> Path:
         """Re-stamp a current version-1 entry with version-2 key parts; its outputs, provenance
         and time are kept as they are (only the bookkeeping changes). An entry current under its
         version-1 key gets the version-2 key; a GPU entry keeps its key and environment parts
         (they describe the GPU machine) and gets the library parts, which it is compared by."""
-        meta = dict(nb.get("metadata", {}).get(META, {}))
-        if match(nb, parts) == "gpu":
-            stored = dict(meta.get("key_parts") or {})
+        meta = dict(entry.meta)
+        if match(entry, parts) == "gpu":
+            stored = entry.parts
             new = parts.as_dict()
             stored.update({k: v for k, v in new.items() if k.startswith("library")})
             meta.update(key_parts=stored)
         else:
             meta.update(key=parts.key, key_parts=parts.as_dict())
-        nb = {**nb, "metadata": {**nb.get("metadata", {}), META: meta}}
+        nb = {**entry.notebook, "metadata": {**entry.notebook.get("metadata", {}), META: meta}}
         path = self.checked_path(section, framework)
         write_notebook(path, nb)
         return path

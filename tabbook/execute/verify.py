@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tabbook.execute.outputs import KINDS
+
 #: What changes between two honest runs of the same code, each masked to a placeholder before
 #: outputs are compared. Kept narrow on purpose: a number that is not a duration, a date or an
 #: address is a result, and a result that differs is worth a reviewer's look.
@@ -33,8 +35,6 @@ VOLATILE: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("<tmp>", re.compile(r"/tmp/[\w./-]+")),
     ("<pid>", re.compile(r"\b(pid|process) ?[:=]? ?\d+\b", re.I)),
 )
-#: Output data compared as text (volatile parts masked); any other type is compared as it is.
-TEXT_TYPES = ("text/plain", "text/html", "text/markdown", "text/latex", "image/svg+xml")
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
@@ -58,7 +58,9 @@ def shown(output: dict[str, Any]) -> list[tuple[str, str]]:
     if kind == "error":
         return [("error", mask(f"{output.get('ename', '')}: {output.get('evalue', '')}"))]
     data = output.get("data") or {}
-    return [(mime, mask(_text(v)) if mime in TEXT_TYPES else _text(v)) for mime, v in sorted(data.items())]
+    # A kind compared as text has its volatile parts masked; any other is compared as it is.
+    return [(mime, mask(_text(v)) if mime in KINDS and KINDS[mime].text else _text(v))
+            for mime, v in sorted(data.items())]
 
 
 def _excerpt(text: str, limit: int = 160) -> str:

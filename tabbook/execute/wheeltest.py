@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tabbook.config import Config
-from tabbook.errors import BookError
+from tabbook.errors import BookError, Log
 from tabbook.execute.envs import MARKER, ensure_env
 from tabbook.files import BuildDir, cache_dir
 
@@ -47,7 +47,7 @@ class Outcome:
     detail: str = ""
 
 
-def build_wheel(config: Config, log=print) -> Path:
+def build_wheel(config: Config, log: Log = print) -> Path:
     """``pip wheel . --no-deps -w build/dist``; returns the wheel of the current version."""
     dist = BuildDir(config.build_dir).dist
     dist.mkdir(parents=True, exist_ok=True)
@@ -93,7 +93,7 @@ def missing_test(config: Config, tab: str) -> Outcome | None:
     return Outcome(tab, "skipped", f"no {config.rel(test)}: d2l.{module} is untested (add that file)")
 
 
-def run_framework(config: Config, tab: str, wheel: Path, python: Path, work: Path, log=print) -> Outcome:
+def run_framework(config: Config, tab: str, wheel: Path, python: Path, work: Path, log: Log = print) -> Outcome:
     """Install the wheel for one framework env and run its tests/lib file there."""
     if skipped := missing_test(config, tab):
         return skipped
@@ -120,7 +120,7 @@ def run_framework(config: Config, tab: str, wheel: Path, python: Path, work: Pat
     return Outcome(tab, "failed", summary)
 
 
-def check_fresh_venv(config: Config, wheel: Path, work: Path, log=print) -> Outcome:
+def check_fresh_venv(config: Config, wheel: Path, work: Path, log: Log = print) -> Outcome:
     """A new Python 3.12 venv installs the wheel with numpy as its only dependency."""
     found = sorted(glob.glob("/root/.pyenv/versions/3.12.*/bin/python3.12")) or sorted(
         glob.glob(str(Path.home() / ".pyenv/versions/3.12.*/bin/python3.12")))
@@ -147,7 +147,7 @@ def check_fresh_venv(config: Config, wheel: Path, work: Path, log=print) -> Outc
     return Outcome("python3.12 venv", "passed", f"installed {', '.join(added)}")
 
 
-def import_modules(config: Config, frameworks: list[str] | None = None, log=print) -> list[Outcome]:
+def import_modules(config: Config, frameworks: list[str] | None = None, log: Log = print) -> list[Outcome]:
     """Import each generated ``d2l/<module>.py`` in its framework's environment (``lib --import``).
 
     What a reader does first (``from d2l import torch as d2l``), tried before any section runs:

@@ -1,8 +1,8 @@
 """Execute one (section, framework) notebook with nbclient; run as a subprocess.
 
-``python -m tabbook.execute.worker job.json result.json``. The result file is written
-only at the end (atomically), holding the executed notebook or an error naming
-``file.md:LINE`` of the failing cell. SIGTERM becomes KeyboardInterrupt so that
+``python -m tabbook.execute.worker job.json result.json``: a :class:`~.job.Job` in, a
+:class:`~.job.Result` out. The result file is written only at the end (atomically), holding the
+executed notebook or a :class:`~.job.Failure` of its kind at ``file.md:LINE`` of the failing cell. SIGTERM becomes KeyboardInterrupt so that
 nbclient's context manager shuts the kernel down before the worker exits. The worker is a
 subreaper: when the unit ends, every process its cells started (daemons included) is killed.
 Each cell's output is capped while it runs, and the kernel's memory on request.
@@ -17,10 +17,14 @@ import signal
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from tabbook.execute.job import ErrorKind, Failure, Job, Result
 from tabbook.execute.progress import record_cell
 from tabbook.files import WORKER_PARENT_ENV, end_with_parent, write_atomic
+
+if TYPE_CHECKING:
+    from nbclient import NotebookClient
 
 # Run in the kernel after the section's cells. The GPU probe is the framework's
 # ``gpu_probe`` from config.ini: run in a namespace of its own with the framework
@@ -110,14 +114,13 @@ def _error_outputs(cell: dict[str, Any]) -> list[dict[str, Any]]:
     return [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
 
 
-def _where(job: dict[str, Any], cell: dict[str, Any] | None) -> str:
-    if cell is None:
-        return job["section"]
-    return f"{job['section']}:{cell['metadata']['tabbook']['line']}"
+def _line(cell: dict[str, Any] | None) -> int | None:
+    """The Markdown line of a cell's fence (None: no cell, the unit as a whole)."""
+    return None if cell is None else int(cell["metadata"]["tabbook"]["line"])
 
 
-def _raising_line(job: dict[str, Any], cell: dict[str, Any] | None) -> str:
-    """``file.md:LINE`` of the cell line that raised: the innermost frame of this cell in the traceback.
+def _raising_line(cell: dict[str, Any] | None) -> int | None:
+    """The Markdown line of the cell line that raised: the innermost frame of this cell in the traceback.
 
     IPython names a cell's frames ``Cell In[N], line K``; frames of functions
     defined in earlier cells carry another N and are skipped, so the line shown is
@@ -126,8 +129,7 @@ def _raising_line(job: dict[str, Any], cell: dict[str, Any] | None) -> str:
     import re
 
     if cell is None:
-        return _where(job, cell)
-    meta = cell["metadata"]["tabbook"]
+        return None
     count = cell.get("execution_count")
     rows = []
     for out in _error_outputs(cell):
@@ -135,13 +137,13 @@ def _raising_line(job: dict[str, Any], cell: dict[str, Any] | None) -> str:
         for m in re.finditer(r"Cell In\[(\d+)\], line (\d+)", text):
             if count is None or int(m.group(1)) == count:
                 rows.append(int(m.group(2)))
-    lines = meta.get("lines") or []
+    lines = cell["metadata"]["tabbook"].get("lines") or []
     if rows and 0 < rows[-1] <= len(lines):
-        return f"{job['section']}:{lines[rows[-1] - 1]}"
-    return _where(job, cell)
+        return int(lines[rows[-1] - 1])
+    return _line(cell)
 
 
-def drop_noise(cell: dict[str, Any], patterns: list[str]) -> None:
+def drop_noise(cell: dict[str, Any], patterns: tuple[str, ...] | list[str]) -> None:
     """Remove stderr lines matching ``patterns`` (config.ini ``stderr_filters``)."""
     import re
 
@@ -305,9 +307,9 @@ def _message_size(msg: dict[str, Any]) -> int:
     return sum(_size(v) for v in data.values()) if isinstance(data, dict) else 0
 
 
-def capped_client(base: type, limit: int, produced: dict[int, int]) -> type:
-    """``base`` (nbclient's NotebookClient) keeping at most ``limit`` bytes of each cell's output
-    while the cell runs; ``produced`` receives, per cell index, how many bytes it sent.
+def capped_client(limit: int, produced: dict[int, int]) -> type[NotebookClient]:
+    """nbclient's NotebookClient keeping at most ``limit`` bytes of each cell's output while the
+    cell runs; ``produced`` receives, per cell index, how many bytes it sent.
 
     Why while it runs: a cell printing 100 MB in a loop would otherwise be held whole by this
     worker, in its result file and in the builder that reads it, before :func:`cap_outputs`
@@ -315,7 +317,9 @@ def capped_client(base: type, limit: int, produced: dict[int, int]) -> type:
     that does not fit is dropped, and so is everything after it, so the order stays);
     :func:`cap_outputs` then adds the note saying how much there was. Errors are never dropped."""
 
-    class Capped(base):  # type: ignore[misc, valid-type]
+    from nbclient import NotebookClient
+
+    class Capped(NotebookClient):
         def output(self, outs: list[Any], msg: dict[str, Any], display_id: str | None,
                    cell_index: int) -> Any:
             kind = msg.get("msg_type")
@@ -492,115 +496,122 @@ def _reap() -> None:
             return
 
 
-def _raises_problem(job: dict[str, Any], cells: list[Any]) -> str | None:
-    """The first cell whose ``#@raises`` mark its outputs contradict, as the unit's error."""
-    fw = job["framework"]
-    for cell in cells:
-        expected = cell["metadata"]["tabbook"].get("raises")
-        errors = _error_outputs(cell)
-        if expected is None:
-            continue
-        if not errors:
-            what = expected or "an exception"
-            return f"{_where(job, cell)}: [{fw}] cell is marked #@raises {what} but did not raise"
-        got = errors[0].get("ename", "")
-        if expected and got != expected and not got.endswith("." + expected):
-            return f"{_where(job, cell)}: [{fw}] cell raised {got}, but is marked #@raises {expected}"
-    return None
-
-
-def run(job: dict[str, Any]) -> dict[str, Any]:
+def run(job: Job) -> Result:
+    """Execute the job's notebook, the GPU probe after it; the notebook with its provenance, or a failure."""
     import nbformat
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
-    nb = nbformat.from_dict(job["notebook"])
-    n_cells = len(nb.cells)
-    nb.cells.append(nbformat.v4.new_code_cell(probe_source(job["import_name"], job.get("gpu_probe", ""))))
-    current: dict[str, Any] = {"index": None}
-
-    def on_cell_start(cell: Any, cell_index: int) -> None:
-        current["index"] = cell_index
-        if job.get("progress") and cell_index < n_cells:  # the build shows it while the cell runs
-            record_cell(Path(job["progress"]), _where(job, nb.cells[cell_index]))
-
-    fw = job["framework"]
+    nb = nbformat.from_dict(job.notebook)
+    nb.cells.append(nbformat.v4.new_code_cell(probe_source(job.import_name, job.gpu_probe)))
     produced: dict[int, int] = {}
-    client_class = capped_client(NotebookClient, job.get("max_output_bytes", 0), produced)
-    memory = job.get("memory_limit", 0)
-    clients: list[Any] = []
-
-    def on_notebook_start(notebook: Any) -> None:
-        """Before the first cell: the kernel's memory cap."""
-        if memory:
-            pid = _kernel_pid(clients[-1])
-            if pid is None:
-                raise RuntimeError("[build] memory_limit: the kernel's process is not known, so it cannot be capped")
-            limit_memory(pid, memory)
-
-    def failing_cell() -> dict[str, Any] | None:
-        i = current["index"]
-        return nb.cells[i] if i is not None and i < n_cells else None
-
-    # A kernel can die before its first reply when parallel kernels race for
-    # ports; nothing has run yet then, so starting it again is safe.
-    for attempt in range(START_ATTEMPTS):
-        produced.clear()
-        client = client_class(
-            nb, timeout=job["timeout"], kernel_name=job["kernel_name"],
-            resources={"metadata": {"path": job["cwd"]}}, allow_errors=False,
-            record_timing=False, on_cell_start=on_cell_start, interrupt_on_timeout=False,
-            on_notebook_start=on_notebook_start, coalesce_streams=False,  # merged below (coalesce_streams)
-        )
-        clients.append(client)
-        memory_note = (f" (with [build] memory_limit = {_size_text(memory)}, it may have run out of memory)"
-                       if memory else "")
-        try:
-            client.execute()
-            break
-        except CellTimeoutError:
-            return {"error": f"{_where(job, failing_cell())}: [{fw}] cell exceeded the {job['timeout']} s timeout"}
-        except DeadKernelError as exc:
-            return {"error": f"{_where(job, failing_cell())}: [{fw}] the kernel died while running this cell "
-                             f"({exc}){memory_note}"}
-        except CellExecutionError as exc:
-            if memory and _out_of_memory(failing_cell()):
-                return {"error": f"{_raising_line(job, failing_cell())}: [{fw}] MemoryError: the cell needed more "
-                                 f"memory than [build] memory_limit = {_size_text(memory)} allows (use less, or "
-                                 f"raise the key):\n{_short(_strip_ansi(str(exc)))}"}
-            return {"error": f"{_raising_line(job, failing_cell())}: [{fw}] unexpected error:\n"
-                             f"{_short(_strip_ansi(str(exc)))}"}
-        except RuntimeError as exc:
-            if current["index"] is None and attempt + 1 < START_ATTEMPTS:
-                continue
-            return {"error": f"{job['section']}: [{fw}] kernel {job['kernel_name']} failed to start or run: {exc}"}
-    info = _probe_info(nb.cells.pop())
-    if (problem := _raises_problem(job, nb.cells)) is not None:
-        return {"error": problem}
+    failure = execute(job, nb, produced)
+    info = probe_info(nb.cells.pop())
+    failure = failure or unmet_raises(job, nb.cells)
+    if failure is not None:
+        return Result(failure=failure)
     for index, cell in enumerate(nb.cells):
         cell.get("metadata", {}).pop("execution", None)
         coalesce_streams(cell)  # an entry never shows how a print was flushed
-        drop_noise(cell, job.get("stderr_filters", []))
-        cap_outputs(cell, job.get("max_output_bytes", 0), produced.get(index, 0))
-    return {"notebook": dict(nb), "provenance": _provenance(fw, info)}
+        drop_noise(cell, job.stderr_filters)
+        cap_outputs(cell, job.max_output_bytes, produced.get(index, 0))
+    return Result(notebook=dict(nb), provenance=provenance(job, info))
 
 
-def _probe_info(probe: dict[str, Any]) -> dict[str, Any]:
+def execute(job: Job, nb: Any, produced: dict[int, int]) -> Failure | None:
+    """Run every cell of ``nb`` in a new kernel (its last cell is the probe); None when all ran.
+
+    A kernel can die before its first reply when parallel kernels race for ports; nothing has
+    run yet then, so starting it again is safe."""
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+
+    running: list[int] = []  # the index of the cell that runs
+    clients: list[NotebookClient] = []
+
+    def on_cell_start(cell: Any, cell_index: int) -> None:
+        running[:] = [cell_index]
+        if job.progress and cell_index < len(nb.cells) - 1:  # the build shows it while the cell runs
+            record_cell(Path(job.progress), f"{job.section}:{_line(nb.cells[cell_index])}")
+
+    def on_notebook_start(notebook: Any) -> None:
+        """Before the first cell: the kernel's memory cap."""
+        if job.memory_limit:
+            pid = _kernel_pid(clients[-1])
+            if pid is None:
+                raise RuntimeError("[build] memory_limit: the kernel's process is not known, so it cannot be capped")
+            limit_memory(pid, job.memory_limit)
+
+    for attempt in range(START_ATTEMPTS):
+        produced.clear()
+        clients.append(capped_client(job.max_output_bytes, produced)(
+            nb, timeout=job.timeout, kernel_name=job.kernel_name, resources={"metadata": {"path": job.cwd}},
+            allow_errors=False, record_timing=False, interrupt_on_timeout=False,
+            on_cell_start=on_cell_start, on_notebook_start=on_notebook_start,
+            coalesce_streams=False))  # merged afterwards (coalesce_streams)
+        try:
+            clients[-1].execute()
+            return None
+        except (CellTimeoutError, DeadKernelError, CellExecutionError, RuntimeError) as exc:
+            unstarted = isinstance(exc, RuntimeError) and not isinstance(exc, DeadKernelError) and not running
+            if unstarted and attempt + 1 < START_ATTEMPTS:
+                continue
+            cell = nb.cells[running[0]] if running and running[0] < len(nb.cells) - 1 else None
+            return failure_of(job, exc, cell)
+    return None  # not reached: the last attempt returns
+
+
+def failure_of(job: Job, exc: Exception, cell: dict[str, Any] | None) -> Failure:
+    """nbclient's error, as the failure of its kind at the cell's line (the line that raised)."""
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+
+    fw, memory = f"[{job.framework}]", job.memory_limit
+    if isinstance(exc, CellTimeoutError):
+        return Failure(ErrorKind.TIMEOUT, f"{fw} cell exceeded the {job.timeout} s timeout", job.section, _line(cell))
+    if isinstance(exc, DeadKernelError):
+        note = f" (with [build] memory_limit = {_size_text(memory)}, it may have run out of memory)" if memory else ""
+        return Failure(ErrorKind.DEAD_KERNEL, f"{fw} the kernel died while running this cell ({exc}){note}",
+                       job.section, _line(cell))
+    if isinstance(exc, CellExecutionError):
+        text = _short(_strip_ansi(str(exc)))
+        if memory and _out_of_memory(cell):
+            return Failure(ErrorKind.MEMORY, f"{fw} MemoryError: the cell needed more memory than [build] "
+                           f"memory_limit = {_size_text(memory)} allows (use less, or raise the key):\n{text}",
+                           job.section, _raising_line(cell))
+        return Failure(ErrorKind.CELL, f"{fw} unexpected error:\n{text}", job.section, _raising_line(cell))
+    return Failure(ErrorKind.KERNEL, f"{fw} kernel {job.kernel_name} failed to start or run: {exc}", job.section)
+
+
+def probe_info(probe: dict[str, Any]) -> dict[str, Any]:
     """What the probe cell printed (:data:`PROBE`): versions, GPUs, why the GPU probe failed."""
     coalesce_streams(probe)  # its line may have come in two messages
-    info: dict[str, Any] = {}
     for out in probe.get("outputs", []):
         for line in out.get("text", "").splitlines():
             if line.startswith("TABBOOK-PROBE "):
-                info = json.loads(line[len("TABBOOK-PROBE "):])
-    return info
+                return dict(json.loads(line[len("TABBOOK-PROBE "):]))
+    return {}
 
 
-def _provenance(fw: str, info: dict[str, Any]) -> dict[str, Any]:
+def unmet_raises(job: Job, cells: list[dict[str, Any]]) -> Failure | None:
+    """The first ``#@raises`` cell that did not raise, or raised something else."""
+    for cell in cells:
+        expected = cell["metadata"]["tabbook"].get("raises")
+        if expected is None:
+            continue
+        errors = _error_outputs(cell)
+        got = errors[0].get("ename", "") if errors else None
+        if got is None:
+            why = f"is marked #@raises {expected or 'an exception'} but did not raise"
+        elif expected and got != expected and not got.endswith("." + expected):
+            why = f"raised {got}, but is marked #@raises {expected}"
+        else:
+            continue
+        return Failure(ErrorKind.RAISES, f"[{job.framework}] cell {why}", job.section, _line(cell))
+    return None
+
+
+def provenance(job: Job, info: dict[str, Any]) -> dict[str, Any]:
     """Where the unit ran: each text one line, as the store's schema wants (``store.provenance_problem``)."""
     gpus = [one_line(g) for g in info.get("gpus", [])][:256]
-    provenance = {
-        "framework": fw,
+    out: dict[str, Any] = {
+        "framework": job.framework,
         "framework_version": one_line(info.get("framework_version", "?")),
         "python": one_line(info.get("python", "?")),
         "cpu": one_line(cpu_model()),
@@ -610,10 +621,10 @@ def _provenance(fw: str, info: dict[str, Any]) -> dict[str, Any]:
         "host_platform": one_line(platform.platform(terse=True)),
     }
     if info.get("gpu_probe_error"):
-        provenance["gpu_probe_error"] = one_line(info["gpu_probe_error"])
+        out["gpu_probe_error"] = one_line(info["gpu_probe_error"])
     if info.get("framework_imported") is False:
-        provenance["framework_imported"] = False  # the outputs do not depend on it, nor on a GPU
-    return provenance
+        out["framework_imported"] = False  # the outputs do not depend on it, nor on a GPU
+    return out
 
 
 def _raise_interrupt(signum: int, frame: Any) -> None:
@@ -646,13 +657,13 @@ def main(argv: list[str]) -> int:
     end_with_parent(signal.SIGTERM, WORKER_PARENT_ENV)
     become_subreaper()
     _stop_when_orphaned()
-    job = json.loads(Path(argv[0]).read_text())
+    job = Job.from_json(Path(argv[0]).read_text())
     try:
         result = run(job)
     finally:  # the kernel is shut down; what its cells started goes too, even on SIGTERM
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the sweep short
         end_descendants()
-    write_atomic(Path(argv[1]), json.dumps(result, default=str))
+    write_atomic(Path(argv[1]), result.to_json())
     return 0
 
 

@@ -28,7 +28,7 @@ def book_library(book: Book) -> dict[str, str]:
     are kept in :attr:`~tabbook.book.Book.library_problems` for each command to judge.
     """
     known = book.derived.get(_DERIVED)
-    if known is not None:
+    if isinstance(known, dict):
         return known
     files = _generate_or_reuse(book) if saves_anything(book) else {}
     book.derived[_DERIVED] = files

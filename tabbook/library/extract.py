@@ -38,7 +38,7 @@ from tabbook.errors import BookError
 from tabbook.library import pysource as ps
 from tabbook.library.imports import deftime_nodes, names_loaded
 from tabbook.library.scopes import library_references
-from tabbook.source.pycode import mask_magics
+from tabbook.source.pycode import add_to_class_target, mask_magics
 from tabbook.source.split import FrameworkCell
 
 LIBRARY_NAME = "d2l"
@@ -230,26 +230,6 @@ def rewrite_d2l(text: str, locs: list[Loc]) -> tuple[str, list[LibRef]]:
     reached = [LibRef(r.attr, locs[min(r.row, len(locs)) - 1] if locs else ("", 0), r.rewrite)
                for r in refs if r.attr]
     return ps.replace_spans(text, spans), reached
-
-
-def add_to_class_target(node: ast.stmt) -> tuple[str, ast.expr] | None:
-    """``@d2l.add_to_class(C)`` / ``@add_to_class(d2l.C)`` → ("C", decorator)."""
-    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return None
-    for d in node.decorator_list:
-        if not (isinstance(d, ast.Call) and len(d.args) == 1):
-            continue
-        f = d.func
-        named = (isinstance(f, ast.Name) and f.id == "add_to_class") or (
-            isinstance(f, ast.Attribute) and f.attr == "add_to_class")
-        if not named:
-            continue
-        arg = d.args[0]
-        if isinstance(arg, ast.Name):
-            return arg.id, d
-        if isinstance(arg, ast.Attribute):
-            return arg.attr, d
-    return None
 
 
 def _kind(node: ast.stmt) -> str:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 
 LAZY_ROOTS = frozenset({"matplotlib", "matplotlib_inline", "IPython"})
@@ -59,7 +60,7 @@ class Binding:
         return f"from {self.module} import {self.attr}{alias}"
 
 
-def bindings(tree: ast.Module, path: str, line_of, saved: bool) -> list[Binding]:
+def bindings(tree: ast.Module, path: str, line_of: Callable[[int], int], saved: bool) -> list[Binding]:
     """Candidate bindings from a cell's top-level imports. ``line_of(row)`` → Markdown line."""
     out: list[Binding] = []
     for stmt in tree.body:
@@ -107,7 +108,7 @@ def import_block(group: list[Binding], line_length: int = 110) -> list[str]:
     """
     plain = sorted({b.statement() for b in group if b.attr is None},
                    key=lambda st: (st.split()[1].lower(), st))
-    froms: list[tuple[tuple, str]] = []
+    froms: list[tuple[tuple[str, tuple[int, str, str]], str]] = []
     shared: dict[str, set[str]] = {}
     for b in group:
         if b.attr is None:

@@ -23,7 +23,7 @@ import ast
 import symtable
 from dataclasses import dataclass
 
-_COMPREHENSIONS = {ast.ListComp: "listcomp", ast.SetComp: "setcomp", ast.DictComp: "dictcomp",
+_COMPREHENSIONS: dict[type[ast.AST], str] = {ast.ListComp: "listcomp", ast.SetComp: "setcomp", ast.DictComp: "dictcomp",
                    ast.GeneratorExp: "genexpr"}
 
 
@@ -108,19 +108,19 @@ class _Walker:
                 outer += [node.returns] if node.returns is not None else []
             for n in outer:
                 self.visit(n)
-            inner = [node.body] if isinstance(node, ast.Lambda) else list(node.body)
-            self.scoped("lambda" if isinstance(node, ast.Lambda) else node.name, node, inner)
+            body: list[ast.AST] = [node.body] if isinstance(node, ast.Lambda) else list(node.body)
+            self.scoped("lambda" if isinstance(node, ast.Lambda) else node.name, node, body)
             return
         if isinstance(node, ast.ClassDef):
             for n in (*node.decorator_list, *node.bases, *node.keywords):
                 self.visit(n)
             self.scoped(node.name, node, list(node.body))
             return
-        if type(node) in _COMPREHENSIONS:
-            gens = node.generators  # type: ignore[attr-defined]
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            gens = node.generators
             self.visit(gens[0].iter)  # evaluated in the enclosing scope
             inner: list[ast.AST] = [gens[0].target, *gens[0].ifs, *gens[1:]]
-            inner += [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]  # type: ignore[attr-defined]
+            inner += [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
             self.scoped(_COMPREHENSIONS[type(node)], node, inner)
             return
         if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)

@@ -81,7 +81,7 @@ class Diagnostics:
     warnings: list[BookError] = field(default_factory=list)
 
 
-def _load(path: Path) -> dict[str, Any] | None:
+def _load(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -161,7 +161,7 @@ def kind_of(record: dict[str, Any]) -> Problem | None:
     if typed in DATA_WARNINGS:
         return Problem.BIB_DATA
     if typed in _TYPED:
-        return _TYPED[typed]  # type: ignore[index]
+        return _TYPED[typed]
     message = str(record.get("message", ""))
     return next((kind for opening, kind in _WORDED if message.startswith(opening)), Problem.SPHINX)
 
@@ -199,7 +199,7 @@ def collect(config: Config, records_file: Path, strict: bool = False, mark: bool
     """The run's warnings judged by their kinds (:func:`tabbook.errors.judge`; sorted,
     duplicates dropped). With ``mark``, the pages they name are marked for re-reading (a no-op
     build shows the last run's record again, unmarked)."""
-    records = _load(records_file) or []
+    records: list[Any] = _load(records_file) or []
     found = Diagnostics()
     touched: set[Path] = set()
     everything = False

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from tabbook.config import Config
+from tabbook.execute.store import Entry as StoreEntry
 from tabbook.execute.store import FreezeStore
-from tabbook.execute.store import provenance as store_provenance
 from tabbook.render.myst import convert_roles, myst_text
 from tabbook.render.names import SYNC_GROUP
 from tabbook.render.package import INDEX, Package, book_package
@@ -205,7 +205,7 @@ def where_line(section: Section, pages: dict[str, Section], labels: dict[str, st
     for fw in labels:
         places: list[str] = []
         for path in below:
-            prov = store_provenance(notebooks[(path, fw)]) if (path, fw) in notebooks else None
+            prov = StoreEntry(notebooks[(path, fw)]).provenance if (path, fw) in notebooks else None
             if not prov or prov.get("not_executed"):
                 continue
             cpu = myst_text(prov.get("cpu", ""))
@@ -251,7 +251,7 @@ def front_page_facts(config: Config, root: Section, pages: dict[str, Section],
         n = sum(1 for path in pages if path != root.path and store.path(path[:-3], fw).is_file())
         if n:
             zips[fw] = (zip_target(config.name, fw), n)
-    computed = {fw: computed_lines(labels[fw], [store_provenance(nb) for (_, f), nb in sorted(notebooks.items())
+    computed = {fw: computed_lines(labels[fw], [StoreEntry(nb).provenance for (_, f), nb in sorted(notebooks.items())
                                                 if f == fw])
                 for fw in config.tabs}
     return FrontFacts(

@@ -20,6 +20,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from tabbook.errors import Log
 from tabbook.files import (  # one cache for venvs and KaTeX
     Memo,
     atomic_target,
@@ -46,7 +47,7 @@ def install_dir() -> Path:
     return cache_dir() / "node" / hashlib.sha256(lock).hexdigest()[:12]
 
 
-def ensure_katex(log=print) -> Path:
+def ensure_katex(log: Log = print) -> Path:
     """The installed KaTeX package directory, installing it first if needed."""
     target = install_dir()
     package = target / "node_modules" / "katex"
@@ -125,8 +126,8 @@ class Katex:
         reply = json.loads(line)
         if "error" in reply:
             raise TexError(reply["error"])
-        self._cache[key] = reply["html"]
-        return reply["html"]
+        out = self._cache[key] = str(reply["html"])
+        return out
 
     def close(self) -> None:
         if self._proc is not None and self._pid == os.getpid():

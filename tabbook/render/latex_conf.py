@@ -20,8 +20,10 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from tabbook.config import Config, config_error, load_config
+from tabbook.config import Config, config_error
 from tabbook.errors import BookError
+from tabbook.execute.outputs import OUTPUT_KINDS
+from tabbook.render.context import RenderContext, render_context
 
 #: Our LaTeX style, package data of tabbook (installed with it; a book may override it with
 #: its own ``static/latex/tabbook.sty``).
@@ -52,25 +54,28 @@ def installed_fonts() -> frozenset[str]:
     return frozenset(name.strip().lower() for line in out.splitlines() for name in line.split(","))
 
 
-def chosen_fonts(book: Config) -> tuple[dict[str, str], list[BookError]]:
-    """The PDF's fonts: each ``[pdf] *_font`` the book names when it is installed, tabbook's
-    otherwise; and a warning at the key's line for each one that falls back."""
-    fonts, warnings = dict(DEFAULT_FONTS), []
-    for key in DEFAULT_FONTS:
-        wanted = getattr(book.pdf, key)
-        if not wanted:
-            continue
-        if wanted.lower() in installed_fonts():
-            fonts[key] = wanted
+def chosen_fonts(wanted: tuple[tuple[str, str], ...]) -> tuple[dict[str, str], list[tuple[str, str]]]:
+    """The PDF's fonts: each ``[pdf] *_font`` the book names (``wanted``: (key, family)) when it
+    is installed, tabbook's otherwise; and the (key, family) pairs that fall back."""
+    fonts, missing = dict(DEFAULT_FONTS), []
+    for key, family in wanted:
+        if family.lower() in installed_fonts():
+            fonts[key] = family
         else:
-            warnings.append(config_error(book, "pdf", key, f"{wanted!r} is not installed (fc-list knows no "
-                                         f"such family): falling back to {DEFAULT_FONTS[key]}"))
-    return fonts, warnings
+            missing.append((key, family))
+    return fonts, missing
 
 
-def fonts_preamble(book: Config) -> str:
+def font_warnings(config: Config) -> list[BookError]:
+    """A warning at the key's line for each ``[pdf] *_font`` that is not installed."""
+    return [config_error(config, "pdf", key, f"{family!r} is not installed (fc-list knows no such family): "
+                         f"falling back to {DEFAULT_FONTS[key]}")
+            for key, family in chosen_fonts(render_context(config).fonts)[1]]
+
+
+def fonts_preamble(wanted: tuple[tuple[str, str], ...]) -> str:
     text = FONTS
-    for key, family in chosen_fonts(book)[0].items():
+    for key, family in chosen_fonts(wanted)[0].items():
         text = text.replace(key.upper(), family.replace("\\", "").replace("{", "").replace("}", ""))
     return text
 
@@ -108,16 +113,15 @@ def style_file(root: Path) -> Path:
     return own if own.is_file() else BUILDER_STY
 
 
-def latex_settings(root: Path) -> dict[str, Any]:
-    """The ``latex_*`` (and LaTeX mime priority) settings of the book at ``root``."""
-    book = load_config(root)
+def latex_settings(book: RenderContext) -> dict[str, Any]:
+    """The ``latex_*`` (and LaTeX mime priority) settings of the book the context describes."""
     # [pdf] latex_logo: Sphinx copies it beside the .tex file; the title page (tabbook.sty) shows it.
-    logo = {"latex_logo": str(book.pdf.latex_logo)} if book.pdf.latex_logo else {}
+    logo = {"latex_logo": book.latex_logo} if book.latex_logo else {}
     return {
         **logo,
         "latex_engine": "xelatex",
         "latex_documents": [
-            (book.rel(book.index).removesuffix(book.index.suffix), TEX_NAME, _escape(book.title), _escape(book.author).replace(", ", r" \and "),
+            (book.root_doc, TEX_NAME, _escape(book.title), _escape(book.author).replace(", ", r" \and "),
              "manual"),
         ],
         "latex_toplevel_sectioning": "chapter",
@@ -125,12 +129,12 @@ def latex_settings(root: Path) -> dict[str, Any]:
         "latex_domain_indices": False,
         "latex_show_urls": "footnote",
         "latex_show_pagerefs": False,
-        "latex_additional_files": [str(style_file(root))],
+        "latex_additional_files": [str(style_file(Path(book.root)))],
         "latex_elements": {
             "papersize": "letterpaper",
             "pointsize": "10pt",
             "classoptions": ",openany,oneside",  # read on screen: no blank left pages
-            "fontpkg": fonts_preamble(book),
+            "fontpkg": fonts_preamble(book.fonts),
             "fncychap": "",  # our own chapter heads (tabbook.sty)
             "releasename": "Version",
             "sphinxsetup": SPHINXSETUP,
@@ -142,16 +146,9 @@ def latex_settings(root: Path) -> dict[str, Any]:
             "fvset": r"\fvset{fontsize=\small}",
         },
         # Framework → its library module: a PDF's API reference keeps its own.
-        "tabbook_modules": {name: f"{book.library_dir.name}.{fw.module}" for name, fw in book.frameworks.items()},
-        # Notebook outputs: vector PDF (``use_svg_display()`` emits it) before PNG;
-        # SVG-only outputs are converted to PDF by the extension's rsvg converter.
-        "nb_mime_priority_overrides": [
-            ("latex", "application/pdf", 10),
-            ("latex", "image/png", 20),
-            ("latex", "image/jpeg", 30),
-            ("latex", "image/svg+xml", 35),
-            ("latex", "text/latex", 40),
-            ("latex", "text/markdown", 50),
-            ("latex", "text/plain", 60),
-        ],
+        "tabbook_modules": dict(book.modules),
+        # Notebook outputs, in the order the kinds say (tabbook.execute.outputs): vector PDF
+        # (``use_svg_display()`` emits it) before PNG; SVG-only outputs are converted to PDF by
+        # the extension's rsvg converter.
+        "nb_mime_priority_overrides": [("latex", k.mime, k.pdf) for k in OUTPUT_KINDS if k.pdf is not None],
     }

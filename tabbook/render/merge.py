@@ -1,27 +1,37 @@
 """Merge: a section's executed notebooks → one MyST-NB document.
 
-Code cells carry the framework they ran in (tags ``tabbook-fw-<name>``) and
-the run they belong to (``tabbook-run-<n>``): consecutive framework cells with
-no shared prose between them form one run, which the Sphinx extension turns
-into one tab set. myst-nb drops Markdown cells' metadata, so prose tabs are
-wrapped in ``{div}`` blocks whose classes say the same thing. A solution's cells
-are bracketed by two ``{div}`` cells, the first holding its summary line, which
-the extension turns into one element a reader opens (and leaves out of the PDFs).
+Code cells carry the framework they ran in and the run they belong to as data, a
+:class:`~tabbook.render.names.TabMark` in their metadata: consecutive framework cells with no
+shared prose between them form one run, which the Sphinx extension turns into one tab set.
+myst-nb drops Markdown cells' metadata, so a prose tab is written as a ``{tabbook-tab}``
+directive whose arguments are the same two values. A solution's cells
+are bracketed by two ``{div}`` cells, the first holding its summary line, which the extension
+(:mod:`tabbook.render.ext.solutions`) turns into one element a reader opens (and leaves out of
+the PDFs).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
-from tabbook.execute.store import provenance as store_provenance
-from tabbook.render.myst import cell_to_myst_lines, myst_text, toc_to_toctree, wrap_div, wrap_div_lines
+from tabbook.execute.store import Entry, new_notebook
+from tabbook.render.myst import (
+    cell_to_myst_lines,
+    myst_text,
+    toc_to_toctree,
+    wrap_directive,
+    wrap_div,
+    wrap_div_lines,
+)
 from tabbook.render.names import (
-    FW_PREFIX,
+    CELL_KEY,
+    PROSE_TAB,
     PROVENANCE_CLASS,
-    RUN_PREFIX,
     SOLUTION_END_CLASS,
     SOLUTION_START_CLASS,
+    TabMark,
 )
 from tabbook.source.model import Section
 
@@ -74,18 +84,15 @@ def _solution_marks(number: int, section: Section, line: int) -> tuple[dict[str,
     return start, end, opened
 
 
-def _run_tags(cell: dict[str, Any]) -> tuple[str | None, str | None]:
-    tags = cell.get("metadata", {}).get("tags", [])
-    run = next((t for t in tags if t.startswith(RUN_PREFIX)), None)
-    fw = next((t[len(FW_PREFIX):] for t in tags if t.startswith(FW_PREFIX)), None)
-    return run, fw
-
-
 def _shown(cell: dict[str, Any]) -> str:
     """What a reader sees of a code cell: its source, tags and outputs (not execution counts)."""
     outputs = [{k: v for k, v in o.items() if k != "execution_count"} for o in cell.get("outputs", [])]
-    tags = [t for t in cell["metadata"].get("tags", []) if not t.startswith((FW_PREFIX, RUN_PREFIX))]
-    return json.dumps([cell["source"], tags, outputs], sort_keys=True)
+    return json.dumps([cell["source"], cell["metadata"].get("tags", []), outputs], sort_keys=True)
+
+
+def _run(cell: dict[str, Any]) -> int | None:
+    mark = TabMark.of_cell(cell)
+    return mark.run if mark is not None else None
 
 
 def share_identical_runs(cells: list[dict[str, Any]], tabs: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -95,30 +102,23 @@ def share_identical_runs(cells: list[dict[str, Any]], tabs: tuple[str, ...]) -> 
     (and page weight); shared code with shared results stays shared.
     """
     out: list[dict[str, Any]] = []
-    i = 0
-    while i < len(cells):
-        run, _ = _run_tags(cells[i]) if cells[i]["cell_type"] == "code" else (None, None)
-        j = i
-        while j < len(cells) and cells[j]["cell_type"] == "code" and run and _run_tags(cells[j])[0] == run:
-            j += 1
+    for run, group in itertools.groupby(cells, key=_run):
+        members = [(cell, TabMark.of_cell(cell)) for cell in group]
         if run is None:
-            out.append(cells[i])
-            i += 1
+            out.extend(cell for cell, _ in members)
             continue
         by_fw: dict[str, list[str]] = {}
-        for cell in cells[i:j]:
-            by_fw.setdefault(_run_tags(cell)[1] or "", []).append(_shown(cell))
+        for cell, mark in members:
+            by_fw.setdefault(mark.framework if mark else "", []).append(_shown(cell))
         seqs = list(by_fw.values())
         if set(by_fw) == set(tabs) and all(seq == seqs[0] for seq in seqs):
             first = next(iter(by_fw))
-            for cell in cells[i:j]:
-                if _run_tags(cell)[1] == first:
-                    cell["metadata"]["tags"] = [t for t in cell["metadata"]["tags"]
-                                                if not t.startswith((FW_PREFIX, RUN_PREFIX))]
+            for cell, mark in members:
+                if mark is not None and mark.framework == first:
+                    del cell["metadata"][CELL_KEY]
                     out.append(cell)
         else:
-            out.extend(cells[i:j])
-        i = j
+            out.extend(cell for cell, _ in members)
     return out
 
 
@@ -183,7 +183,7 @@ def merge_section(
             if kind == "prose":
                 body, rows = cell_to_myst_lines(cell)
                 if multi:
-                    body = wrap_div(body, ["tabbook-tab", FW_PREFIX + fw, f"{RUN_PREFIX}{run}"])
+                    body = wrap_directive(body, PROSE_TAB, [fw, str(run)])
                     rows = wrap_div_lines(rows)
                 cells.append(_md(body))
                 origin[id(cells[-1])] = rows
@@ -196,16 +196,15 @@ def merge_section(
             # A deep copy (the merge edits it); notebooks are JSON, and a round trip through
             # the C encoder is several times cheaper than copy.deepcopy on every page of a build.
             new = json.loads(json.dumps(executed_cell))
-            tags = list(new["metadata"].get("tags", []))
+            new["metadata"] = {"tags": list(new["metadata"].get("tags", []))}
             if multi:
-                tags += [FW_PREFIX + fw, f"{RUN_PREFIX}{run}"]
-            new["metadata"] = {"tags": tags}
+                new["metadata"][CELL_KEY] = TabMark(fw, run).as_metadata()
             cells.append(new)
             origin[id(new)] = list(cell.source_lines) or [cell.line]
     if pending_end is not None:
         cells.append(pending_end)
         origin[id(pending_end)] = [section.cells[-1].line] * (pending_end["source"].count("\n") + 1)
-    provenance = {fw: store_provenance(nb) for fw, nb in executed.items()}
+    provenance = {fw: Entry(nb).provenance for fw, nb in executed.items()}
     cells += _provenance_cells(provenance, len(executed), tabs, labels, downloads)
     if notice := outdated_notice(labels, provenance):
         cells.insert(min(1, len(cells)), _md(notice))
@@ -241,12 +240,4 @@ def _notebook(cells: list[dict[str, Any]]) -> dict[str, Any]:
     """The merged notebook of ``cells``, each with a stable id."""
     for i, cell in enumerate(cells):
         cell["id"] = f"cell-{i}"
-    return {
-        "nbformat": 4,
-        "nbformat_minor": 5,
-        "metadata": {
-            "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
-            "language_info": {"name": "python", "pygments_lexer": "ipython3"},
-        },
-        "cells": cells,
-    }
+    return new_notebook(cells)

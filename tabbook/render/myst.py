@@ -279,7 +279,7 @@ class _Emitter:
         if i in self.math_break:
             self.w.add(self.math_break[i], i)
         if i in self.math_label:
-            raw = MATH_EQLABEL.sub(lambda m, name=self.math_label[i]: f"$$ ({name})", raw)
+            raw = MATH_EQLABEL.sub(f"$$ ({self.math_label[i]})".replace("\\", "\\\\"), raw)
         self.w.add(raw, i)
         return i + 1
 
@@ -487,8 +487,14 @@ def cell_to_myst_lines(cell: Cell) -> tuple[str, list[int]]:
 
 def wrap_div(text: str, classes: list[str]) -> str:
     """A MyST ``{div}`` whose fence is longer than any fence inside ``text``."""
+    return wrap_directive(text, "div", classes)
+
+
+def wrap_directive(text: str, name: str, arguments: list[str]) -> str:
+    """``text`` as the content of a MyST directive, whose fence is longer than any inside it;
+    its line map is :func:`wrap_div_lines`'s."""
     fence = "`" * _fence_len(text)
-    return f"{fence}{{div}} {' '.join(classes)}\n\n{text}\n{fence}"
+    return f"{fence}{{{name}}} {' '.join(arguments)}\n\n{text}\n{fence}"
 
 
 def wrap_div_lines(lines: list[int]) -> list[int]:

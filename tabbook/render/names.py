@@ -1,16 +1,48 @@
 """The names merge writes and the Sphinx extensions read: one declaration of the contract.
 
-``merge`` tags cells and wraps prose in ``{div}`` blocks with these classes; the
-extensions find them in the doctree; the stylesheet styles them. Declaring them
-once means the two sides cannot drift apart.
+``merge`` gives each code cell that ran in one framework the framework and its run as cell
+metadata (:data:`CELL_KEY`), which myst-nb keeps on the cell's node, and writes each prose tab
+as a :data:`PROSE_TAB` directive whose arguments are the same two values; the extensions read
+them as data from the doctree (never from a class name). Declaring them once means the two
+sides cannot drift apart.
 """
 
 from __future__ import annotations
 
-#: Tag of a code cell that ran in one framework: ``tabbook-fw-jax``.
-FW_PREFIX = "tabbook-fw-"
-#: Tag of the run (consecutive framework cells) a cell belongs to: one run becomes one tab set.
-RUN_PREFIX = "tabbook-run-"
+from dataclasses import dataclass
+from typing import Any
+
+#: The key of a merged code cell's metadata holding its :class:`TabMark`:
+#: ``{"framework": "jax", "run": 3}``.
+CELL_KEY = "tabbook"
+#: The directive a prose tab is written as: ``{tabbook-tab} jax 3`` (framework, run).
+PROSE_TAB = "tabbook-tab"
+
+
+@dataclass(frozen=True)
+class TabMark:
+    """Where a cell or prose tab of a merged page belongs: its framework, and its run (the
+    consecutive framework cells with no shared prose between them that become one tab set)."""
+
+    framework: str
+    run: int
+
+    def as_metadata(self) -> dict[str, Any]:
+        return {"framework": self.framework, "run": self.run}
+
+    @classmethod
+    def of_cell(cls, cell: dict[str, Any]) -> TabMark | None:
+        """The mark of a merged notebook cell (its metadata), or None."""
+        mark = cell.get("metadata", {}).get(CELL_KEY)
+        return cls.from_metadata(mark) if isinstance(mark, dict) else None
+
+    @classmethod
+    def from_metadata(cls, data: dict[str, Any]) -> TabMark | None:
+        if "framework" not in data or "run" not in data:
+            return None
+        return cls(str(data["framework"]), int(data["run"]))
+
+
 #: Class of the note that says where each framework's outputs were computed.
 PROVENANCE_CLASS = "tabbook-provenance"
 #: Class of an output replaced by a note because the target format cannot show it.

@@ -153,7 +153,7 @@ def publish(config: Config, html_dir: Path, log: Callable[[str], Any] = print) -
     folder = html_dir / INDEX / package.name
     memo = BuildDir(config.build_dir).memo("package", inputs=_inputs_digest(config), project=package.name)
     known = memo.load()
-    if known and (folder / known).is_file() and (folder / "index.html").is_file():
+    if isinstance(known, str) and known and (folder / known).is_file() and (folder / "index.html").is_file():
         return folder / known
     with tempfile.TemporaryDirectory(prefix="tabbook-wheel-") as tmp:
         wheel = build_wheel(config, Path(tmp))

@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tabbook.config import Config, config_error
-from tabbook.errors import BookError, raise_all
+from tabbook.errors import BookError, Log, raise_all
 from tabbook.files import BuildDir, copy_atomic
-from tabbook.render.latex_conf import TEX_NAME, chosen_fonts
+from tabbook.render.latex_conf import TEX_NAME, font_warnings
 from tabbook.render.sphinx import sphinx_command, sphinx_env
 
 TOOLS = ("xelatex", "latexmk", "rsvg-convert")
@@ -50,11 +50,6 @@ def pdf_paths(config: Config) -> dict[str, Path]:
 
 def tex_dir(config: Config, framework: str) -> Path:
     return BuildDir(config.build_dir).latex(framework)
-
-
-def doctree_dir(config: Config) -> Path:
-    """The LaTeX doctree cache: the same one ``build(..., Options(builder="latex"))`` fills."""
-    return BuildDir(config.build_dir).doctrees("latex")
 
 
 def missing_tools() -> list[str]:
@@ -159,7 +154,7 @@ def _indent(text: str, by: str = "    ") -> str:
 
 # ---- the stages ------------------------------------------------------------
 
-def write_latex(config: Config, framework: str, log=print) -> Path:
+def write_latex(config: Config, framework: str, log: Log = print) -> Path:
     """Sphinx LaTeX builder → ``build/latex/<fw>/book.tex``, from the shared doctree cache."""
     out = tex_dir(config, framework)
     cmd = sphinx_command(config, "latex", out, {"tabbook_framework": framework})
@@ -172,7 +167,7 @@ def write_latex(config: Config, framework: str, log=print) -> Path:
     return out / TEX_NAME
 
 
-def post_latex(config: Config, framework: str, tex_path: Path, log=print) -> None:
+def post_latex(config: Config, framework: str, tex_path: Path, log: Log = print) -> None:
     """``[pdf] post_latex``: the book's script run on the written .tex file before it is typeset,
     as d2lbook runs it (``python SCRIPT FILE.tex`` from the book's root; a failure stops the PDF).
     Its Python is the builder's own, which d2lbook's ``python`` is too."""
@@ -189,7 +184,7 @@ def post_latex(config: Config, framework: str, tex_path: Path, log=print) -> Non
                            f"{config.rel(tex_path)} (exit {proc.returncode}):\n{_indent(said)}")
 
 
-def typeset(config: Config, framework: str, tex_path: Path, log=print) -> Path:
+def typeset(config: Config, framework: str, tex_path: Path, log: Log = print) -> Path:
     """latexmk + xelatex in the .tex file's folder; returns the finished PDF in build/pdf/."""
     cmd = ["latexmk", "-xelatex", "-interaction=nonstopmode", "-halt-on-error", "-file-line-error",
            tex_path.name]
@@ -217,11 +212,11 @@ def pdf_frameworks(config: Config, frameworks: tuple[str, ...] | None) -> tuple[
     return tuple(wanted)
 
 
-def write_pdfs(config: Config, wanted: tuple[str, ...], jobs: int = 0, log=print) -> dict[str, Path]:
+def write_pdfs(config: Config, wanted: tuple[str, ...], jobs: int = 0, log: Log = print) -> dict[str, Path]:
     """Each framework's LaTeX from the doctree cache a ``latex`` build filled, typeset;
     returns framework → PDF. (:func:`tabbook.build.build_pdfs` runs that build first.)"""
     workers = max(1, min(jobs or os.cpu_count() or 1, len(wanted), 2))
-    for warning in chosen_fonts(config)[1]:  # [pdf] *_font not installed: tabbook's font instead
+    for warning in font_warnings(config):  # [pdf] *_font not installed: tabbook's font instead
         log(f"warning: {warning.location_message()}")
     done: dict[str, Path] = {}
     failures: list[BookError] = []

@@ -41,14 +41,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from tabbook.execute.outputs import KINDS, Clean
+from tabbook.execute.store import text as nb_text
+
 #: What an output whose every type was dropped shows instead.
 DROPPED_NOTE = ("[an output this site does not show: it would run script in the reader's browser "
                 "(the book's [site] trusted_outputs is off)]")
-#: Types published as they are: text, raster images, and what only the PDF shows.
-PLAIN_TYPES = frozenset({"text/plain", "image/png", "image/jpeg", "image/gif", "image/webp",
-                         "image/bmp", "application/pdf"})
-#: Types published once cleaned (the function that cleans them: see :func:`clean_bundle`).
-CLEANED_TYPES = frozenset({"text/html", "text/markdown", "image/svg+xml", "text/latex"})
 #: TeX that reads or writes files, runs programs or redefines what later text means: a
 #: ``text/latex`` output is typeset by KaTeX on the site (``trust: false``) and by TeX in the PDFs,
 #: where ``\input{~/.ssh/id_rsa}`` would print a file of the machine that builds them. Formulas
@@ -226,27 +224,24 @@ def clean_svg(svg: str) -> str | None:
 # ---- notebooks -----------------------------------------------------------------------------------
 
 
-def _text(value: Any) -> str:
-    return "".join(value) if isinstance(value, list) else str(value)
-
-
 def clean_bundle(data: dict[str, Any]) -> dict[str, Any]:
     """A mime bundle as the site shows it untrusted (see the module's docstring)."""
     out: dict[str, Any] = {}
     for mime, value in data.items():
-        if mime in PLAIN_TYPES:
+        clean = KINDS[mime].clean if mime in KINDS else None  # none: a type that needs script
+        if clean is Clean.PLAIN:
             out[mime] = value
-        elif mime == "text/html":
-            out[mime] = clean_html(_text(value))
-        elif mime == "text/latex":
-            if not _ACTIVE_TEX.search(_text(value)):
+        elif clean is Clean.HTML:
+            out[mime] = clean_html(nb_text(value))
+        elif clean is Clean.LATEX:
+            if not _ACTIVE_TEX.search(nb_text(value)):
                 out[mime] = value
-        elif mime == "image/svg+xml":
-            svg = clean_svg(_text(value))
+        elif clean is Clean.SVG:
+            svg = clean_svg(nb_text(value))
             if svg is not None:
-                out[mime] = svg if svg != _text(value) else value
-        elif mime == "text/markdown":
-            text = _text(value)
+                out[mime] = svg if svg != nb_text(value) else value
+        elif clean is Clean.MARKDOWN:
+            text = nb_text(value)
             if not markdown_has_html(text):
                 out[mime] = value
             elif "text/html" not in data:

@@ -4,10 +4,10 @@ Pure functions decide what a page links to (:func:`page_links`); the I/O at the 
 executed notebooks from the freeze store and any built PDFs into the HTML tree
 (:func:`publish_downloads`), so the site is self-contained and works offline.
 
-Options come from the configuration: ``[project] repository`` (an "Open in Colab" link is shown
-only when it names a GitHub repository, or when ``[site] colab_url`` is set) and the ``[site]``
-keys, declared with every other key in :class:`tabbook.config.Site` (``branch``, ``colab_url``,
-``pdf_url``, ``front_page``).
+Options come from the render context (:class:`tabbook.render.context.RenderContext`, made from the
+configuration): ``[project] repository`` (an "Open in Colab" link is shown only when it names a
+GitHub repository, or when ``[site] colab_url`` is set), the ``[site]`` keys (``branch``,
+``colab_url``, ``pdf_url``, ``front_page``) and d2lbook's ``[colab]`` keys.
 
 Every page offers the PDF and, where the section has slide marks, the slides of the framework the
 reader chose (one link each that follows the tab choice: ``tabbook.js``); a site built without
@@ -21,100 +21,20 @@ import json
 import re
 import shutil
 import zipfile
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tabbook.config import Config
-from tabbook.execute.store import FreezeStore, public_copy, read_entry
-from tabbook.files import BuildDir, Memo, write_if_changed
+from tabbook.execute.store import FreezeStore, new_notebook, public_copy, read_entry, text
+from tabbook.files import Memo, write_if_changed
+from tabbook.render.context import SLIDES, RenderContext, github_repo
 
-COLAB_GITHUB = "https://colab.research.google.com/github/{repo}/blob/{branch}/{path}"
 DOWNLOADS = "_downloads"  # under the HTML output directory
 #: Said where the PDFs would be when the site was built without them (``make site`` adds them).
 NO_PDF_NOTE = "not in this build"
-SLIDES = "_slides"  # the reveal.js decks, under the HTML output directory (tabbook.render.slides)
 
 
-@dataclass(frozen=True)
-class SiteOptions:
-    name: str
-    tabs: tuple[str, ...]
-    labels: dict[str, str]
-    default_tab: str
-    root: str  # the book's root (absolute)
-    freeze_dir: str  # absolute
-    pdf_dir: str  # absolute: where `make pdf` leaves <name>-<fw>.pdf
-    pdf_url: str
-    repo: str  # "owner/name" on GitHub, or "" (no notebook links to open elsewhere)
-    branch: str
-    colab_url: str
-    slides_dir: str = ""  # absolute: where the decks are written (build/html/_slides)
-    front_page: bool = True
-    # [html] header_links: (name, URL, Font Awesome icon) above every page.
-    header_links: tuple[tuple[str, str, str], ...] = ()
-    # d2lbook's [colab] keys, applied to the notebooks offered for download (tabbook makes no
-    # Colab copies): (tab or "" for every tab, import name, pip argument) …
-    libs: tuple[tuple[str, str, str], ...] = ()
-    libs_header: str = ""
-    gpu_pattern: str = ""
-    version: str = ""
-    # [build] non-notebooks: Markdown files (root-relative) copied as they are into each tab's zip.
-    non_notebooks: tuple[str, ...] = ()
-    trusted_outputs: bool = False  # [site] trusted_outputs: downloads keep script (render/sanitize.py)
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> SiteOptions:
-        return cls(**{**data, "tabs": tuple(data["tabs"]),
-                      "header_links": tuple(tuple(x) for x in data.get("header_links", ())),
-                      "libs": tuple(tuple(x) for x in data.get("libs", ())),
-                      "non_notebooks": tuple(data.get("non_notebooks", ()))})
-
-
-def github_repo(url: str) -> str:
-    """``https://github.com/o/r(.git)``, ``git@github.com:o/r`` or ``o/r`` → ``o/r``; else ``""``."""
-    url = url.strip()
-    m = re.fullmatch(r"(?:https?://github\.com/|git@github\.com:)?([\w.-]+)/([\w.-]+?)(?:\.git)?/?", url)
-    if not m or ("://" in url and "github.com" not in url):
-        return ""
-    return f"{m.group(1)}/{m.group(2)}"
-
-
-def load_site_options(book: Config) -> SiteOptions:
-    """The site's options from the book's configuration (``[site]`` is read with every other
-    key, by :func:`tabbook.config.load_config`: an overlay's value counts, a bad one is an error)."""
-    repo = github_repo(book.repository) if book.repository else ""
-    colab = book.site.colab_url
-    if not colab and repo:
-        colab = COLAB_GITHUB
-    return SiteOptions(
-        name=book.name,
-        tabs=book.tabs,
-        labels={fw: book.framework(fw).label for fw in book.tabs},
-        default_tab=book.default_tab,
-        root=str(book.root),
-        freeze_dir=str(book.freeze_dir),
-        pdf_dir=str(BuildDir(book.build_dir).pdf),
-        pdf_url=book.site.pdf_url,
-        repo=repo or book.repository,
-        branch=book.site.branch,
-        colab_url=colab if book.repository else "",
-        slides_dir=str(BuildDir(book.build_dir).html / SLIDES),
-        front_page=book.site.front_page,
-        header_links=book.html.header_links,
-        libs=book.colab.libs,
-        libs_header=book.colab.libs_header,
-        gpu_pattern=book.colab.gpu_pattern,
-        version=book.version,
-        non_notebooks=tuple(book.rel(p) for p in book.files(book.non_notebooks)),
-        trusted_outputs=book.site.trusted_outputs,
-    )
-
-
-def notebook_entry(opts: SiteOptions, docname: str, fw: str) -> Path:
+def notebook_entry(opts: RenderContext, docname: str, fw: str) -> Path:
     """The freeze store's executed notebook of a page (docname ``chapter/sec``) for a framework."""
     return FreezeStore(Path(opts.freeze_dir)).path(docname, fw)
 
@@ -128,7 +48,7 @@ def pdf_target(name: str, fw: str) -> str:
     return f"{DOWNLOADS}/pdf/{name}-{fw}.pdf"
 
 
-def pdf_url(opts: SiteOptions, fw: str) -> str:
+def pdf_url(opts: RenderContext, fw: str) -> str:
     """Where a framework's PDF is linked: the configured URL, else its copy inside the site."""
     return opts.pdf_url.format(name=opts.name, fw=fw) if opts.pdf_url else pdf_target(opts.name, fw)
 
@@ -151,7 +71,7 @@ class Link:
     fw: str = ""  # the framework it is for ("" for the source)
 
 
-def page_links(opts: SiteOptions, docname: str, notebooks: set[str], pdfs: set[str],
+def page_links(opts: RenderContext, docname: str, notebooks: set[str], pdfs: set[str],
                source: str = "", slides: set[str] | frozenset[str] = frozenset()) -> list[Link]:
     """Links for one page: ``notebooks`` are the frameworks with an executed notebook for it,
     ``pdfs`` the frameworks whose PDF exists (or is configured by URL), ``source`` the page's
@@ -182,29 +102,29 @@ def page_links(opts: SiteOptions, docname: str, notebooks: set[str], pdfs: set[s
     return links
 
 
-def available_notebooks(opts: SiteOptions, docname: str) -> set[str]:
+def available_notebooks(opts: RenderContext, docname: str) -> set[str]:
     return {fw for fw in opts.tabs if notebook_entry(opts, docname, fw).is_file()}
 
 
-def source_of(opts: SiteOptions, docname: str) -> str:
+def source_of(opts: RenderContext, docname: str) -> str:
     """The book's Markdown file behind a page, root-relative, or "" for generated pages."""
     return f"{docname}.md" if (Path(opts.root) / f"{docname}.md").is_file() else ""
 
 
-def links_for(opts: SiteOptions, docname: str) -> list[Link]:
+def links_for(opts: RenderContext, docname: str) -> list[Link]:
     """:func:`page_links` with what exists on disk now."""
     return page_links(opts, docname, available_notebooks(opts, docname), available_pdfs(opts),
                       source_of(opts, docname), available_slides(opts, docname))
 
 
-def available_slides(opts: SiteOptions, docname: str) -> set[str]:
+def available_slides(opts: RenderContext, docname: str) -> set[str]:
     """Frameworks with a deck of this page (the build writes decks before Sphinx runs)."""
     if not opts.slides_dir:
         return set()
     return {fw for fw in opts.tabs if (Path(opts.slides_dir).parent / deck_target(docname, fw)).is_file()}
 
 
-def available_pdfs(opts: SiteOptions) -> set[str]:
+def available_pdfs(opts: RenderContext) -> set[str]:
     if opts.pdf_url:
         return set(opts.tabs)
     return {fw for fw in opts.tabs if (Path(opts.pdf_dir) / f"{opts.name}-{fw}.pdf").is_file()}
@@ -216,8 +136,7 @@ def reader_notebook(nb: dict[str, Any], trusted: bool = False) -> dict[str, Any]
     from tabbook.render.sanitize import untrusted_notebook
 
     out = public_copy(nb if trusted else untrusted_notebook(nb))
-    meta = out.setdefault("metadata", {})
-    meta["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    out.setdefault("metadata", {})["kernelspec"] = new_notebook([])["metadata"]["kernelspec"]
     return out
 
 
@@ -234,31 +153,25 @@ def install_cell(nb: dict[str, Any], libs: list[tuple[str, str]], version: str) 
     for cell in nb.get("cells", []):
         if cell.get("cell_type") != "code":
             continue
-        source = "".join(cell.get("source", "")) if isinstance(cell.get("source"), list) else cell.get("source", "")
-        for m in IMPORTED.finditer(source):
+        for m in IMPORTED.finditer(text(cell.get("source", ""))):
             name = m.group(1) or m.group(2)
             if name in wanted and name not in found:
                 found.append(name)
     return "".join(f"!pip install {wanted[n].replace('==RELEASE', f'=={version}')}\n" for n in found)
 
 
-def _text(cell: dict[str, Any]) -> str:
-    source = cell.get("source", "")
-    return "".join(source) if isinstance(source, list) else source
-
-
-def for_colab(nb: dict[str, Any], opts: SiteOptions, fw: str) -> dict[str, Any]:
+def for_colab(nb: dict[str, Any], opts: RenderContext, fw: str) -> dict[str, Any]:
     """A reader's notebook with d2lbook's ``[colab]`` keys applied: a first cell installing the
     ``libs`` its code imports (under ``libs_header``), and ``accelerator: GPU`` when its code
     contains ``gpu_pattern`` (what Colab reads when the notebook is opened there). Pure."""
     cells = nb.get("cells", [])
-    code = [_text(c) for c in cells if c.get("cell_type") == "code"]
+    code = [text(c.get("source", "")) for c in cells if c.get("cell_type") == "code"]
     if opts.gpu_pattern and any(opts.gpu_pattern in source for source in code):
         nb.setdefault("metadata", {})["accelerator"] = "GPU"
     libs = [(lib, pip) for tab, lib, pip in opts.libs if tab in ("", fw)]
     pip = install_cell(nb, libs, opts.version) if libs else ""
     if pip:
-        first = [{"cell_type": "code", "execution_count": None, "id": "tabbook-install", "metadata": {},
+        first: list[dict[str, Any]] = [{"cell_type": "code", "execution_count": None, "id": "tabbook-install", "metadata": {},
                   "outputs": [], "source": pip}]
         if opts.libs_header:
             first.insert(0, {"cell_type": "markdown", "id": "tabbook-install-header", "metadata": {},
@@ -336,7 +249,7 @@ def _copy_if_changed(src: Path, dst: Path) -> None:
 PUBLISHED = ".{}-downloads.json"
 
 
-def _reader_code(opts: SiteOptions | None = None) -> str:
+def _reader_code(opts: RenderContext | None = None) -> str:
     """The options an entry's reader copy depends on besides the builder (which every memo key
     holds): the ``[colab]`` keys and the ``non-notebooks`` files."""
     import hashlib
@@ -350,7 +263,7 @@ def _reader_code(opts: SiteOptions | None = None) -> str:
     return h.hexdigest()
 
 
-def publish_downloads(opts: SiteOptions, docnames: list[str], outdir: Path) -> int:
+def publish_downloads(opts: RenderContext, docnames: list[str], outdir: Path) -> int:
     """Copy each page's executed notebooks (reader form) and the built PDFs into ``outdir``.
     Returns the number of files now published.
 

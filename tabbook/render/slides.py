@@ -34,9 +34,12 @@ from pathlib import Path
 from typing import Any
 
 from tabbook.config import Config
-from tabbook.execute.store import entry_key
+from tabbook.execute.outputs import SLIDE_IMAGES
+from tabbook.execute.store import Entry
+from tabbook.execute.store import text as nb_text
 from tabbook.files import BuildDir, write_atomic, write_if_changed
-from tabbook.render.site import SLIDES, deck_target
+from tabbook.render.context import SLIDES
+from tabbook.render.site import deck_target
 from tabbook.source.dialect import ROLE
 from tabbook.source.model import Section
 
@@ -216,7 +219,7 @@ class Renderer:
             from tabbook.render.katex import TexError, classes_of
 
             try:
-                out = self.katex.render(tex, display)
+                out = str(self.katex.render(tex, display))
             except TexError:
                 pass
             else:
@@ -247,24 +250,20 @@ class Renderer:
     def output(self, out: dict[str, Any]) -> str:
         kind = out.get("output_type")
         if kind == "stream":
-            text = _ANSI.sub("", _text(out.get("text", "")))
+            text = _ANSI.sub("", nb_text(out.get("text", "")))
             return f'<pre class="output {html.escape(out.get("name", "stdout"))}">{html.escape(text)}</pre>'
         if kind == "error":
             lines = [_ANSI.sub("", line) for line in out.get("traceback", [])]
             return f'<pre class="output error">{html.escape(chr(10).join(lines[-3:]))}</pre>'
         data = out.get("data", {})
-        for mime in ("image/svg+xml", "image/png", "image/jpeg"):
+        for mime in SLIDE_IMAGES:
             if mime in data:
-                raw = _text(data[mime])
+                raw = nb_text(data[mime])
                 b64 = base64.b64encode(raw.encode()).decode() if mime == "image/svg+xml" else raw.replace("\n", "")
                 return f'<img class="output" alt="output" src="data:{mime};base64,{b64}">'
         if "text/plain" in data:
-            return f'<pre class="output">{html.escape(_ANSI.sub("", _text(data["text/plain"])))}</pre>'
+            return f'<pre class="output">{html.escape(_ANSI.sub("", nb_text(data["text/plain"])))}</pre>'
         return ""
-
-
-def _text(value: Any) -> str:
-    return "".join(value) if isinstance(value, list) else str(value)
 
 
 def deck_html(deck: Deck, r: Renderer, katex_css: str = "") -> str:
@@ -327,7 +326,7 @@ def coalesced(outputs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         last = out[-1] if out else None
         if (last is not None and o.get("output_type") == "stream" and last.get("output_type") == "stream"
                 and o.get("name") == last.get("name")):
-            out[-1] = {**last, "text": _text(last.get("text", "")) + _text(o.get("text", ""))}
+            out[-1] = {**last, "text": nb_text(last.get("text", "")) + nb_text(o.get("text", ""))}
         else:
             out.append(o)
     return out
@@ -381,7 +380,7 @@ def deck_key(section: Section, framework: str, executed: dict[str, Any] | None) 
     for cell in section.cells:
         h.update(f"{cell.kind}\0{','.join(cell.tabs)}\0{','.join(sorted(cell.flags))}\0{cell.solution}\0"
                  f"{cell.source}\0".encode())
-    key = entry_key(executed)
+    key = Entry(executed).key if executed is not None else None
     h.update((key or json.dumps(executed, sort_keys=True, default=str)).encode())
     return h.hexdigest()
 

@@ -367,8 +367,6 @@ def front_page(config: Config, root: Section, sections: list[Section],
     """The generated front matter of the root page (:mod:`tabbook.render.front`), or "" when
     ``[site] front_page`` is off."""
     from tabbook.render.front import front_matter, front_page_facts
-    from tabbook.render.site import load_site_options
-
-    if not load_site_options(config).front_page:
+    if not config.site.front_page:
         return ""
     return front_matter(front_page_facts(config, root, {s.path: s for s in sections}, notebooks))

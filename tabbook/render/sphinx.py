@@ -6,13 +6,14 @@ builds each reuse their own. Its messages pass through to the user's terminal.
 
 A book written for d2lbook has no ``conf.py`` (d2lbook generates its own): such a
 book gets one written under ``build/`` that applies the same defaults
-(:func:`tabbook.render.sphinx_conf.sphinx_settings`); the overlay reaches it, as it reaches a
-book's own ``conf.py``, in the environment each run is given (:func:`sphinx_env`).
+(:func:`tabbook.render.sphinx_conf.sphinx_settings`); the configuration reaches it, as it reaches a
+book's own ``conf.py``, as the render context named in the environment each run is given
+(:func:`sphinx_env`).
 
 **A no-op build runs no Sphinx.** When the sources step wrote nothing and the
 inputs Sphinx reads besides them are the same as at its last successful run
 (:func:`site_stamp`: its command line, ``conf.py``, the builder's own render code,
-``config.ini`` and the overlay, the resources' sizes and times, the versions of
+``config.ini`` and the overlay, the render context, the resources' sizes and times, the versions of
 Sphinx and its extensions, the built PDFs and which slide decks exist), the output is current; Sphinx's own incremental
 check costs seconds on a book of hundreds of pages.
 
@@ -38,6 +39,7 @@ from typing import Protocol
 from tabbook.config import Config
 from tabbook.errors import BookError
 from tabbook.files import SPHINX_PARENT_ENV, BuildDir, builder_fingerprint
+from tabbook.render.context import hand_off, render_context
 from tabbook.render.sources import source_dir
 
 
@@ -76,11 +78,11 @@ def sphinx_command(config: Config, builder: str = "html", out: Path | None = Non
 
 def sphinx_env(config: Config) -> dict[str, str]:
     """A Sphinx run's environment, built for it (by the process that starts it): this one, with
-    tabbook importable from this checkout, the configuration's hand-off (the overlay and the
-    interpreters chosen on the command line, :meth:`tabbook.config.Config.handoff_env`) for its
-    ``conf.py``, and this process's id, which the run must not outlive."""
+    tabbook importable from this checkout, the configuration's render context for its ``conf.py``
+    (:func:`tabbook.render.context.hand_off`: written now, read there instead of ``config.ini``),
+    and this process's id, which the run must not outlive."""
     # The run ends with the process that starts it, even one killed outright (files.end_with_parent).
-    return {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), **config.handoff_env(),
+    return {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), **hand_off(config),
             SPHINX_PARENT_ENV: str(os.getpid())}
 
 
@@ -89,8 +91,6 @@ STAMP = ".tabbook-stamp"
 CONF_ERROR = re.compile(r"^\s*tabbook\.errors\.BookError: (.+)$", re.M)
 #: Where a Sphinx run records the modules it imported (:mod:`tabbook.render.ext.learn`).
 LEARN_ENV = "TABBOOK_LEARN_MODULES"
-#: The book's folder, for the run to leave the book's own modules out of what it records.
-BOOK_ROOT_ENV = "TABBOOK_BOOK_ROOT"
 
 
 def learned_modules(config: Config) -> Path:
@@ -99,7 +99,7 @@ def learned_modules(config: Config) -> Path:
 
 def learn_env(config: Config) -> dict[str, str]:
     """The environment that asks an HTML run to record what it imported."""
-    return {LEARN_ENV: str(learned_modules(config)), BOOK_ROOT_ENV: str(config.root.resolve())}
+    return {LEARN_ENV: str(learned_modules(config))}
 
 
 def _tree_stat(path: Path) -> list[tuple[str, int, int]]:
@@ -118,6 +118,7 @@ def site_stamp(config: Config, cmd: list[str]) -> str:
     """Everything besides ``build/src`` that decides Sphinx's output, as one hash."""
     h = hashlib.sha256(json.dumps(cmd).encode())
     h.update(builder_fingerprint().encode())
+    h.update(render_context(config).to_json().encode())  # what --set or the environment changed too
     files = [conf_dir(config) / "conf.py", config.root / "config.ini"]
     if config.overlay:
         files.append(config.overlay)

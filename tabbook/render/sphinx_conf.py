@@ -1,8 +1,10 @@
-"""Default Sphinx settings for a tabbook book, derived from its config.ini.
+"""Default Sphinx settings for a tabbook book, derived from its render context.
 
 A book's ``conf.py`` does ``globals().update(sphinx_settings(ROOT))`` and may
 override anything after that line; keeping the defaults here lets test
-fixture books and the real book share one configuration.
+fixture books and the real book share one configuration. The settings come from the
+:class:`~tabbook.render.context.RenderContext` the builder handed the run: ``config.ini`` is
+read once, by the builder, never again here.
 """
 
 from __future__ import annotations
@@ -11,16 +13,14 @@ import ast
 import importlib.util
 import sys
 import types
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from tabbook.book import named_bibfiles
-from tabbook.config import Config, config_error, load_config
+from tabbook.errors import BookError
 from tabbook.files import builder_fingerprint
+from tabbook.render.context import STATIC, RenderContext, received
 from tabbook.render.latex_conf import latex_settings
-from tabbook.render.site import load_site_options
-
-STATIC = Path(__file__).resolve().parent / "static"
 
 
 def missing_imports(library_dir: Path) -> list[str]:
@@ -85,34 +85,19 @@ def leave_out_myst_nb_execution() -> list[str]:
     return replaced
 
 
-def _not_pages(book: Config) -> list[str]:
-    """The documents Sphinx would find in the resource folders linked into its sources that are
-    not pages: notebooks, and Markdown that ``notebooks`` does not match (a page there, which
-    d2lbook renders too, is generated in its place)."""
-    out = []
-    for path in book.files(tuple(r for r in book.resources if (book.root / r).is_dir())):
-        rel = book.rel(path)
-        if path.suffix == ".ipynb" or path.suffix == ".md" and book.excluded(rel):
-            out.append(rel)
-    return out
-
-
-def sphinx_settings(root: Path) -> dict[str, Any]:
-    """The Sphinx settings of the book at ``root``; evaluated by its ``conf.py``, in the Sphinx process."""
-    book = load_config(root)
+def sphinx_settings(root: Path, context: RenderContext | None = None) -> dict[str, Any]:
+    """The Sphinx settings of the book at ``root``; evaluated by its ``conf.py``, in the Sphinx
+    process, from the render context the builder handed it (:func:`tabbook.render.context.received`)."""
+    book = context or received(root)
     leave_out_myst_nb_execution()
-    bibs = named_bibfiles(book)
-    missing = book.missing_extensions()  # left out; the check says so at the key's line
     extensions = ["myst_nb", "sphinx_design", "sphinx.ext.autodoc", "tabbook.render.ext",
-                  *(m for m in book.sphinx_extensions if m not in missing)]  # [build] sphinx_extensions
-    css = _included(book, book.html.include_css, "include_css")
-    js = _included(book, book.html.include_js, "include_js")
+                  *book.sphinx_extensions]  # [build] sphinx_extensions
+    css, js = book.include_css, book.include_js
     # autodoc imports the book's own package first (not another d2l on the path).
-    if str(book.root) not in sys.path:
-        sys.path.insert(0, str(book.root))
-    if bibs:
+    if book.root not in sys.path:
+        sys.path.insert(0, book.root)
+    if book.bibfiles:
         extensions.insert(2, "sphinxcontrib.bibtex")
-    site = load_site_options(book)
     # furo's "view source" would point at the generated notebook, not the Markdown in the
     # repository: tabbook.render.ext.html links the source next to the downloads instead.
     theme_options: dict[str, Any] = {"top_of_page_buttons": []}
@@ -127,8 +112,8 @@ def sphinx_settings(root: Path) -> dict[str, Any]:
         # [project] lang: the pages' lang attribute and Sphinx's own words.
         "language": book.lang or "en",
         # [build] index: the root page under any name (d2lbook's is "index"), in any folder.
-        "root_doc": book.rel(book.index).removesuffix(book.index.suffix),
-        "tabbook_root": str(book.root),  # tabbook.render.ext.paths: images stay inside the book
+        "root_doc": book.root_doc,
+        "tabbook_root": book.root,  # tabbook.render.ext.paths: images stay inside the book
         "extensions": extensions,
         # Outputs come from the freeze store; Sphinx never executes anything.
         "nb_execution_mode": "off",
@@ -146,32 +131,33 @@ def sphinx_settings(root: Path) -> dict[str, Any]:
         # Absolute: Sphinx resolves bib files against the conf.py folder, which for a book
         # without its own conf.py is under build/.
         # [pdf] bibfile and those the pages name on their :bibliography: lines (d2lbook: the key's).
-        "bibtex_bibfiles": [str(b) for b in bibs],
+        "bibtex_bibfiles": list(book.bibfiles),
         "bibtex_reference_style": "author_year",
         # Resources (images, data) are linked into the sources: any Markdown in them is not a page.
-        "exclude_patterns": ["**.ipynb_checkpoints", *_not_pages(book)],
+        "exclude_patterns": ["**.ipynb_checkpoints", *book.not_pages],
         "html_theme": "furo",
         "html_theme_options": theme_options,
         "html_title": book.title,
-        "html_favicon": str(book.html.favicon or STATIC / "favicon.svg"),
-        "html_logo": str(book.html.html_logo) if book.html.html_logo else None,
+        "html_favicon": book.favicon or str(STATIC / "favicon.svg"),
+        "html_logo": book.html_logo or None,
         # Nothing from other origins: math is typeset at build time (tabbook.render.ext.math), and
         # myst-nb must not pull widget scripts from a CDN.
         "html_math_renderer": "tabbook_katex",
         "nb_ipywidgets_js": {},
-        "tabbook_site": site.as_dict(),
+        # The reader's site (tabbook.render.ext.html): the whole context, as the extensions read it.
+        "tabbook_context": asdict(book),
         # Only when the book lists static/ among its resources: d2lbook books keep build scripts
         # and tens of MB of print styles there that the site must not carry.
         "html_static_path": ([str(root / "static")] if (root / "static").is_dir() and "static" in book.resources
-                             else []) + [str(p) for p in (*css, *js)],
+                             else []) + list(css + js),
         # [html] include_css / include_js: the book's own, after tabbook's (Sphinx copies each
         # file into _static/).
-        "html_css_files": [p.name for p in css],
-        "html_js_files": [p.name for p in js],
+        "html_css_files": [Path(p).name for p in css],
+        "html_js_files": [Path(p).name for p in js],
         "html_copy_source": False,
         "html_show_sourcelink": False,
         "tabbook_tabs": list(book.tabs),
-        "tabbook_labels": {name: fw.label for name, fw in book.frameworks.items()},
+        "tabbook_labels": dict(book.labels),
         "tabbook_framework": book.default_tab,
         # The builder's rendering code and Sphinx's packages: pages Sphinx keeps are written by
         # the extensions, so a new tabbook (or Sphinx) must re-read and re-write every page.
@@ -182,10 +168,10 @@ def sphinx_settings(root: Path) -> dict[str, Any]:
         "suppress_warnings": ["mystnb.unknown_mime_type", "myst.header"],
         # autoclass/autofunction of the book's own package are read from its source
         # (tabbook.render.ext.apidoc); the mocks serve autodoc of anything else it imports.
-        "tabbook_library_dir": str(book.library_dir),
-        "autodoc_mock_imports": missing_imports(book.library_dir),
+        "tabbook_library_dir": book.library_dir,
+        "autodoc_mock_imports": missing_imports(Path(book.library_dir)),
         # ---- LaTeX / PDF (tabbook.render.latex_conf; owned by the PDF work) ----
-        **latex_settings(root),
+        **latex_settings(book),
     }
     # [build] sphinx_configs: Python statements d2lbook pastes into conf.py; run after tabbook's
     # settings, so they win (and may change tabbook's lists in place).
@@ -194,20 +180,8 @@ def sphinx_settings(root: Path) -> dict[str, Any]:
         try:
             exec(compile(book.sphinx_configs, "[build] sphinx_configs", "exec"), namespace)
         except Exception as exc:  # the book's own code: any error is the book's, at the key
-            raise config_error(book, "build", "sphinx_configs", f"failed: {type(exc).__name__}: {exc}") from None
+            path, line = book.sphinx_configs_at
+            raise BookError(f"[build] sphinx_configs failed: {type(exc).__name__}: {exc}", path,
+                            line or None) from None
         settings.update({k: v for k, v in namespace.items() if not k.startswith("__")})
     return settings
-
-
-def _included(book: Config, patterns: tuple[str, ...], key: str) -> list[Path]:
-    """The files ``[html] include_css``/``include_js`` name; a pattern that names nothing, or a
-    file whose name is already one of tabbook's, is an error at the key's line."""
-    found = book.files(patterns)
-    taken = {p.name for p in STATIC.iterdir()}
-    for path in found:
-        if path.name in taken:
-            raise config_error(book, "html", key, f"names {book.rel(path)}, whose file name is one of "
-                               f"tabbook's own ({path.name}): rename it")
-    if patterns and not found:
-        raise config_error(book, "html", key, f"names no file ({' '.join(patterns)})")
-    return found

@@ -46,12 +46,13 @@ own length, so a ```` ````toc ```` example sits inside a ```` ``` ```` block and
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from markdown_it import MarkdownIt
 from markdown_it.rules_block import StateBlock
 from markdown_it.rules_block.fence import make_fence_rule
 from markdown_it.rules_core import StateCore
+from markdown_it.token import Token
 
 # --- code cells -------------------------------------------------------------------------------
 
@@ -156,7 +157,7 @@ def find_roles(line: str, pattern: re.Pattern[str] = ROLE) -> Iterator[re.Match[
             pos = len(line) if end < 0 else end + 3
 
 
-def sub_roles(line: str, replace, pattern: re.Pattern[str] = ROLE) -> str:  # noqa: ANN001 - a callable
+def sub_roles(line: str, replace: Callable[[re.Match[str]], str], pattern: re.Pattern[str] = ROLE) -> str:
     """``pattern.sub(replace, line)`` for the roles :func:`find_roles` finds (code spans and
     comments kept as written)."""
     out, pos = [], 0
@@ -252,7 +253,8 @@ def _line(state: StateBlock, line: int) -> str:
     return state.src[state.bMarks[line] + state.tShift[line]:state.eMarks[line]]
 
 
-def _single_line_rule(pattern: re.Pattern[str], make):
+def _single_line_rule(pattern: re.Pattern[str], make: Callable[[StateBlock, re.Match[str]], Token]
+                      ) -> Callable[[StateBlock, int, int, bool], bool]:
     """A block rule for a construct that is one whole line matching ``pattern``."""
 
     def rule(state: StateBlock, start: int, end: int, silent: bool) -> bool:
@@ -271,16 +273,16 @@ def _single_line_rule(pattern: re.Pattern[str], make):
     return rule
 
 
-def _attr_token(state: StateBlock, m: re.Match[str]):
+def _attr_token(state: StateBlock, m: re.Match[str]) -> Token:
     token = state.push("dialect_attr", "", 0)
     token.info, token.content = m.group(1), m.group(2).strip()
     return token
 
 
-def _marker_token(kind: str, with_info: bool):
+def _marker_token(kind: str, with_info: bool) -> Callable[[StateBlock, re.Match[str]], Token]:
     """The maker of a marker line's token: ``kind``, and the pattern's group 1 as ``info``."""
 
-    def make(state: StateBlock, m: re.Match[str]):
+    def make(state: StateBlock, m: re.Match[str]) -> Token:
         token = state.push(kind, "", 0)
         if with_info:
             token.info = m.group(1)
@@ -289,7 +291,8 @@ def _marker_token(kind: str, with_info: bool):
     return make
 
 
-def _top_level_line_rule(pattern: re.Pattern[str], make):
+def _top_level_line_rule(pattern: re.Pattern[str], make: Callable[[StateBlock, re.Match[str]], Token]
+                         ) -> Callable[[StateBlock, int, int, bool], bool]:
     """A block rule for a whole line matching ``pattern`` at the top level only (no indent,
     not inside a list or quote): what a solution marker must be, since it encloses cells."""
     inner = _single_line_rule(pattern, make)
@@ -302,7 +305,7 @@ def _top_level_line_rule(pattern: re.Pattern[str], make):
     return rule
 
 
-def _bibliography_token(state: StateBlock, m: re.Match[str]):
+def _bibliography_token(state: StateBlock, m: re.Match[str]) -> Token:
     token = state.push("dialect_bibliography", "", 0)
     token.content = m.group(1).strip()
     return token

@@ -9,6 +9,7 @@ with the reading of the dialect, so no stage has to import another stage for the
 
 from __future__ import annotations
 
+import ast
 import difflib
 from collections.abc import Callable
 
@@ -28,6 +29,50 @@ def mask_magics(source: str) -> tuple[str, set[int]]:
         out.append(line)
     return "\n".join(out), rows
 
+
+
+def add_to_class_target(node: ast.stmt) -> tuple[str, ast.expr] | None:
+    """``@d2l.add_to_class(C)`` / ``@add_to_class(d2l.C)`` → ("C", decorator)."""
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    for d in node.decorator_list:
+        if not (isinstance(d, ast.Call) and len(d.args) == 1):
+            continue
+        f = d.func
+        named = (isinstance(f, ast.Name) and f.id == "add_to_class") or (
+            isinstance(f, ast.Attribute) and f.attr == "add_to_class")
+        if not named:
+            continue
+        arg = d.args[0]
+        if isinstance(arg, ast.Name):
+            return arg.id, d
+        if isinstance(arg, ast.Attribute):
+            return arg.attr, d
+    return None
+
+
+def saved_names(source: str, library: str = "d2l") -> tuple[set[str], set[str]]:
+    """(what the cell's top-level code defines, what it takes from the library): a ``def`` or
+    ``class`` name (``C.f`` for an ``add_to_class(C)`` method), a name assigned; ``d2l.X`` and
+    the classes methods are added to. A cell that does not parse defines and uses nothing
+    here (``check`` and the library report it)."""
+    try:
+        tree = ast.parse(mask_magics(source)[0])
+    except SyntaxError:
+        return set(), set()
+    defined: set[str] = set()
+    used: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            target = add_to_class_target(node)
+            defined.add(f"{target[0]}.{node.name}" if target else node.name)
+            used.update([target[0]] if target else [])
+        elif isinstance(node, ast.Assign) or (isinstance(node, ast.AnnAssign) and node.value is not None):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            defined.update(t.id for t in targets if isinstance(t, ast.Name))
+    used.update(n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)
+                and isinstance(n.value, ast.Name) and n.value.id == library)
+    return defined, used
 
 
 def line_mapper(fc: FrameworkCell, default_tab: str, multi_tab: bool) -> Callable[[int], int]:

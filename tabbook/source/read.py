@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, replace
+from typing import Any
 
 from markdown_it.token import Token
 
@@ -302,7 +303,7 @@ def is_setup_cell(lines: list[str]) -> bool:
 
 
 def _prose_cells(
-    lines: list[str], start: int, path: str, tabs: tuple[str, ...], state: dict,
+    lines: list[str], start: int, path: str, tabs: tuple[str, ...], state: dict[str, Any],
     markers: dict[int, Token], blocks: tuple[Block, ...],
 ) -> list[Cell]:
     """Split prose lines (0-based ``start``) at the prose-tab and solution markers the parse found.
@@ -356,7 +357,7 @@ def _prose_cells(
     return cells
 
 
-def _solution_marker(marker: Token, lineno: int, path: str, state: dict) -> None:
+def _solution_marker(marker: Token, lineno: int, path: str, state: dict[str, Any]) -> None:
     """Open or close a solution at ``lineno``; the problems of an unbalanced or misplaced marker."""
     opening = marker.type == "dialect_begin_solution"
     name = "<!-- solution -->" if opening else "<!-- end solution -->"
@@ -449,7 +450,8 @@ def _scan_refs(
     for tok in tokens:
         if tok.type == "dialect_math" and tok.meta.get("eqlabel") and tok.map:
             lineno, name = tok.map[1], tok.meta["eqlabel"]  # ``$$ :eqlabel:`name``` on the closing line
-        elif tok.type != "dialect_attr" or tok.info == "width" or not LABEL_LINE.match(lines[tok.map[0]]):
+        elif (tok.type != "dialect_attr" or tok.info == "width" or not tok.map
+              or not LABEL_LINE.match(lines[tok.map[0]])):
             continue  # (behind a quote's ``>`` the line is not a label line)
         else:
             lineno, name = tok.map[0] + 1, tok.content
@@ -483,7 +485,8 @@ def read_section(text: str, path: str, tabs: tuple[str, ...], default_tab: str) 
     lines = text.split("\n")
     cells: list[Cell] = []
     tocs: list[TocBlock] = []
-    state: dict = {"tab": None, "tab_line": 0, "errors": [], "solution": 0, "solutions": {}, "solution_rows": []}
+    state: dict[str, Any] = {"tab": None, "tab_line": 0, "errors": [], "solution": 0, "solutions": {},
+                             "solution_rows": []}
     tokens, blocks = parse_blocks(text)
     fences = [
         _Fence(t.map[0], t.map[1], t.info.strip(), t.content, t.markup, t.meta.get("dialect", "literal"))

@@ -80,9 +80,9 @@ def evaluate(node: ast.expr, framework: str) -> bool:
 
 def selected_calls(tree: ast.AST) -> list[ast.Call]:
     """Every ``tab.selected(...)`` call in ``tree``, in source order."""
-    calls = [n for n in ast.walk(tree) if is_selected_call(n)]
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and is_selected_call(n)]
     calls.sort(key=lambda c: (c.lineno, c.col_offset))
-    return calls  # type: ignore[return-value]
+    return calls
 
 
 def unknown_selected(source: str, tabs: tuple[str, ...]) -> list[tuple[int, str]]:

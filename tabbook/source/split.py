@@ -17,7 +17,9 @@ that block (:func:`_d2lbook_nesting`).
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from tabbook.config import LibraryKeys
 from tabbook.errors import BookError
@@ -73,7 +75,7 @@ class _Site:
     """An ``if tab.selected(...)`` statement and the block that holds it."""
 
     node: ast.If
-    block: list  # the statement list the node is in
+    block: list[ast.stmt]  # the statement list the node is in
     top: bool  # the block is the cell's top level (may become empty)
     elif_: bool  # the node is an ``elif`` of an ordinary ``if``
 
@@ -86,7 +88,7 @@ def _selected_sites(tree: ast.Module, lines: list[str]) -> list[_Site]:
     """
     found: list[_Site] = []
 
-    def visit(stmts: list, top: bool, owner: ast.AST | None) -> None:
+    def visit(stmts: list[ast.stmt], top: bool, owner: ast.AST | None) -> None:
         for node in stmts:
             if isinstance(node, ast.If) and is_static_test(node.test):
                 elif_ = (
@@ -146,7 +148,7 @@ def _string_rows(stmts: list[ast.stmt]) -> frozenset[int]:
 def _first_row(stmt: ast.stmt) -> int:
     """A statement's first line (1-based), its decorators included: ``ast`` puts a decorated
     ``def``'s ``lineno`` on the ``def`` line, below them."""
-    return min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", [])])
+    return min([stmt.lineno] + [int(d.lineno) for d in getattr(stmt, "decorator_list", [])])
 
 
 def _branch_text(lines: list[str], stmts: list[ast.stmt], node: ast.If, target: int | None = None) -> list[str]:
@@ -226,10 +228,10 @@ def _last_block(stmt: ast.stmt, lines: list[str]) -> list[ast.stmt] | None:
     """The statement block that ends compound ``stmt`` (an ``elif``'s, an ``else``'s…); None if simple."""
     if isinstance(stmt, ast.If) and len(stmt.orelse) == 1 and _is_elif(stmt.orelse[0], lines):
         return _last_block(stmt.orelse[0], lines)
-    blocks = [getattr(stmt, name, None) for name in ("body", "orelse", "finalbody")]
-    blocks += [h.body for h in getattr(stmt, "handlers", ())]
-    blocks += [c.body for c in getattr(stmt, "cases", ())]
-    blocks = [b for b in blocks if isinstance(b, list) and b and isinstance(b[0], ast.stmt)]
+    found: list[Any] = [getattr(stmt, name, None) for name in ("body", "orelse", "finalbody")]
+    found += [h.body for h in getattr(stmt, "handlers", ())]
+    found += [c.body for c in getattr(stmt, "cases", ())]
+    blocks: list[list[ast.stmt]] = [b for b in found if isinstance(b, list) and b and isinstance(b[0], ast.stmt)]
     return max(blocks, key=lambda b: b[0].lineno) if blocks else None
 
 
@@ -247,10 +249,10 @@ def _d2lbook_nesting(tree: ast.Module, lines: list[str]) -> list[str] | None:
     """
     moves: list[tuple[ast.If, int]] = []
 
-    def visit(stmts: list, in_branch: bool) -> None:
+    def visit(stmts: list[ast.stmt], in_branch: bool) -> None:
         for i, node in enumerate(stmts):
             selected = isinstance(node, ast.If) and is_static_test(node.test)
-            if selected and in_branch and i:
+            if isinstance(node, ast.If) and selected and in_branch and i:
                 before = stmts[i - 1]
                 is_selected_if = isinstance(before, ast.If) and is_static_test(before.test)
                 block = None if is_selected_if else _last_block(before, lines)
@@ -389,16 +391,17 @@ def rewrite_aliases(source: str, keys: LibraryKeys) -> str:
         source = source.replace(f"d2l.{old}", f"{keys.lib_name}.{new}")
     if keys.fluent_as_written:
         fluent = dict(keys.fluent_as_written)
-        source = _rewrite_calls(source, set(fluent), lambda call: _fluent_call(call, fluent[call.func.attr]))
+        source = _rewrite_calls(source, set(fluent), lambda call, name: _fluent_call(call, fluent[name]))
     templates = _args_templates(keys.args_alias)
     if templates:
         source = _rewrite_calls(source, set(templates),
-                                lambda call: _templated_call(call, *templates[call.func.attr]))
+                                lambda call, name: _templated_call(call, *templates[name]))
     return source
 
 
-def _rewrite_calls(source: str, names: set[str], rewrite) -> str:  # noqa: ANN001 - Call -> str | None
-    """Rewrite ``d2l.<name>(…)`` calls one at a time, outermost first, until none changes."""
+def _rewrite_calls(source: str, names: set[str], rewrite: Callable[[ast.Call, str], str | None]) -> str:
+    """Rewrite ``d2l.<name>(…)`` calls (``rewrite(call, name)``) one at a time, outermost first,
+    until none changes."""
     if not any(f"d2l.{name}" in source for name in names):
         return source
     head = ""
@@ -414,7 +417,7 @@ def _rewrite_calls(source: str, names: set[str], rewrite) -> str:  # noqa: ANN00
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                     and isinstance(node.func.value, ast.Name) and node.func.value.id == "d2l"
                     and node.func.attr in names):
-                new = rewrite(node)
+                new = rewrite(node, node.func.attr)
                 old = ast.get_source_segment(source, node)
                 if new is not None and old:
                     source = source.replace(old, new)

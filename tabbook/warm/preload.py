@@ -20,10 +20,11 @@ from tabbook.render.sphinx import learned_modules
 def preload(config: Config) -> None:
     """Import what every build and Sphinx run of the book imports, and what its last HTML run recorded."""
     from tabbook import build  # noqa: F401 - imported to be inherited by every fork
+    from tabbook.render.context import render_context
     from tabbook.render.sphinx_conf import leave_out_myst_nb_execution, sphinx_settings
 
     leave_out_myst_nb_execution()
-    settings = sphinx_settings(config.root)
+    settings = sphinx_settings(config.root, render_context(config))
     names = ["sphinx.cmd.build", "sphinx.builders.html", "myst_nb.sphinx_ext", *settings["extensions"],
              settings["html_theme"]]
     try:

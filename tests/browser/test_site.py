@@ -193,8 +193,8 @@ def _cell_sources(book_dir: Path, stem: str, fw: str) -> list[str]:
     nb = json.loads((book_dir / "build" / "src" / f"{stem}.ipynb").read_text(encoding="utf-8"))
     out = []
     for cell in nb["cells"]:
-        tags = cell.get("metadata", {}).get("tags", [])
-        if cell["cell_type"] == "code" and f"tabbook-fw-{fw}" in tags:
+        mark = cell.get("metadata", {}).get("tabbook", {})
+        if cell["cell_type"] == "code" and mark.get("framework") == fw:
             src = cell["source"]
             out.append("".join(src) if isinstance(src, list) else src)
     return out

@@ -6,26 +6,25 @@ from pathlib import Path
 
 import pytest
 
+from tabbook.render.context import RenderContext, github_repo
 from tabbook.render.katex import classes_of, glyphs_of, prune_stylesheet
 from tabbook.render.site import (
-    SiteOptions,
     compact_css,
     compact_js,
-    github_repo,
     page_links,
     reader_notebook,
     zip_bytes,
 )
 
 
-def options(tmp_path: Path, **kw: str) -> SiteOptions:
+def options(tmp_path: Path, **kw: str) -> RenderContext:
     base = dict(
         name="book", tabs=("pytorch", "jax"), labels={"pytorch": "PyTorch", "jax": "JAX"},
         default_tab="pytorch", root=str(tmp_path), freeze_dir=str(tmp_path / "_freeze"),
         pdf_dir=str(tmp_path / "build" / "pdf"), pdf_url="", repo="", branch="main", colab_url="",
     )
     base.update(kw)
-    return SiteOptions(**base)  # type: ignore[arg-type]
+    return RenderContext(**base)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("url, repo", [

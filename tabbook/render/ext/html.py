@@ -29,11 +29,11 @@ from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util.osutil import relative_uri
 
 from tabbook.files import write_atomic
+from tabbook.render.context import RenderContext
 from tabbook.render.names import SYNC_GROUP
 from tabbook.render.site import (
     NO_PDF_NOTE,
     Link,
-    SiteOptions,
     available_pdfs,
     compact_css,
     compact_js,
@@ -136,9 +136,9 @@ class LazyImages(SphinxPostTransform):
 
 # ---- downloads ---------------------------------------------------------------------------------
 
-def _options(app: Sphinx) -> SiteOptions | None:
-    data = app.config.tabbook_site
-    return SiteOptions.from_dict(data) if data else None
+def _options(app: Sphinx) -> RenderContext | None:
+    data = app.config.tabbook_context
+    return RenderContext.from_dict(data) if data else None
 
 
 KINDS = {  # kind: (shown as, link title)
@@ -214,7 +214,7 @@ def _bar(links: list[Link], here: str, default: str = "", pdf_missing: bool = Fa
     return bar
 
 
-def _front_pdfs(opts: SiteOptions, doctree: nodes.document, here: str) -> None:
+def _front_pdfs(opts: RenderContext, doctree: nodes.document, here: str) -> None:
     """The front page's downloads table gets the PDFs that exist now."""
     from tabbook.render.front import fill_pdf_cells
 
@@ -390,7 +390,7 @@ def _template_bytecode(app: Sphinx) -> None:
 
 def setup_html(app: Sphinx) -> None:
     """Register the reader's site parts: downloads, lazy images, lean markup, per-page assets."""
-    app.add_config_value("tabbook_site", {}, "html", types=(dict,))
+    app.add_config_value("tabbook_context", {}, "html", types=(dict,))
     app.add_post_transform(LazyImages)
     app.connect("builder-inited", _lean_highlighting)
     app.connect("builder-inited", _template_bytecode)

@@ -20,14 +20,14 @@ from typing import Any
 from sphinx.application import Sphinx
 
 from tabbook.files import write_if_changed
-from tabbook.render.sphinx import BOOK_ROOT_ENV, LEARN_ENV
+from tabbook.render.sphinx import LEARN_ENV
 
 
 def learn_modules(app: Sphinx, exception: Exception | None) -> None:
     path = os.environ.get(LEARN_ENV)
     if exception is not None or not path:
         return
-    book = os.environ.get(BOOK_ROOT_ENV) or "\0"
+    book = app.config.tabbook_root or "\0"  # the book's folder (tabbook.render.ext.paths)
     names = sorted(n for n, m in list(sys.modules.items()) if "__main__" not in n
                    and not str(getattr(m, "__file__", None) or "").startswith(book))
     write_if_changed(Path(path), json.dumps(names))

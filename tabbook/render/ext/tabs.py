@@ -1,7 +1,9 @@
 """Render: framework cells become tab sets (the one part every output format needs).
 
 The merge stage leaves, for each piece of code written once per framework, a run of sibling
-cells marked ``tabbook-run-<n>`` and ``tabbook-fw-<name>``. A post-transform (priority 150:
+cells, each marked with its framework and run as data (:class:`tabbook.render.names.TabMark`: a
+code cell's metadata, which myst-nb keeps on its node; a prose tab's ``{tabbook-tab}``
+directive, which :class:`ProseTab` turns into a node carrying the same). A post-transform (priority 150:
 after myst-nb's mime selection and reference resolution, before sphinx-design's HTML tab
 transform at 200) replaces each run with the format-neutral tab-set nodes sphinx-design's own
 directives build, so sphinx-design makes the HTML radio tabs, synced by framework name (group
@@ -20,45 +22,55 @@ modules (:mod:`.latex`, :mod:`.html`, :mod:`.math`) set this one up first.
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
 from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.transforms.post_transforms import SphinxPostTransform
+from sphinx.util.docutils import SphinxDirective
 
-from tabbook.render.names import FW_PREFIX, RUN_PREFIX, SYNC_GROUP
+from tabbook.render.names import CELL_KEY, PROSE_TAB, SYNC_GROUP, TabMark
+
+#: The node attribute of a prose tab holding its :class:`TabMark` (as metadata).
+MARK_ATTRIBUTE = "tabbook_mark"
 
 
-def _marks(node: nodes.Node) -> tuple[str, str] | None:
-    """(run, framework) of a node produced by the merge stage, else None."""
+class ProseTab(SphinxDirective):
+    """``{tabbook-tab} FRAMEWORK RUN``: a prose tab the merge stage wrote; its content, in a
+    container that carries the mark."""
+
+    required_arguments = 2
+    has_content = True
+
+    def run(self) -> list[nodes.Node]:
+        from sphinx_design.shared import create_component
+
+        mark = TabMark(self.arguments[0], int(self.arguments[1]))
+        # sphinx-design's plain <div> (as its ``{div}`` makes), carrying the mark
+        node = create_component("div", classes=["tabbook-tab"])
+        node[MARK_ATTRIBUTE] = mark.as_metadata()
+        self.set_source_info(node)
+        self.state.nested_parse(self.content, self.content_offset, node)
+        return [node]
+
+
+def _mark(node: nodes.Node) -> TabMark | None:
+    """The mark of a node the merge stage produced (a code cell's or a prose tab's), else None."""
     if not isinstance(node, nodes.Element):
         return None
-    run = fw = None
-    for cls in node.get("classes", []):
-        name = cls[4:] if cls.startswith("tag_") else cls
-        if name.startswith(RUN_PREFIX):
-            run = name[len(RUN_PREFIX):]
-        elif name.startswith(FW_PREFIX):
-            fw = name[len(FW_PREFIX):]
-    return (run, fw) if run is not None and fw is not None else None
+    data = node.get(MARK_ATTRIBUTE) or (node.get("cell_metadata") or {}).get(CELL_KEY)
+    return TabMark.from_metadata(data) if isinstance(data, dict) else None
 
 
-def _runs(parent: nodes.Element) -> list[list[nodes.Element]]:
-    """Maximal runs of consecutive children sharing one run id."""
-    runs: list[list[nodes.Element]] = []
-    current: list[nodes.Element] = []
-    current_id = None
-    for child in list(parent.children):
-        marks = _marks(child)
-        if marks is not None and marks[0] == current_id:
-            current.append(child)  # type: ignore[arg-type]
-            continue
-        if current:
-            runs.append(current)
-        current, current_id = ([child], marks[0]) if marks else ([], None)  # type: ignore[list-item]
-    if current:
-        runs.append(current)
+def _runs(parent: nodes.Element) -> list[list[tuple[nodes.Element, TabMark]]]:
+    """Maximal runs of consecutive marked children sharing one run."""
+    runs: list[list[tuple[nodes.Element, TabMark]]] = []
+    for run, group in itertools.groupby(parent.children, key=lambda child: getattr(_mark(child), "run", None)):
+        if run is not None:
+            runs.append([(child, mark) for child in group if isinstance(child, nodes.Element)
+                         and (mark := _mark(child)) is not None])
     return runs
 
 
@@ -70,18 +82,15 @@ def _shows_nothing(node: nodes.Element) -> bool:
     return not node.astext().strip() and not any(isinstance(n, _VISIBLE) for n in node.findall())
 
 
-def _tab_set(run: list[nodes.Element], order: list[str], labels: dict[str, str]) -> nodes.Element:
+def _tab_set(run: list[tuple[nodes.Element, TabMark]], order: list[str], labels: dict[str, str]) -> nodes.Element:
     from sphinx_design.shared import create_component
 
     by_fw: dict[str, list[nodes.Element]] = {}
-    for node in run:
-        by_fw.setdefault(_marks(node)[1], []).append(node)  # type: ignore[index]
-        # The marks have done their job; dropping them keeps every cell's HTML lighter.
-        node["classes"] = [c for c in node["classes"]
-                           if not (c[4:] if c.startswith("tag_") else c).startswith((FW_PREFIX, RUN_PREFIX))]
+    for node, mark in run:
+        by_fw.setdefault(mark.framework, []).append(node)
     names = [fw for fw in order if fw in by_fw] + [fw for fw in by_fw if fw not in order]
     tab_set = create_component("tab-set", classes=["sd-tab-set", "tabbook-tabs"])
-    tab_set.source, tab_set.line = run[0].source, run[0].line
+    tab_set.source, tab_set.line = run[0][0].source, run[0][0].line
     for fw in names:
         label = nodes.rubric(labels.get(fw, fw), nodes.Text(labels.get(fw, fw)), classes=["sd-tab-label"])
         label["sync_group"] = SYNC_GROUP
@@ -112,18 +121,18 @@ class GroupFrameworkTabs(SphinxPostTransform):
         labels = dict(config.tabbook_labels)
         only = config.tabbook_framework if builder_format(self) != "html" else None
         parents = {id(n.parent): n.parent for n in self.document.findall(nodes.Element)
-                   if _marks(n) is not None and n.parent is not None}
+                   if _mark(n) is not None and n.parent is not None}
         for parent in parents.values():
             for run in _runs(parent):
                 if only:
-                    for node in run:
-                        if _marks(node)[1] != only:  # type: ignore[index]
+                    for node, mark in run:
+                        if mark.framework != only:
                             parent.remove(node)
                     continue
-                at = parent.index(run[0])
-                for node in run:
+                at = parent.index(run[0][0])
+                for node, _ in run:
                     parent.remove(node)
-                if not all(_shows_nothing(node) for node in run):
+                if not all(_shows_nothing(node) for node, _ in run):
                     parent.insert(at, _tab_set(run, order, labels))
                 # else: a tab set of empty panels (prose tabs holding only a ``currentmodule``) is left out
 
@@ -165,6 +174,7 @@ def setup_tabs(app: Sphinx) -> None:
     app.add_config_value("tabbook_labels", {}, "env")
     # Read at write time only: changing it (one PDF per framework) keeps the doctrees.
     app.add_config_value("tabbook_framework", "", "", types=frozenset({str}))
+    app.add_directive(PROSE_TAB, ProseTab)
     app.add_post_transform(GroupFrameworkTabs)
     app.add_post_transform(SelectDefaultTab)
     app.connect("builder-inited", _add_static)
