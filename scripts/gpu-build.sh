@@ -90,7 +90,18 @@ set -e
 say "build exited $status"
 
 # 5. What comes back: the entries that changed, the report, the log.
-changed=$(cd "$root" && find _freeze -type f -newer "$venv/stamp" | sort)
+# Only entries a GPU computed: a CPU-only unit executed here carries the machine's frameworks in
+# its key, so bringing it back would make every CPU build execute it again.
+changed=$(cd "$root" && find _freeze -type f -name '*.ipynb' -newer "$venv/stamp" | sort \
+    | "$machine_py" -c '
+import json, sys
+for path in sys.stdin.read().split():
+    meta = json.load(open(path)).get("metadata", {}).get("tabbook", {})
+    if meta.get("provenance", {}).get("gpus"):
+        print(path)
+    else:
+        print(f"gpu-build.sh: {path}: left out (executed on the CPU)", file=sys.stderr)
+')
 if [ -n "$changed" ]; then
     tar czf "$out/freeze.tgz" $changed
     say "$(wc -l <<<"$changed") entries in $out/freeze.tgz"

@@ -72,7 +72,7 @@ def _located(err: BookError, names: set[str]) -> None:
 @SETTINGS
 @given(config_texts())
 def test_the_config_reader_takes_any_text(tmp_path_factory, data: bytes) -> None:  # noqa: ANN001 - pytest fixture
-    """A Config, or a BookError at config.ini; a warning is at config.ini too."""
+    """A Config, or a BookError at config.ini; a problem read past is at config.ini too."""
     root = tmp_path_factory.getbasetemp() / "fuzz-config"
     root.mkdir(exist_ok=True)
     (root / "config.ini").write_bytes(data)
@@ -82,8 +82,8 @@ def test_the_config_reader_takes_any_text(tmp_path_factory, data: bytes) -> None
     except BookError as err:
         _located(err, {"config.ini"})
         return
-    for warning in config.warnings:
-        _located(warning, {"config.ini"})
+    for problem in config.problems:
+        _located(problem, {"config.ini"})
     assert all(re.fullmatch(r"[\w-]+", tab) for tab in config.tabs)  # names that make safe file names
     assert "/" not in config.name and not config.name.startswith(".")
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -32,8 +33,8 @@ FACTS = "import sys\nprint('facts from', sys.version_info[:2])\n"
 
 
 def test_gpu_build_script_round_trip(tmp_path: Path) -> None:
-    book = make_book(tmp_path, sections=2)
-    config = CONFIG.replace("cell_timeout = 120", "cell_timeout = 120\ngpus = s*.md 1")
+    book = make_book(tmp_path, sections=3)  # s2 needs no GPU
+    config = CONFIG.replace("cell_timeout = 120", "cell_timeout = 120\ngpus = s0.md 1\n    s1.md 1")
     config = config.replace("python = current", f"python = current\ngpu_probe = {PROBE}")
     (book / "config.ini").write_text(config)
     smi = tmp_path / "bin" / "nvidia-smi"
@@ -63,24 +64,30 @@ def test_gpu_build_script_round_trip(tmp_path: Path) -> None:
     log = proc.stdout + proc.stderr
     assert proc.returncode == 0, log
     assert "[dry-run] this machine: GPU 0 (Stand-in GPU" in log
-    assert "[done] 4 executed" in log
+    assert "[done] 6 executed" in log
     assert "facts from" in (out / "facts.txt").read_text()
     assert json.loads((out / "report.json").read_text())["units"]
 
-    # What comes back: the four entries, each computed on the GPU it was given.
+    # What comes back: the four GPU entries, each computed on the GPU it was given; not s2's,
+    # whose key names the machine's frameworks (every CPU build would execute it again).
     with tarfile.open(out / "freeze.tgz") as tar:
         names = sorted(tar.getnames())
     assert names == [f"_freeze/s{i}/{fw}.ipynb" for i in (0, 1) for fw in ("alpha", "beta")]
     for name in names:
         meta = json.loads((book / name).read_text())["metadata"]["tabbook"]
         assert meta["provenance"]["gpus"] == ["Stand-in GPU 0"], name
+    assert "_freeze/s2/alpha.ipynb: left out (executed on the CPU)" in log
 
     # The machine's own venv is as it was: the kernel's packages went into the script's venv.
     probe = subprocess.run([str(machine_py), "-c", "import ipykernel"], capture_output=True, text=True)
     assert probe.returncode != 0
 
-    # Back on a host without that GPU (no nvidia-smi, the builder's own Python): current.
-    back = tabbook(book, "build", "--frozen", "--no-render", "--strict",
+    # Back on a host without that GPU (no nvidia-smi, the builder's own Python), which has only
+    # what the tarball brought: the GPU pages' entries are current; the CPU page runs here.
+    shutil.rmtree(book / "_freeze")
+    with tarfile.open(out / "freeze.tgz") as tar:
+        tar.extractall(book, filter="data")
+    back = tabbook(book, "build", "--no-render", "--strict",
                    env={"PATH": os.environ["PATH"], "TABBOOK_GPU_LOCKS": str(tmp_path / "locks")})
     assert back.returncode == 0, back.stdout + back.stderr
-    assert "4 reused" in back.stdout
+    assert "[done] 2 executed, 4 reused" in back.stdout, back.stdout

@@ -95,7 +95,7 @@ def _images(page: Any) -> list[dict[str, Any]]:
 
 
 @needs_book
-@pytest.mark.parametrize("path", ["chapter_gpus/devices.html", "chapter_gpus/training.html"])
+@pytest.mark.parametrize("path", ["chapter_gpus/copying.html", "chapter_gpus/training.html"])
 def test_images_have_words_and_a_size_before_they_load(browser: Any, real_server: Any, path: str) -> None:
     ctx = browser.new_context(viewport={"width": 1280, "height": 900})
     try:
