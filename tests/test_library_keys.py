@@ -18,6 +18,7 @@ from tabbook import cli
 from tabbook.book import read_book
 from tabbook.config import load_config
 from tabbook.execute import plan as plan_mod
+from tabbook.execute.plan import REUSE_WHY
 from tabbook.execute.store import LEGACY_KEY_VERSION, META, FreezeStore, _key, text_hash
 from tabbook.library.cache import book_library
 
@@ -54,6 +55,17 @@ def stale(plan: dict[tuple[str, str], dict]) -> set[tuple[str, str]]:
     return {unit for unit, u in plan.items() if u["state"] != "reuse"}
 
 
+def reasons(unit: dict) -> list[str]:
+    """A unit's reasons to run, without the note that a GPU entry is kept on this GPU-less host."""
+    return [why for why in unit["why"] if not why.startswith("kept: its outputs were computed on")]
+
+
+def gpu_entry(book: Path, page: str, fw: str) -> bool:
+    """Whether the committed entry of (page, fw) was computed on a GPU."""
+    nb = json.loads((book / "_freeze" / "chapter_gpus" / page / f"{fw}.ipynb").read_text())
+    return bool(nb["metadata"][META].get("provenance", {}).get("gpus"))
+
+
 def edit(book: Path, page: str, old: str, new: str, occurrence: int = 1) -> None:
     """Replace the ``occurrence``-th ``old`` of ``page`` (so an edit hits one framework's cell)."""
     path = book / "chapter_gpus" / page
@@ -69,7 +81,9 @@ def test_the_committed_store_is_current_and_nothing_is_written(book: Path, capsy
               if p.is_file()}
     plan = dry_run(book, capsys)
     assert len(plan) == UNITS and not stale(plan)
-    assert all(u["why"] == ["current"] for u in plan.values())
+    for (page, fw), u in plan.items():  # a GPU entry stands for the same code on a host without one
+        assert u["why"] == [REUSE_WHY["gpu"] if gpu_entry(book, page, fw) else "current"], (page, fw)
+    assert any(gpu_entry(book, page, fw) for page, fw in plan)
     after = {p: p.read_bytes() for p in before}
     assert after == before
     assert not (book / "build" / "report.json").exists()
@@ -85,9 +99,9 @@ def test_benchmark_edit_stales_its_page_and_the_pages_that_call_it(book: Path, c
          "    return (time.perf_counter() - start) / repeat / 1.0")
     plan = dry_run(book, capsys)
     assert stale(plan) == {("speed", "pytorch")} | {(page, "pytorch") for page in BENCHMARK_USERS}
-    assert plan[("speed", "pytorch")]["why"] == ["its code"]
+    assert reasons(plan[("speed", "pytorch")]) == ["its code"]
     for page in BENCHMARK_USERS:
-        assert plan[(page, "pytorch")]["why"] == ["library names: benchmark"]
+        assert reasons(plan[(page, "pytorch")]) == ["library names: benchmark"]
         assert plan[(page, "pytorch")]["library_names"] == ["benchmark"]
     assert sum(u["state"] == "reuse" for u in plan.values()) == UNITS - 1 - len(BENCHMARK_USERS)
 
@@ -100,7 +114,7 @@ def test_trainer_fit_edit_stales_exactly_the_units_that_train(book: Path, capsys
     assert stale(plan) == {(page, fw) for page in ("trainer", *training) for fw in FRAMEWORKS}
     for page in training:
         for fw in FRAMEWORKS:
-            assert "library names: Trainer" in plan[(page, fw)]["why"][0]
+            assert "library names: Trainer" in reasons(plan[(page, fw)])[0]
 
 
 def test_a_header_import_edit_reaches_every_unit_that_imports_the_library(book: Path, capsys) -> None:
@@ -174,8 +188,8 @@ def test_a_library_edit_before_restamping_stales_the_version1_entries_of_its_fra
     plan = dry_run(book, capsys)
     assert stale(plan) == {(page, "pytorch") for page, fw in plan if fw == "pytorch"}
     older = "the library (keyed on the whole library by an older tabbook)"
-    assert plan[("speed", "pytorch")]["why"] == ["its code", older]
-    assert plan[("devices", "pytorch")]["why"] == [older]
+    assert reasons(plan[("speed", "pytorch")]) == ["its code", older]
+    assert reasons(plan[("devices", "pytorch")]) == [older]
 
 
 def test_version1_entries_are_reused_then_restamped(book: Path, capsys) -> None:
@@ -184,7 +198,8 @@ def test_version1_entries_are_reused_then_restamped(book: Path, capsys) -> None:
     to_version1(book)
     plan = dry_run(book, capsys)
     assert not stale(plan)
-    assert all("older whole-library key" in u["why"][0] for u in plan.values())
+    for (page, fw), u in plan.items():  # a GPU entry is compared by code and library alone
+        assert ("GPU outputs" if gpu_entry(book, page, fw) else "older whole-library key") in u["why"][0]
     assert cli.main(["-C", str(book), "build", "--frozen", "--no-render"]) == 0
     entry = book / "_freeze" / "chapter_gpus" / "speed" / "pytorch.ipynb"
     assert "library_names" not in entry.read_text()  # --frozen writes nothing
@@ -195,7 +210,8 @@ def test_version1_entries_are_reused_then_restamped(book: Path, capsys) -> None:
     assert len(the_plan.upgrades) == UNITS
     plan_mod.upgrade_keys(the_plan, store)
     assert "library_names" in entry.read_text()
-    assert all(u["why"] == ["current"] for u in dry_run(book, capsys).values())
+    for (page, fw), u in dry_run(book, capsys).items():
+        assert u["why"] == [REUSE_WHY["gpu"] if gpu_entry(book, page, fw) else "current"], (page, fw)
 
 
 def test_a_version1_gpu_entry_is_restamped_by_library_and_keeps_its_key(book: Path, capsys) -> None:

@@ -166,12 +166,15 @@ def explain(entry: Entry | None, parts: KeyParts) -> tuple[list[str], list[str]]
     names: list[str] = []
     if stored.get("cells") != parts.cells:
         why.append("its code")
-    if stored.get("env") != parts.env:
-        why.append("the lock file")
-    if stored.get("python") != parts.python:
-        why.append("Python")
-    if stored.get("kernel") != parts.kernel:
-        why.append("the kernel")
+    # A GPU entry's environment is the GPU machine's, never this host's lock: it is compared by
+    # code and library alone (store.gpu_entry_current), so only those can be why it is stale.
+    if not entry.gpus:
+        if stored.get("env") != parts.env:
+            why.append("the lock file")
+        if stored.get("python") != parts.python:
+            why.append("Python")
+        if stored.get("kernel") != parts.kernel:
+            why.append("the kernel")
     if stored.get("depends", "") != parts.depends:
         why.append("[build] dependencies")
     old_names = stored.get("library_names")

@@ -17,7 +17,7 @@ library in a way names do not show (``getattr(d2l, name)``, ``d2l`` passed as a 
 ``from d2l.torch import *``, ``exec``/``eval``, ``globals()``, ``%run``), the unit keys on the
 whole library and :attr:`Reach.whole` says why.
 
-Definitions are compared by ``ast.dump`` (no positions), so comments, blank lines and line
+Definitions are compared by their syntax tree's text (:mod:`tabbook.library.astdump`, no positions), so comments, blank lines and line
 moves change no key. Everything here is a pure function of source text: no file is read.
 """
 
@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from tabbook.library.astdump import dump
 from tabbook.library.imports import deftime_nodes
 from tabbook.library.uses import REFLECTIVE, UnitUses, reflective, unit_uses
 
@@ -43,11 +44,6 @@ CLASS_HOOKS = frozenset({"__init_subclass__", "__set_name__", "__prepare__"})
 HEADER = "(header)"
 #: The hash recorded for a name that no statement of the module binds.
 ABSENT = "absent"
-
-
-def dump(node: ast.AST) -> str:
-    """A statement's normalized text: its syntax tree without positions (comments are gone)."""
-    return ast.dump(node, annotate_fields=False)
 
 
 def _hash(*parts: str) -> str:
