@@ -21,8 +21,8 @@ def dump(node: ast.AST) -> str:
     The text is Python 3.11's ``ast.dump(node, annotate_fields=False)`` whatever Python runs
     the build: a key computed on a GPU machine's Python 3.12 (where functions and classes gain
     ``type_params`` and nested format specs an empty string part, and 3.13's ``dump`` leaves out
-    empty fields) must equal the one a 3.11 host
-    computes, or every GPU entry would turn stale at the first library edit anywhere."""
+    empty fields) must equal the one a 3.11 host computes, or every GPU entry would turn stale
+    at the first library edit anywhere."""
     return _dump(node)[0]
 
 

@@ -17,7 +17,8 @@ library in a way names do not show (``getattr(d2l, name)``, ``d2l`` passed as a 
 ``from d2l.torch import *``, ``exec``/``eval``, ``globals()``, ``%run``), the unit keys on the
 whole library and :attr:`Reach.whole` says why.
 
-Definitions are compared by their syntax tree's text (:mod:`tabbook.library.astdump`, no positions), so comments, blank lines and line
+Definitions are compared by their syntax tree's text without positions
+(:mod:`tabbook.library.astdump`, the same under every Python), so comments, blank lines and line
 moves change no key. Everything here is a pure function of source text: no file is read.
 """
 
