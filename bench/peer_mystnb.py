@@ -260,6 +260,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="also write every run here")
     args = ap.parse_args(argv)
     python = kernel_python()
+    # tabbook as installed: its bytecode written (as `make` and a wheel's install do), whatever
+    # PYTHONDONTWRITEBYTECODE says; Sphinx's, in the venv, was written when pip installed it.
+    subprocess.run([str(ROOT / ".venv" / "bin" / "python"), "-m", "compileall", "-q", str(ROOT / "tabbook")],
+                   check=True)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="tabbook-peer-"))
     warm_up(workdir, python)
     results = [measure(int(n), args.repeat, workdir, python) for n in args.sizes.split(",")]
