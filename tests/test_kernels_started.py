@@ -167,3 +167,42 @@ def test_a_kernel_started_ahead_runs_only_its_units_cells_and_an_unused_one_runs
     assert _ran_exactly_its_unit(used, {(unit.section, unit.framework): [c.source for c in unit.cells]})
     assert fresh == []
     assert first.proc.poll() is not None and pool.spares == []
+
+
+def test_at_a_terminal_a_code_edit_finds_its_kernel_started_and_it_runs_only_that_unit(tmp_path: Path) -> None:
+    """The warm builder (TABBOOK_WARM=1) keeps a kernel of the framework its last build ran:
+    the next code edit's unit runs in a kernel that started before that build did (its fork
+    took it from the builder's pool), which ran that unit's cells and nothing before them; the
+    builder then starts a fresh one, which has run nothing."""
+    from tabbook.warm import client as warm
+
+    book = tmp_path / "book"
+    shutil.copytree(FIXTURE, book)
+    env = {**_counting(tmp_path), "TABBOOK_WARM": "1"}
+    sec = book / "sec.md"
+
+    def edit(words: str) -> None:
+        sec.write_text(sec.read_text().replace("def double(x):  #@save", f"def double(x):  #@save\n    # {words}", 1))
+
+    try:
+        _build(book, env)  # finds no warm builder: builds by itself (2 units, 2 kernels) and starts one
+        assert warm.wait_ready(book, timeout=120)
+        edit("first")
+        assert _build(book, env)["warm"]  # in the warm builder (1 kernel), which now keeps a beta kernel
+        assert _wait(lambda: len(_kernels(tmp_path)) == 4)
+        before = _kernels(tmp_path)
+        assert sum(cells == [] for cells in before.values()) == 1  # the one kept ready has run nothing
+        edit("second")
+        report = _build(book, env)
+        [unit] = [u for u in report["units"] if u["status"] == "executed"]
+        assert (unit["section"], unit["framework"]) == ("sec.md", "beta")
+        assert unit["started_ahead"] and unit["phases"]["imports"] < 0  # its worker was up before the hand-over
+        assert _wait(lambda: len(_kernels(tmp_path)) == 5)  # a fresh one, once the build ended
+        after = _kernels(tmp_path)
+        [used] = [pid for pid, cells in after.items() if any("# second" in c for c in cells)]
+        assert used in before and before[used] == []  # started before this build; idle until its unit
+        assert _ran_exactly_its_unit(after[used], {("sec.md", "beta"): _unit_cells(book, "sec.md", "beta")})
+        [fresh] = set(after) - set(before)
+        assert after[fresh] == []
+    finally:
+        warm.stop(book)
