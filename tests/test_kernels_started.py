@@ -169,7 +169,8 @@ def test_a_kernel_started_ahead_runs_only_its_units_cells_and_an_unused_one_runs
     assert first.proc.poll() is not None and pool.spares == []
 
 
-def test_at_a_terminal_a_code_edit_finds_its_kernel_started_and_it_runs_only_that_unit(tmp_path: Path) -> None:
+def test_at_a_terminal_a_code_edit_finds_its_kernel_started_and_it_runs_only_that_unit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The warm builder (TABBOOK_WARM=1) keeps a kernel of the framework its last build ran:
     the next code edit's unit runs in a kernel that started before that build did (its fork
     took it from the builder's pool), which ran that unit's cells and nothing before them; the
@@ -179,6 +180,9 @@ def test_at_a_terminal_a_code_edit_finds_its_kernel_started_and_it_runs_only_tha
     book = tmp_path / "book"
     shutil.copytree(FIXTURE, book)
     env = {**_counting(tmp_path), "TABBOOK_WARM": "1"}
+    # The builder's address hashes PYTHONPATH: this process must ask with the builds' own.
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    monkeypatch.setenv("TABBOOK_CACHE", str(book / ".cache"))
     sec = book / "sec.md"
 
     def edit(words: str) -> None:
