@@ -203,6 +203,8 @@ def measure(n: int, repeat: int, workdir: Path, python: Path) -> dict:
     """Rounds of the four figures for both tools on books of ``n`` pages; every run kept."""
     runs: dict[str, dict[str, list[float]]] = {t: {f: [] for f in FIGURES} for t in ("tabbook", "peer")}
     loads: list[float] = []
+    breakdowns: list[dict] = []
+    loads_each: list[dict] = []  # the 1-minute load average before every build
     for r in range(repeat):
         tools = []
         for cls, key, writer in ((Tabbook, "tabbook", write_tabbook_book), (Peer, "peer", write_peer_book)):
@@ -215,6 +217,7 @@ def measure(n: int, repeat: int, workdir: Path, python: Path) -> dict:
         loads.append(load())
         for figure in FIGURES:
             for key, tool in tools:
+                loads_each.append({"round": r, "figure": figure, "tool": key, "load1": load()})
                 if figure == "cold":
                     tool.make_cold()
                 elif figure == "prose edit":
@@ -222,6 +225,11 @@ def measure(n: int, repeat: int, workdir: Path, python: Path) -> dict:
                 elif figure == "code edit":
                     tool.edit_code(r + 1)
                 runs[key][figure].append(round(tool.build(), 3))
+                if key == "tabbook" and figure == "code edit":  # where its time went (build/report.json)
+                    report = json.loads((tool.root / "build" / "report.json").read_text())
+                    units = [u for u in report["units"] if u["status"] == "executed"]
+                    breakdowns.append({k: report[k] for k in ("seconds", "execute_seconds", "sphinx_seconds")}
+                                      | {"unit": units[0] if units else None})
         log(f"N={n} round {r + 1}: " + "; ".join(
             f"{k} " + " ".join(f"{runs[k][f][-1]:.2f}" for f in FIGURES) for k, _ in tools))
     summary = {}
@@ -232,7 +240,8 @@ def measure(n: int, repeat: int, workdir: Path, python: Path) -> dict:
             "tabbook_min_max": [min(runs["tabbook"][figure]), max(runs["tabbook"][figure])],
             "peer_min_max": [min(runs["peer"][figure]), max(runs["peer"][figure])],
             "ratio": round(med["tabbook"] / med["peer"], 3), "target": TARGETS[figure]}
-    return {"pages": n, "runs": runs, "load_before_round": loads, "figures": summary}
+    return {"pages": n, "runs": runs, "load_before_round": loads, "figures": summary, "code_breakdowns": breakdowns,
+            "load_before_each": loads_each}
 
 
 def table(results: list[dict]) -> str:
@@ -260,6 +269,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="also write every run here")
     args = ap.parse_args(argv)
     python = kernel_python()
+    # tabbook as installed: its bytecode written (as `make` and a wheel's install do), whatever
+    # PYTHONDONTWRITEBYTECODE says; Sphinx's, in the venv, was written when pip installed it.
+    subprocess.run([str(ROOT / ".venv" / "bin" / "python"), "-m", "compileall", "-q", str(ROOT / "tabbook")],
+                   check=True)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="tabbook-peer-"))
     warm_up(workdir, python)
     results = [measure(int(n), args.repeat, workdir, python) for n in args.sizes.split(",")]

@@ -5,7 +5,8 @@ freeze store's provenance), then the build benchmark (bench/build_times.py),
 the import cost of the d2l package (bench/import_cost.py), the page weight
 of the site (bench/page_weight.py), and the side-by-side figures: tabbook beside
 Sphinx + myst-nb's execution cache on a generated book (bench/peer_mystnb.py) and
-beside d2lbook on this book's chapter (bench/d2lbook_chapter.py), and how the
+beside d2lbook on this book's chapter (bench/d2lbook_chapter.py), edit → page updated with
+the warm builder beside sphinx-autobuild (bench/terminal_edit.py), and how the
 builder's cost grows with the book (bench/scale.py), and how many units one edit of a
 saved block makes stale under each invalidation rule (bench/library_keys.py), what
 fsync before each rename costs (bench/fsync.py), and how long a framework environment
@@ -64,7 +65,7 @@ def main() -> int:
     # env_create.py creates each framework's environment twice (pip, then uv) in a throw-away
     # folder: minutes, and the disk of two environments at a time.
     scripts = ["build_times.py", "import_cost.py", "page_weight.py", "peer_mystnb.py", "serve_latency.py",
-               "scale.py", "library_keys.py", "fsync.py", "env_create.py"]
+               "terminal_edit.py", "scale.py", "library_keys.py", "fsync.py", "env_create.py"]
     # Beside d2lbook on our own chapter: needs Debian's pandoc (d2lbook converts with it) and
     # makes d2lbook's bench venv on first use.
     if shutil.which("pandoc"):

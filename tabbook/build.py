@@ -38,6 +38,7 @@ from tabbook.files import BuildDir, book_lock, write_atomic
 from tabbook.problems import Problem
 
 if TYPE_CHECKING:
+    from tabbook.execute.spares import Pool
     from tabbook.render.sphinx import Launcher, SphinxRun
 
 
@@ -58,6 +59,9 @@ class Options:
     # How Sphinx starts (render.sphinx.Launcher); None: a new interpreter. The warm builder passes
     # its fork launcher (tabbook.warm.launch.fork_sphinx), and the report then says "warm".
     sphinx: Launcher | None = None
+    # Kernels started ahead by the warm builder (tabbook.execute.spares.Pool), which a unit of
+    # their kind takes; the build also says there which kinds the next build should find.
+    kernels: Pool | None = None
 
 
 @dataclass
@@ -130,6 +134,7 @@ def _build(config: Config, opts: Options, log: Callable[[str], Any]) -> BuildRes
     execute = config.execute if opts.execute is None else opts.execute
     strict = config.warning_is_error if opts.strict is None else opts.strict
     site: sphinx.SphinxRun | None = None
+    runners: list[Runner] = []  # whose workers may still be shutting kernels down (Runner.join)
     try:
         if opts.render and opts.builder:
             site = sphinx.SphinxRun(config, opts.builder, strict=strict,
@@ -140,7 +145,7 @@ def _build(config: Config, opts: Options, log: Callable[[str], Any]) -> BuildRes
                 site.start()
         book, kept = _read_and_check(config, opts, execute, strict, result, log)
         result.library_changed = _write_library(config, book, log)
-        the_plan, notebooks, failures = _execute(config, book, opts, execute, strict, site, result, log)
+        the_plan, notebooks, failures = _execute(config, book, opts, execute, strict, site, result, log, runners)
         kept += failures
         if opts.render:
             from tabbook.render.sanitize import published, published_origins
@@ -161,6 +166,8 @@ def _build(config: Config, opts: Options, log: Callable[[str], Any]) -> BuildRes
     finally:
         if site is not None:
             site.call_off()  # a failed build: the early Sphinx reads and writes nothing
+        for runner in runners:
+            runner.join()  # no kernel of the build outlives it
         result.seconds = time.monotonic() - t0
         write_atomic(BuildDir(config.build_dir).report, json.dumps(result.as_report(), indent=1) + "\n")
     return result
@@ -230,7 +237,8 @@ def _write_library(config: Config, book: Book, log: Callable[[str], Any]) -> lis
 
 
 def _execute(config: Config, book: Book, opts: Options, execute: bool, strict: bool, site: SphinxRun | None,
-             result: BuildResult, log: Callable[[str], Any]) -> tuple[Plan, Notebooks, list[BookError]]:
+             result: BuildResult, log: Callable[[str], Any],
+             runners: list[Runner]) -> tuple[Plan, Notebooks, list[BookError]]:
     """Plan every unit, run the stale ones (or show them as code when execution is off);
     returns the plan (every unit's record), the pages' notebooks and the failures."""
     from tabbook.execute import plan
@@ -243,15 +251,28 @@ def _execute(config: Config, book: Book, opts: Options, execute: bool, strict: b
     # GPU outputs this machine could not re-run (execute/plan.py lesser_host): a warning, which
     # fails a strict build once every page is written, like any other warning.
     failures: list[BookError] = result.report(the_plan.outdated, strict, log)
-    if site is not None and not site.started and execute and the_plan.todo:
-        site.start()  # code will run, so pages will change: Sphinx sets itself up meanwhile
+    runner: Runner | None = None
     try:
+        if execute and the_plan.todo and not opts.scheduler:
+            # The first units' workers and kernels start now (execute/spares.py), while the
+            # plan keys its units and Sphinx sets itself up; a kernel runs nothing until its
+            # unit's first cell.
+            runner = _runner(config, the_plan, opts, log)
+            runner.linger = True  # kernels shut down while the pages render; _build joins them
+            runners.append(runner)
+            runner.prestart(plan.run_order(the_plan, store))
+        if site is not None and not site.started and execute and the_plan.todo:
+            site.start()  # code will run, so pages will change: Sphinx sets itself up meanwhile
         if execute:
-            notebooks, failed = plan.run(config, the_plan, store, lambda: _runner(config, the_plan, opts, log))
+            made = runner
+            notebooks, failed = plan.run(config, the_plan, store,
+                                         lambda: made or _runner(config, the_plan, opts, log))
             failures += result.report(failed, strict, log)
         else:
             notebooks = plan.skip_execution(the_plan)
     finally:
+        if runner is not None:
+            runner.close()  # the spares no unit took (a failed or interrupted build)
         result.execute_seconds = time.monotonic() - t_exec
     return the_plan, notebooks, failures
 
@@ -341,8 +362,15 @@ def _runner(config: Config, the_plan: Plan, opts: Options, log: Callable[[str], 
 
     # A long cell is not silence: its file.md:LINE and time so far, live on a terminal, every 30 s in a log.
     live = LiveStatus(log, sys.stdout, interactive=log is print and sys.stdout.isatty())
-    return Runner(opts.jobs or os.cpu_count() or 1, env, progress=log, devices=Devices(gpus, per_gpu=config.units_per_gpu),
-                  live=live)
+    runner = Runner(opts.jobs or os.cpu_count() or 1, env, progress=log,
+                    devices=Devices(gpus, per_gpu=config.units_per_gpu), live=live, lent=opts.kernels)
+    if opts.kernels is not None:
+        # At a terminal: the warm builder keeps a kernel of each framework this build ran
+        # ready for the next build (tabbook.warm.server), where the last unit of it ran.
+        for unit, _ in the_plan.todo:
+            if (kind := runner.kind(unit)) is not None:
+                opts.kernels.want(kind)
+    return runner
 
 
 def clean(config: Config) -> tuple[int, int]:

@@ -27,6 +27,7 @@ from tabbook.errors import (
 from tabbook.files import BuildDir
 
 if TYPE_CHECKING:
+    from tabbook.execute.spares import Pool
     from tabbook.render.sphinx import Launcher
 
 
@@ -242,7 +243,8 @@ def _build(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
         raise BookError("--json goes with --dry-run")
     opts = Options(selection, render=not args.no_render, freeze_dir=args.freeze_dir, jobs=args.jobs,
                    builder=args.builder, execute=args.execute, partial=args.partial,
-                   scheduler=args.scheduler, strict=args.strict, sphinx=getattr(args, "sphinx", None))
+                   scheduler=args.scheduler, strict=args.strict, sphinx=getattr(args, "sphinx", None),
+                   kernels=getattr(args, "kernels", None))
     if args.dry_run:
         return _dry_run(config, args, opts)
     result = build(config, opts)
@@ -382,10 +384,11 @@ def _site(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
     return 0
 
 
-def main(argv: list[str] | None = None, *, sphinx: Launcher | None = None) -> int:
+def main(argv: list[str] | None = None, *, sphinx: Launcher | None = None, kernels: Pool | None = None) -> int:
     """The command line. ``sphinx``: how builds start Sphinx, given only by the warm builder
     (:mod:`tabbook.warm.server`), whose forks run this: such a build neither hands itself over
-    nor starts another warm builder."""
+    nor starts another warm builder. ``kernels``: the warm builder's kernels started ahead
+    (:class:`tabbook.execute.spares.Pool`)."""
     p = parser()
     args, rest = p.parse_known_args(argv)
     if rest and args.command != "serve":  # serve's own options are parsed by tabbook.serve
@@ -393,6 +396,7 @@ def main(argv: list[str] | None = None, *, sphinx: Launcher | None = None) -> in
     for sig in (signal.SIGTERM, signal.SIGHUP):  # unwind as Ctrl-C does; exit 128 + N
         signal.signal(sig, raise_interrupted)
     args.sphinx = sphinx
+    args.kernels = kernels
     warm = None
     if args.command == "build" and not args.scheduler and not args.dry_run and sphinx is None:
         from tabbook.warm import client as warm

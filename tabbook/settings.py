@@ -91,6 +91,8 @@ ENVIRONMENT: tuple[Variable, ...] = (
              "instead of skipping (make test sets it; CI too)"),
     Variable("TABBOOK_CHROMIUM", "switch", "tests: the Chromium the browser tests drive (default "
              "/usr/bin/chromium)"),
+    Variable("TABBOOK_TEST_KERNEL_LOG", "switch", "tests: the file where each kernel of "
+             "tests/test_kernels_started.py records its start and the cells it ran"),
     Variable("TABBOOK_LOCK_ROUNDS", "switch", "tests: rounds of concurrent builds tests/test_book_lock.py runs"),
     Variable("TABBOOK_CRASH_ROUNDS", "switch", "tests: rounds of tests/test_crash_harness.py (kills at random points)"),
     Variable("TABBOOK_CRASH_SEED", "switch", "tests: the seed that repeats a crash-harness run"),

@@ -248,3 +248,41 @@ def test_new_rendering_code_rewrites_pages_sphinx_would_keep(tmp_path: Path) -> 
 
     assert not rebuilt("_unrelated = 1")
     assert rebuilt("tabbook_code = 'another builder'")
+
+
+# --- A no-op build imports nothing it does not use (issue 43) --------------------------------
+
+#: Runs ``tabbook`` as ``python -m tabbook`` does and writes, at exit, the modules the process
+#: imported of the Sphinx stack (its top-level package names).
+_RECORD_IMPORTS = """
+import atexit, json, runpy, sys
+out = sys.argv.pop(1)
+def record():
+    tops = {name.split(".")[0] for name in sys.modules}
+    with open(out, "w") as f:
+        json.dump(sorted(tops & {"sphinx", "docutils", "myst_nb", "myst_parser", "sphinx_design", "furo",
+                                 "jinja2", "pygments", "nbclient", "jupyter_client", "zmq"}), f)
+atexit.register(record)
+sys.argv[0] = "tabbook"
+runpy.run_module("tabbook", run_name="__main__", alter_sys=True)
+"""
+
+
+def test_a_no_op_build_imports_no_sphinx(tmp_path: Path) -> None:
+    """With nothing changed the build ends before rendering ("[html] nothing changed"), so it must
+    not import Sphinx, docutils or a kernel client: they were a third of a no-op's time (the
+    finish step imported an extension's module only to read a constant). A first build, then the
+    same build again, recording what the second imported."""
+    import json
+
+    book = tmp_path / "book"
+    shutil.copytree(FIXTURE, book)
+    proc = _tabbook(book, "build")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    record = tmp_path / "imported.json"
+    again = subprocess.run([sys.executable, "-c", _RECORD_IMPORTS, str(record), "-C", str(book), "build"],
+                           cwd=ROOT, capture_output=True, text=True,
+                           env={**os.environ, "PYTHONPATH": str(ROOT), "TABBOOK_CACHE": str(book / ".cache")})
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "nothing changed" in again.stdout + again.stderr
+    assert json.loads(record.read_text()) == []

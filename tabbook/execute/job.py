@@ -85,6 +85,9 @@ class Result:
     failure: Failure | None = None
     provenance: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
+    # When each step of the unit happened (``time.time()``; the worker's :data:`worker.PHASES`
+    # and the runner's hand-over and return), for the report: where a unit's time goes.
+    phases: dict[str, float] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -101,5 +104,5 @@ class Result:
     def from_dict(cls, data: dict[str, Any]) -> Result:
         failure = data.get("failure")
         return cls(notebook=data.get("notebook"), provenance=data.get("provenance") or {},
-                   seconds=float(data.get("seconds") or 0.0),
+                   seconds=float(data.get("seconds") or 0.0), phases=dict(data.get("phases") or {}),
                    failure=Failure(**{**failure, "kind": ErrorKind(failure["kind"])}) if failure else None)

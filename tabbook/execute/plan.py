@@ -115,6 +115,7 @@ class UnitOutcome:
     notebook: dict[str, Any] | None = None
     origin: str | None = None
     current: bool = False  # its entry matches its key (a forced unit runs all the same)
+    phases: dict[str, float] = field(default_factory=dict)  # when each step of its run happened (job.Result)
 
     @property
     def id(self) -> tuple[str, str]:
@@ -149,7 +150,16 @@ class UnitOutcome:
         """What came of it (``build/report.json``)."""
         return {"section": self.section, "framework": self.framework, "status": self.status,
                 "seconds": round(self.seconds, 3), **({"error": self.error} if self.error else {}),
-                **({"device": self.device} if self.device else {})}
+                **({"device": self.device} if self.device else {}), **self._phases()}
+
+    def _phases(self) -> dict[str, Any]:
+        """Its run's steps in seconds after it was handed to its worker (a negative one
+        happened before: a kernel started ahead), in the order they happened."""
+        if "handed" not in self.phases:
+            return {}
+        t0 = self.phases["handed"]
+        steps = sorted((t - t0, name) for name, t in self.phases.items() if name not in ("handed", "spare"))
+        return {"started_ahead": "spare" in self.phases, "phases": {name: round(t, 3) for t, name in steps}}
 
 
 def explain(entry: Entry | None, parts: KeyParts) -> tuple[list[str], list[str]]:
@@ -533,6 +543,15 @@ def skip_execution(the_plan: Plan) -> Notebooks:
     return the_plan.notebooks
 
 
+def run_order(the_plan: Plan, store: FreezeStore) -> list[Unit]:
+    """The units to run, in the order they start: longest first (the time each took when last
+    run; never run: first of all), so the build does not end waiting on one long unit started
+    last while the other cores idle."""
+    last = [store.last_seconds(u.section, u.framework) for u, _ in the_plan.todo]
+    order = sorted(range(len(last)), key=lambda i: -(s if (s := last[i]) is not None else float("inf")))
+    return [the_plan.todo[i][0] for i in order]
+
+
 def run(config: Config, the_plan: Plan, store: FreezeStore,
         make_runner: Callable[[], Runner]) -> tuple[Notebooks, list[BookError]]:
     """Execute the plan's units and store each result.
@@ -548,10 +567,6 @@ def run(config: Config, the_plan: Plan, store: FreezeStore,
         return the_plan.notebooks, []
     the_plan.keys_for_todo(config)
     runner = make_runner()
-    # Longest first (the time each took when last run; never run: first of all), so the
-    # build does not end waiting on one long unit started last while the other cores idle.
-    last = [store.last_seconds(u.section, u.framework) for u, _ in the_plan.todo]
-    order = sorted(range(len(last)), key=lambda i: -(s if (s := last[i]) is not None else float("inf")))
     parts_of = {(u.section, u.framework): parts for u, parts in the_plan.todo}
     failed: dict[tuple[str, str], BookError] = {}
     lock = threading.Lock()
@@ -562,12 +577,12 @@ def run(config: Config, the_plan: Plan, store: FreezeStore,
         unit = res.unit
         record = the_plan.outcomes[(unit.section, unit.framework)]
         with lock:
-            record.seconds = res.seconds
+            record.seconds, record.phases = res.seconds, res.phases
             failure = _store_result(config, store, unit, parts_of[(unit.section, unit.framework)], res, record)
             if failure is not None:
                 failed[(unit.section, unit.framework)] = failure
 
-    runner.run([the_plan.todo[i][0] for i in order], on_result=keep)
+    runner.run(run_order(the_plan, store), on_result=keep)
     failures = [failed[(u.section, u.framework)] for u, _ in the_plan.todo if (u.section, u.framework) in failed]
     return the_plan.notebooks, failures
 

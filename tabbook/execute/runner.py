@@ -15,6 +15,7 @@ and their kernels, and nothing half-written reaches the freeze store.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -30,11 +31,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tabbook.execute import spares
 from tabbook.execute.gpus import Devices, Held, Placement
 from tabbook.execute.job import ErrorKind, Failure, Job, Result
 from tabbook.execute.progress import LiveStatus
 from tabbook.execute.store import new_notebook
-from tabbook.execute.worker import UNIT_ENV, end_marked
+from tabbook.execute.worker import UNIT_ENV, WRITTEN, end_marked
 from tabbook.files import WORKER_PARENT_ENV
 from tabbook.source.pycode import line_mapper
 from tabbook.source.split import FrameworkCell
@@ -81,9 +83,9 @@ class UnitResult(Result):
     unit: Unit
 
     @classmethod
-    def of(cls, unit: Unit, result: Result, seconds: float) -> UnitResult:
+    def of(cls, unit: Unit, result: Result, seconds: float, phases: dict[str, float] | None = None) -> UnitResult:
         return cls(unit=unit, notebook=result.notebook, failure=result.failure, provenance=result.provenance,
-                   seconds=seconds)
+                   seconds=seconds, phases={**result.phases, **(phases or {})})
 
 
 def build_notebook(unit: Unit) -> dict[str, Any]:
@@ -114,20 +116,22 @@ Progress = Callable[[str], None]
 LOG_TAIL = 64_000
 
 
-def _tail(proc: subprocess.Popen[str]) -> str:
-    """The last :data:`LOG_TAIL` characters a worker wrote, read until it exits. Why not
-    ``communicate()``: it keeps everything, and a process a cell started may write to the
-    worker's output without end."""
+def _tail(proc: subprocess.Popen[str], result: Path) -> tuple[str, bool]:
+    """The last :data:`LOG_TAIL` characters a worker wrote, read until it says its ``result`` is
+    written (:data:`~.worker.WRITTEN`, and the file is there: True) or exits (False). Why not ``communicate()``: it
+    keeps everything, and a process a cell started may write to the worker's output without end."""
     assert proc.stdout is not None
     chunks: deque[str] = deque()
     size = 0
-    while chunk := proc.stdout.read(65536):
-        chunks.append(chunk)
-        size += len(chunk)
+    while line := proc.stdout.readline(65536):
+        if line.rstrip("\n") == WRITTEN and result.is_file():  # not a cell's process echoing it
+            return "".join(chunks)[-LOG_TAIL:], True
+        chunks.append(line)
+        size += len(line)
         while size - len(chunks[0]) >= LOG_TAIL:
             size -= len(chunks.popleft())
     proc.wait()
-    return "".join(chunks)[-LOG_TAIL:]
+    return "".join(chunks)[-LOG_TAIL:], False
 
 
 # How often a unit waiting for a device held by another build on the machine asks again.
@@ -138,12 +142,22 @@ class Runner:
     """Runs units in parallel worker processes, up to ``jobs`` at a time, each on its GPUs."""
 
     def __init__(self, jobs: int, env: dict[str, str], progress: Progress = print,
-                 devices: Devices | None = None, live: LiveStatus | None = None):
+                 devices: Devices | None = None, live: LiveStatus | None = None,
+                 lent: spares.Pool | None = None):
         self.jobs = max(1, jobs)
         self.env = env
         self.progress = progress
         self.live = live  # what each running unit's current cell is, said while it runs
         self.devices = devices or Devices([])
+        # Workers started ahead (execute/spares.py): this runner's own (prestart), discarded when
+        # it closes unless used, and those the warm builder lends (``lent``), which stay its own
+        # unless taken; a unit asks the pool for the kind of kernel it runs in.
+        self.spares = spares.Pool()
+        self.lent = lent
+        # Workers whose result is in, shutting their kernels down; run() waits for them unless
+        # ``linger``, set by a build that renders meanwhile and calls join() after.
+        self._finishing: list[threading.Thread] = []
+        self.linger = False
         self._procs: dict[subprocess.Popen[str], str] = {}  # each running worker and its unit's token
         self._lock = threading.Lock()
         self._done = 0
@@ -162,45 +176,128 @@ class Runner:
         line = f"[exec {self._done}/{self._total}] {event:5} {unit.name}{extra}  (running: {running})"
         (self.live.say if self.live is not None else self.progress)(line)
 
+    def kind(self, unit: Unit, placement: Placement | None = None) -> spares.Kind | None:
+        """The kind of kernel ``unit`` runs in (:class:`spares.Kind`); None for a unit that may
+        not take a spare: one that needs GPUs or runs alone, placed only when it starts."""
+        if placement is None:
+            if unit.gpus or unit.alone:
+                return None
+            placement = Placement(host_has_gpus=bool(self.devices.gpus))
+        elif placement.gpus or placement.alone:
+            return None
+        return spares.Kind.of(unit.kernel_name, unit.cwd, placement.env(self.env))
+
+    def prestart(self, units: list[Unit]) -> int:
+        """Start the workers (and kernels) of the first units that will run, up to one per core,
+        before they are handed over (:mod:`.spares`): while the build goes on keying, ordering
+        and starting Sphinx. Those the warm builder lends are used first. How many it started."""
+        lent = {s.kind for s in self.lent.spares if s.free} if self.lent is not None else set()
+        started = 0
+        for unit in units[:self.jobs]:
+            kind = self.kind(unit)
+            if kind is None:
+                continue
+            if kind in lent:
+                lent.discard(kind)
+                continue
+            self.spares.spares.append(spares.start(kind))
+            started += 1
+        return started
+
+    def _take_spare(self, unit: Unit, placement: Placement) -> spares.Spare | None:
+        kind = self.kind(unit, placement)
+        if kind is None:
+            return None
+        with self._lock:
+            return self.spares.take(kind) or (self.lent.take(kind) if self.lent is not None else None)
+
+    def close(self) -> None:
+        """Discard this runner's spares that no unit took (the lent ones stay the lender's)."""
+        self.spares.close()
+
+    def _finish(self, proc: subprocess.Popen[str], token: str) -> None:
+        """A worker whose result is in: read what it still writes while it shuts its kernel down,
+        and end what it leaves if it fails to."""
+        assert proc.stdout is not None
+        while proc.stdout.read(65536):
+            pass
+        proc.wait()
+        if proc.returncode != 0:
+            end_marked(token)
+        with self._lock:
+            self._procs.pop(proc, None)
+
+    def join(self) -> None:
+        """Wait until every worker whose result came back has shut its kernel down and ended
+        (:attr:`linger`: the build calls this once its pages are rendered)."""
+        for thread in self._finishing:
+            thread.join()
+        self._finishing = []
+
     def _run_one(self, unit: Unit, placement: Placement | None = None) -> UnitResult:
         if self._stopping:
             return unit.failed(ErrorKind.NOT_RUN, "not run (build interrupted)")
         placement = placement or Placement()
         where = f" on {placement.describe()}" if self.devices.gpus or placement.alone else ""
         self._report("start", unit, where)
-        t0 = time.monotonic()
-        with tempfile.TemporaryDirectory(prefix="tabbook-unit-") as tmp:
-            job = Path(tmp) / "job.json"
-            out = Path(tmp) / "result.json"
-            cell = Path(tmp) / "cell.json"  # the worker's current cell (tabbook.execute.progress)
-            job.write_text(unit.job(progress=str(cell)).to_json())
-            token = uuid.uuid4().hex  # marks the unit's processes (worker.end_marked)
-            env = {**placement.env(self.env), UNIT_ENV: token, WORKER_PARENT_ENV: str(os.getpid())}
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "tabbook.execute.worker", str(job), str(out)],
-                env=env, start_new_session=True,
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            )
+        t0, handed = time.monotonic(), time.time()
+        spare = self._take_spare(unit, placement)
+        if spare is not None:
             with self._lock:
-                self._procs[proc] = token
+                self._procs[spare.proc] = spare.token  # stop() ends it from now on
+            try:
+                folder = spare.folder
+                (folder / "job.json").write_text(unit.job(progress=str(folder / "cell.json")).to_json())
+                spare.go()  # its kernel started (or is starting) ahead: the job's cells run now
+            except OSError:  # it ended meanwhile (its kernel could not start): a worker of its own
+                with self._lock:
+                    self._procs.pop(spare.proc, None)
+                spare.discard()
+                spare = None
+        with (tempfile.TemporaryDirectory(prefix="tabbook-unit-") if spare is None else nullcontext(None)) as tmp:
+            folder = spare.folder if spare is not None else Path(str(tmp))
+            job = folder / "job.json"
+            out = folder / "result.json"
+            cell = folder / "cell.json"  # the worker's current cell (tabbook.execute.progress)
+            if spare is not None:
+                token, proc = spare.token, spare.proc
+            else:
+                job.write_text(unit.job(progress=str(cell)).to_json())
+                token = uuid.uuid4().hex  # marks the unit's processes (worker.end_marked)
+                env = {**placement.env(self.env), UNIT_ENV: token, WORKER_PARENT_ENV: str(os.getpid())}
+                proc = subprocess.Popen(
+                    [sys.executable, "-m", "tabbook.execute.worker", str(job), str(out)],
+                    env=env, start_new_session=True,
+                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                )
+                with self._lock:
+                    self._procs[proc] = token
             if self.live is not None:
                 self.live.started(unit.name, unit.framework, cell)
             try:
-                log = _tail(proc)
+                log, written = _tail(proc, out)
             finally:
                 if self.live is not None:
                     self.live.finished(unit.name)
-            if proc.returncode != 0 or not out.is_file():
-                end_marked(token)  # the worker could not end what its unit started: done here
-            with self._lock:
-                self._procs.pop(proc, None)
+            if written:  # its kernel shuts down while the build goes on (join waits for it)
+                thread = threading.Thread(target=self._finish, args=(proc, token), daemon=True)
+                thread.start()
+                self._finishing.append(thread)
+            else:
+                if proc.returncode != 0 or not out.is_file():
+                    end_marked(token)  # the worker could not end what its unit started: done here
+                with self._lock:
+                    self._procs.pop(proc, None)
             seconds = time.monotonic() - t0
             if out.is_file():
-                result = UnitResult.of(unit, Result.from_json(out.read_text()), seconds)
+                result = UnitResult.of(unit, Result.from_json(out.read_text()), seconds,
+                                       {"handed": handed, "returned": time.time(), **({"spare": 1.0} if spare else {})})
             else:
                 tail = "\n".join((log or "").strip().splitlines()[-20:])
                 why = "interrupted" if self._stopping else f"worker exited with {proc.returncode}"
                 result = UnitResult.of(unit, unit.failed(ErrorKind.WORKER, f"execution {why}\n{tail}"), seconds)
+        if spare is not None:
+            shutil.rmtree(spare.folder, ignore_errors=True)
         status = "ok" if result.ok else "FAIL"
         self._report("done", unit, f" {status} {seconds:.1f}s")
         return result
@@ -256,13 +353,16 @@ class Runner:
                 raise
             finally:
                 pool.shutdown(wait=True, cancel_futures=True)
+                self.close()
+                if not self.linger or self._stopping:
+                    self.join()
 
     def stop(self) -> None:
-        """Kill every worker process group (worker + its kernel)."""
+        """Kill every worker process group (worker + its kernel), spares included."""
         self._stopping = True
         with self._lock:
-            procs = list(self._procs)
-            tokens = list(self._procs.values())
+            procs = list(self._procs) + [s.proc for s in self.spares.spares if s.free]
+            tokens = list(self._procs.values()) + [s.token for s in self.spares.spares if s.free]
         for proc in procs:
             try:
                 os.killpg(proc.pid, signal.SIGTERM)

@@ -15,6 +15,8 @@ import os
 import platform
 import signal
 import sys
+import time
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -72,6 +74,15 @@ def probe_source(import_name: str, gpu_probe: str) -> str:
 
 
 START_ATTEMPTS = 3
+
+#: When each step of this worker's unit happened (``time.time()``), sent back in its result:
+#: ``imports`` (nbclient imported), ``kernel_ready`` (it answered), ``go`` (a worker started
+#: ahead got its job), ``first_cell``, ``cells_done`` (the probe starts), ``kernel_down``.
+PHASES: dict[str, float] = {}
+
+
+def _mark(phase: str) -> None:
+    PHASES.setdefault(phase, time.time())
 
 
 def cpu_model() -> str:
@@ -496,14 +507,19 @@ def _reap() -> None:
             return
 
 
-def run(job: Job) -> Result:
-    """Execute the job's notebook, the GPU probe after it; the notebook with its provenance, or a failure."""
+def run(job: Job, clients: list[NotebookClient], started: NotebookClient | None = None) -> Result:
+    """Execute the job's notebook, the GPU probe after it; the notebook with its provenance, or a
+    failure. ``started``: the client of a kernel started ahead for this job (:func:`prestart`),
+    used for its first attempt. Each client made is added to ``clients``, its kernel still
+    running: the caller shuts them down (:func:`shut_down`) once the result is written."""
+    import nbclient  # noqa: F401 - imported here, once, for the record of when imports ended
     import nbformat
 
+    _mark("imports")
     nb = nbformat.from_dict(job.notebook)
     nb.cells.append(nbformat.v4.new_code_cell(probe_source(job.import_name, job.gpu_probe)))
     produced: dict[int, int] = {}
-    failure = execute(job, nb, produced)
+    failure = execute(job, nb, produced, clients, started)
     info = probe_info(nb.cells.pop())
     failure = failure or unmet_raises(job, nb.cells)
     if failure is not None:
@@ -516,23 +532,40 @@ def run(job: Job) -> Result:
     return Result(notebook=dict(nb), provenance=provenance(job, info))
 
 
-def execute(job: Job, nb: Any, produced: dict[int, int]) -> Failure | None:
+def shut_down(clients: list[NotebookClient]) -> None:
+    """Shut each client's kernel down as nbclient does when a notebook ends (gracefully unless
+    the client says ``immediate``); one that is gone already is skipped."""
+    for client in clients:
+        if client.km is None:
+            continue
+        try:
+            client._cleanup_kernel()
+        except Exception:  # noqa: BLE001, S110 - ending anyway: end_descendants takes what is left
+            pass
+
+
+def execute(job: Job, nb: Any, produced: dict[int, int], clients: list[NotebookClient],
+            started: NotebookClient | None = None) -> Failure | None:
     """Run every cell of ``nb`` in a new kernel (its last cell is the probe); None when all ran.
 
     A kernel can die before its first reply when parallel kernels race for ports; nothing has
-    run yet then, so starting it again is safe."""
+    run yet then, so starting it again is safe. ``started``'s kernel, started ahead
+    (:func:`prestart`) and having run nothing, is the first attempt's, with its client, already
+    answering. Kernels are left running (``clients``): the result is written first, and the
+    worker shuts them down after, while the build goes on."""
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
     running: list[int] = []  # the index of the cell that runs
-    clients: list[NotebookClient] = []
 
     def on_cell_start(cell: Any, cell_index: int) -> None:
         running[:] = [cell_index]
+        _mark("cells_done" if cell_index == len(nb.cells) - 1 else "first_cell")
         if job.progress and cell_index < len(nb.cells) - 1:  # the build shows it while the cell runs
             record_cell(Path(job.progress), f"{job.section}:{_line(nb.cells[cell_index])}")
 
     def on_notebook_start(notebook: Any) -> None:
         """Before the first cell: the kernel's memory cap."""
+        _mark("kernel_ready")
         if job.memory_limit:
             pid = _kernel_pid(clients[-1])
             if pid is None:
@@ -541,17 +574,30 @@ def execute(job: Job, nb: Any, produced: dict[int, int]) -> Failure | None:
 
     for attempt in range(START_ATTEMPTS):
         produced.clear()
+        ahead = started if attempt == 0 else None
         clients.append(capped_client(job.max_output_bytes, produced)(
-            nb, timeout=job.timeout, kernel_name=job.kernel_name, resources={"metadata": {"path": job.cwd}},
+            nb, km=ahead.km if ahead is not None else None,
+            timeout=job.timeout, kernel_name=job.kernel_name, resources={"metadata": {"path": job.cwd}},
             allow_errors=False, record_timing=False, interrupt_on_timeout=False,
             on_cell_start=on_cell_start, on_notebook_start=on_notebook_start,
             coalesce_streams=False))  # merged afterwards (coalesce_streams)
+        client = clients[-1]
+        # The kernel outlives execute() (shut_down, after the result is written); nbclient's
+        # clean-up then treats a kernel started ahead as one it started itself.
+        client.owns_km = False
         try:
-            clients[-1].execute()
+            if ahead is not None and ahead.kc is not None:
+                # What nbclient does once a client it starts answers (start_new_kernel_client):
+                # the one started ahead answered already, and waiting for it again costs 0.2 s.
+                client.kc, ahead.kc = ahead.kc, None
+                client.kc.allow_stdin = False
+                on_notebook_start(nb)
+            client.execute()
             return None
         except (CellTimeoutError, DeadKernelError, CellExecutionError, RuntimeError) as exc:
             unstarted = isinstance(exc, RuntimeError) and not isinstance(exc, DeadKernelError) and not running
             if unstarted and attempt + 1 < START_ATTEMPTS:
+                shut_down([client])
                 continue
             cell = nb.cells[running[0]] if running and running[0] < len(nb.cells) - 1 else None
             return failure_of(job, exc, cell)
@@ -631,8 +677,10 @@ def _raise_interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
-def _stop_when_orphaned() -> None:
-    """End this worker (SIGTERM: its kernel is shut down) once its parent is gone.
+def _stop_when_orphaned(builder: int | None = None) -> None:
+    """End this worker (SIGTERM: its kernel is shut down) once its parent is gone, or the
+    ``builder`` it runs a job for (a worker started ahead by the warm builder runs the job of
+    one of its forks, which is not its parent).
 
     The worker runs in a session of its own so that a build can kill it with its kernel; the
     other side of that is that nothing kills it when the build itself is killed outright (a
@@ -643,12 +691,72 @@ def _stop_when_orphaned() -> None:
 
     parent = os.getppid()
 
+    def alive() -> bool:
+        if builder is None:
+            return True
+        try:
+            os.kill(builder, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            pass
+        return True
+
     def watch() -> None:
-        while os.getppid() == parent:
+        while os.getppid() == parent and alive():
             time.sleep(1)
         os.kill(os.getpid(), signal.SIGTERM)
 
     threading.Thread(target=watch, daemon=True).start()
+
+
+#: The first argument of a worker started ahead of its job (:func:`prestart`).
+PRESTART = "--prestart"
+#: The line on a started-ahead worker's standard input that hands it its job (then the pid of the
+#: build that hands it over, which it must not outlive); anything else, or the end of input, ends it.
+GO = "go"
+
+
+#: What a worker prints once its result is written: the builder goes on with it while the
+#: worker shuts its kernel down (:class:`tabbook.execute.runner.Runner` waits for that later).
+WRITTEN = "TABBOOK-RESULT-WRITTEN"
+
+
+def prestart(kernel_name: str, cwd: str) -> NotebookClient | None:
+    """Start the kernel a job will run in, before the job is known: the process, then a client
+    that waits until it answers (``kernel_info``), exactly as nbclient starts one for a notebook
+    (its own code, on an empty notebook); the client (its manager and channels) is returned for
+    the job's. Nothing of the book runs: a page's first cell may set environment variables
+    before its first import, so the kernel imports nothing but itself. None when it fails: the
+    job then starts its kernel as usual."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    _mark("imports")
+    starter = NotebookClient(nbformat.v4.new_notebook(), kernel_name=kernel_name, resources={"metadata": {"path": cwd}},
+                             shutdown_kernel="immediate")  # unused, it has run nothing
+    starter.owns_km = False
+    try:
+        starter.km = starter.create_kernel_manager()
+        starter.start_new_kernel()
+        starter.start_new_kernel_client()
+    except Exception:  # noqa: BLE001 - any failure: the job starts its own kernel
+        shut_down([starter])
+        return None
+    _mark("kernel_ready")
+    return starter
+
+
+def _wait_for_job(started: NotebookClient | None) -> bool:
+    """Block until the builder hands over the job (True) or discards this worker (False, its
+    kernel shut down). The builder's pid on the line is watched like the parent's."""
+    line = sys.stdin.readline().split()
+    if line[:1] != [GO]:
+        return False
+    _mark("go")
+    if len(line) > 1 and line[1].isdigit():
+        _stop_when_orphaned(int(line[1]))
+    return True
 
 
 def main(argv: list[str]) -> int:
@@ -657,13 +765,27 @@ def main(argv: list[str]) -> int:
     end_with_parent(signal.SIGTERM, WORKER_PARENT_ENV)
     become_subreaper()
     _stop_when_orphaned()
-    job = Job.from_json(Path(argv[0]).read_text())
+    started: NotebookClient | None = None
+    clients: list[NotebookClient] = []
     try:
-        result = run(job)
+        if argv[0] == PRESTART:  # --prestart KERNEL_NAME CWD JOB RESULT: the job comes later
+            kernel_name, cwd, argv = argv[1], argv[2], argv[3:]
+            started = prestart(kernel_name, cwd)
+            if not _wait_for_job(started):
+                return 0
+            job = Job.from_json(Path(argv[0]).read_text())
+            if started is not None and (job.kernel_name, job.cwd) != (kernel_name, cwd):
+                shut_down([started])  # not the kernel this job runs in: never used
+                started = None
+        else:
+            job = Job.from_json(Path(argv[0]).read_text())
+        result = run(job, clients, started)
+        write_atomic(Path(argv[1]), replace(result, phases=dict(PHASES)).to_json())
+        print(WRITTEN, flush=True)  # the build goes on with it; the kernel shuts down meanwhile
     finally:  # the kernel is shut down; what its cells started goes too, even on SIGTERM
+        shut_down([*clients, *([started] if started is not None else [])])
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the sweep short
         end_descendants()
-    write_atomic(Path(argv[1]), result.to_json())
     return 0
 
 

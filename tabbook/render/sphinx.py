@@ -91,6 +91,14 @@ STAMP = ".tabbook-stamp"
 CONF_ERROR = re.compile(r"^\s*tabbook\.errors\.BookError: (.+)$", re.M)
 #: Where a Sphinx run records the modules it imported (:mod:`tabbook.render.ext.learn`).
 LEARN_ENV = "TABBOOK_LEARN_MODULES"
+#: Where a Sphinx run records its warnings (:mod:`tabbook.render.ext.diagnostics`).
+WARNINGS_ENV = "TABBOOK_WARNINGS"
+#: Set to "1": the run waits at ``builder-inited`` for :data:`GATE_GO` (:mod:`tabbook.render.ext.gate`).
+GATE_ENV = "TABBOOK_SPHINX_GATE"
+GATE_GO = "go"
+# The names a Sphinx run is handed live here, on the builder's side, and the extensions read them
+# from here: the builder never imports an extension (each imports Sphinx, a third of a second that
+# a no-op build, which runs no Sphinx, must not pay).
 
 
 def learned_modules(config: Config) -> Path:
@@ -250,17 +258,14 @@ class SphinxRun:
         return False
 
     def _env(self) -> dict[str, str]:
-        from tabbook.render.ext.diagnostics import ENV_VAR
         learn = learn_env(self.config) if self.builder == "html" else {}
-        return {**sphinx_env(self.config), ENV_VAR: str(self.records), **learn}
+        return {**sphinx_env(self.config), WARNINGS_ENV: str(self.records), **learn}
 
     def start(self) -> None:
         """Start Sphinx now; it waits at ``builder-inited`` until :meth:`finish`."""
-        from tabbook.render.ext import gate
-
         source_dir(self.config).mkdir(parents=True, exist_ok=True)  # Sphinx checks it exists
         # The last run's record stays until this one reads: called off, it is still the record.
-        self.proc = self.launch(self.cmd, {**self._env(), gate.ENV_VAR: "1"})
+        self.proc = self.launch(self.cmd, {**self._env(), GATE_ENV: "1"})
 
     def call_off(self) -> None:
         """End a started run that must not read anything (nothing changed, or the build failed)."""
@@ -288,7 +293,6 @@ class SphinxRun:
         not shown.
         """
         from tabbook.render.diagnostics import collect
-        from tabbook.render.ext import gate
 
         stamp = site_stamp(self.config, self.cmd)
         if sources_changed == 0 and self.stamp_file.is_file() and self.stamp_file.read_text() == stamp:
@@ -304,7 +308,7 @@ class SphinxRun:
         else:
             proc, self.proc = self.proc, None
             self.records.unlink(missing_ok=True)  # written at the end of the run it lets go
-            stderr = _communicate(proc, gate.GO + "\n")
+            stderr = _communicate(proc, GATE_GO + "\n")
         returncode = proc.returncode
         found = collect(self.config, self.records, strict=self.strict)
         self.problems = [*found.errors, *found.warnings]

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Protocol
 
 from tabbook.config import load_config
+from tabbook.execute import spares
 from tabbook.render.sphinx import Launcher
 from tabbook.warm.address import peer, same_user
 from tabbook.warm.client import connect
@@ -48,12 +49,14 @@ IDLE_SECONDS = 15 * 60
 MAX_BUILDS = 4
 #: Seconds a connected command line has to send its request.
 REQUEST_TIMEOUT = 5.0
+#: The most a fork says of the kernels to keep ready (a pipe's buffer holds it without a reader).
+ASK_BYTES = 60_000
 
 
 class Command(Protocol):
     """What a fork runs: the command line's ``main``, with the way to run Sphinx; its exit status."""
 
-    def __call__(self, argv: list[str], *, sphinx: Launcher) -> int: ...
+    def __call__(self, argv: list[str], *, sphinx: Launcher, kernels: spares.Pool) -> int: ...
 
 
 def read_frame(conn: socket.socket) -> bytes:
@@ -83,6 +86,11 @@ class Server:
         self.command = command
         self.preloaded = preloaded
         self.builds: dict[int, socket.socket] = {}
+        # Kernels started ahead (execute/spares.py), one of each kind the builds asked for: a
+        # fork takes from the pool as it was when it forked, and says on its pipe (``asks``)
+        # which kinds the next build should find; the pool is topped up once no build runs.
+        self.kernels = spares.Pool()
+        self.asks: dict[int, int] = {}  # a fork's pid -> the read end of its pipe
         self.wake_read, self.wake_write = os.pipe()
         os.set_blocking(self.wake_read, False)
         os.set_blocking(self.wake_write, False)
@@ -117,6 +125,7 @@ class Server:
             selector.close()
             for conn in self.builds.values():
                 conn.close()
+            self.kernels.close()
 
     _stopping = False
 
@@ -154,20 +163,61 @@ class Server:
     def _fork(self, conn: socket.socket, fds: list[int], request: dict) -> None:
         argv = list(request["argv"])
 
+        ask_read, ask_write = os.pipe()
+
         def build() -> int:
             sys.argv = [sys.argv[0], *argv]
-            return self.command(argv, sphinx=fork_sphinx)
+            status = self.command(argv, sphinx=fork_sphinx, kernels=self.kernels)
+            if status < 128:  # not a build a signal stopped: its author goes on editing
+                said = json.dumps([[k.kernel_name, k.cwd, k.env] for k in self.kernels.wanted.values()]).encode()
+                if len(said) < ASK_BYTES:  # the pipe holds it all: the builder reads it once this fork ends
+                    os.write(ask_write, said)
+            return status
 
-        others = [c.fileno() for c in self.builds.values()]
-        pid = run_in_fork(build, stdio=(fds[0], fds[1], fds[2]), env=request["env"], cwd=request["cwd"],
-                          umask=request["umask"], new_group=True,
-                          close=[self.listener.fileno(), conn.fileno(), self.wake_read, self.wake_write, *others])
+        others = [c.fileno() for c in self.builds.values()] + list(self.asks.values())
+        try:
+            pid = run_in_fork(build, stdio=(fds[0], fds[1], fds[2]), env=request["env"], cwd=request["cwd"],
+                              umask=request["umask"], new_group=True,
+                              close=[self.listener.fileno(), conn.fileno(), self.wake_read, self.wake_write,
+                                     ask_read, *others])
+        except BaseException:
+            os.close(ask_read)
+            raise
+        finally:
+            os.close(ask_write)
         self.builds[pid] = conn
+        self.asks[pid] = ask_read
         try:
             conn.settimeout(REQUEST_TIMEOUT)
             conn.sendall(f"pid {pid}\n".encode())
         except OSError:
             pass  # the command line is gone: the build still runs and is reaped
+
+    def _heed(self, pid: int) -> None:
+        """What the ended fork asked for: the kinds of kernel to keep ready; once no build
+        runs, the pool is topped up (a kernel starting never slows a build down)."""
+        fd = self.asks.pop(pid, None)
+        if fd is None:
+            return
+        try:
+            os.set_blocking(fd, False)
+            said = b""
+            while chunk := os.read(fd, 65536):
+                said += chunk
+        except (BlockingIOError, OSError):
+            pass
+        finally:
+            os.close(fd)
+        try:
+            for name, cwd, env in json.loads(said or b"[]"):
+                self.kernels.want(spares.Kind(name, cwd, tuple((k, v) for k, v in env)))
+        except (ValueError, TypeError):
+            pass
+        if not self.builds:
+            try:
+                self.kernels.top_up()
+            except OSError as exc:
+                _log(f"kernels were not started ahead ({exc})")
 
     def _reap(self) -> None:
         while self.builds:
@@ -180,6 +230,7 @@ class Server:
             conn = self.builds.pop(pid, None)
             if conn is None:
                 continue
+            self._heed(pid)
             try:  # whatever the build left in its group (its Sphinx fork, if a signal ended it) ends too
                 os.killpg(pid, signal.SIGKILL)
             except OSError:

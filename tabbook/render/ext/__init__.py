@@ -20,11 +20,12 @@ module is also an extension on its own, so a test or a book can load just the pa
 from __future__ import annotations
 
 import signal
-from typing import Any
-
-from sphinx.application import Sphinx
+from typing import TYPE_CHECKING, Any
 
 from tabbook.files import SPHINX_PARENT_ENV, end_with_parent
+
+if TYPE_CHECKING:
+    from sphinx.application import Sphinx
 
 PARTS = ("tabbook.render.ext.tabs", "tabbook.render.ext.latex", "tabbook.render.ext.html",
          "tabbook.render.ext.math", "tabbook.render.ext.preview", "tabbook.render.ext.references",

@@ -25,8 +25,8 @@ from sphinx.application import Sphinx
 from sphinx.util.logging import NAMESPACE, WarningSuppressor, get_node_location
 
 from tabbook.files import write_atomic
+from tabbook.render.sphinx import WARNINGS_ENV as ENV_VAR
 
-ENV_VAR = "TABBOOK_WARNINGS"
 _COLLECTORS: dict[int, Collector] = {}  # id(app) -> its collector
 
 

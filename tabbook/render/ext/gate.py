@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sphinx.application import Sphinx
+from tabbook.render.sphinx import GATE_ENV as ENV_VAR
+from tabbook.render.sphinx import GATE_GO as GO
 
-ENV_VAR = "TABBOOK_SPHINX_GATE"
-GO = "go"
+if TYPE_CHECKING:
+    from sphinx.application import Sphinx
 #: Exit status of a run the builder called off: nothing was read or written.
 CALLED_OFF = 75
 
