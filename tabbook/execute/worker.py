@@ -318,6 +318,47 @@ def _message_size(msg: dict[str, Any]) -> int:
     return sum(_size(v) for v in data.values()) if isinstance(data, dict) else 0
 
 
+#: How long one ``kernel_info`` request waits for its reply, and then for the idle status that
+#: says the kernel's IOPub channel reaches us, before the request is sent again.
+ASK_SECONDS = 1.0
+
+
+async def answering(kc: Any, timeout: float) -> None:
+    """Return once the kernel has answered ``kernel_info`` and its IOPub channel has carried
+    the idle status of that request; RuntimeError if it dies first or takes ``timeout`` seconds.
+
+    Why not jupyter_client's ``wait_for_ready``: after the reply it drains IOPub until 0.2 s
+    pass with no message, a fixed 0.2 s on every kernel's start, a fifth of a small unit. What
+    the wait is for, a subscription that receives (a PUB socket drops what it sends before the
+    subscriber has joined, so a cell's first output could be lost), is shown by the idle status
+    of our own request arriving. Status messages still queued are harmless: nbclient keeps only
+    the messages whose parent is the request it sent."""
+    from queue import Empty
+
+    from nbclient.util import ensure_async
+
+    deadline = time.monotonic() + timeout
+    asked: set[str] = set()
+    replied = False
+    while time.monotonic() < deadline:
+        asked.add(kc.kernel_info())
+        try:
+            while not replied:
+                msg = await ensure_async(kc.shell_channel.get_msg(timeout=ASK_SECONDS))
+                if msg["msg_type"] == "kernel_info_reply" and msg["parent_header"].get("msg_id") in asked:
+                    kc._handle_kernel_info_reply(msg)  # noqa: SLF001 - as wait_for_ready does
+                    replied = True
+            while True:
+                msg = await ensure_async(kc.iopub_channel.get_msg(timeout=ASK_SECONDS))
+                if (msg["msg_type"] == "status" and msg["content"].get("execution_state") == "idle"
+                        and msg["parent_header"].get("msg_id") in asked):
+                    return
+        except Empty:  # no reply yet, or IOPub not joined yet: ask again
+            if not await ensure_async(kc.is_alive()):
+                raise RuntimeError("Kernel died before replying to kernel_info") from None
+    raise RuntimeError(f"Kernel didn't respond in {timeout:.0f} seconds")
+
+
 def capped_client(limit: int, produced: dict[int, int]) -> type[NotebookClient]:
     """nbclient's NotebookClient keeping at most ``limit`` bytes of each cell's output while the
     cell runs; ``produced`` receives, per cell index, how many bytes it sent.
@@ -326,11 +367,33 @@ def capped_client(limit: int, produced: dict[int, int]) -> type[NotebookClient]:
     worker, in its result file and in the builder that reads it, before :func:`cap_outputs`
     cut it. Output past the limit is dropped as it arrives (text is cut at the limit, a display
     that does not fit is dropped, and so is everything after it, so the order stays);
-    :func:`cap_outputs` then adds the note saying how much there was. Errors are never dropped."""
+    :func:`cap_outputs` then adds the note saying how much there was. Errors are never dropped.
+    (A limit of 0 caps nothing: the client of a kernel started ahead, :func:`prestart`.)
+
+    Its kernel counts as started once it answers (:func:`answering`)."""
 
     from nbclient import NotebookClient
+    from nbclient.util import ensure_async, run_hook, run_sync
 
     class Capped(NotebookClient):
+        async def async_start_new_kernel_client(self) -> Any:
+            """nbclient's own, but the kernel counts as started once it answers
+            (:func:`answering`), not 0.2 s later."""
+            assert self.km is not None
+            try:
+                self.kc = kc = self.km.client()
+                started = kc.start_channels  # a coroutine on nbclient's asynchronous client
+                await ensure_async(started())
+                await answering(self.kc, self.startup_timeout)
+            except Exception:
+                await self._async_cleanup_kernel()
+                raise
+            self.kc.allow_stdin = False
+            await run_hook(self.on_notebook_start, notebook=self.nb)
+            return self.kc
+
+        start_new_kernel_client = run_sync(async_start_new_kernel_client)
+
         def output(self, outs: list[Any], msg: dict[str, Any], display_id: str | None,
                    cell_index: int) -> Any:
             kind = msg.get("msg_type")
@@ -730,10 +793,9 @@ def prestart(kernel_name: str, cwd: str) -> NotebookClient | None:
     before its first import, so the kernel imports nothing but itself. None when it fails: the
     job then starts its kernel as usual."""
     import nbformat
-    from nbclient import NotebookClient
 
     _mark("imports")
-    starter = NotebookClient(nbformat.v4.new_notebook(), kernel_name=kernel_name, resources={"metadata": {"path": cwd}},
+    starter = capped_client(0, {})(nbformat.v4.new_notebook(), kernel_name=kernel_name, resources={"metadata": {"path": cwd}},
                              shutdown_kernel="immediate")  # unused, it has run nothing
     starter.owns_km = False
     try:
