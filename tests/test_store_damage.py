@@ -9,6 +9,7 @@ entry in a shard store is a located error of ``merge-stores``, which merges noth
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 from collections.abc import Callable
@@ -19,6 +20,7 @@ import pytest
 from test_d2lbook_build import make_book, tabbook
 from test_fault_catalog import tree
 
+from tabbook.execute.outputs import BINARY_IMAGES
 from tabbook.execute.store import entry_problem
 
 ENTRY = "_freeze/chapter_a/second/pytorch.ipynb"
@@ -145,6 +147,19 @@ def test_outputs_readers_need_pass_the_check() -> None:
              "data": {"text/plain": "1", "application/json": {"a": [1]}, "image/png": PNG}},
             {"output_type": "error", "ename": "E", "evalue": "v", "traceback": ["t"]}]}]}
     assert entry_problem(nb) is None
+
+
+@pytest.mark.parametrize("mime", sorted(BINARY_IMAGES))
+def test_every_image_kind_stored_base64_is_checked_as_its_kind_declares(mime: str) -> None:
+    """The image types the store checks are the output kinds that declare their first bytes
+    (tabbook/execute/outputs.py): a BMP is checked as a PNG is, with no list of the store's own."""
+    def entry(value: str) -> dict[str, Any]:
+        return {"metadata": {}, "nbformat": 4, "cells": [{"cell_type": "code", "metadata": {}, "source": "x",
+                "outputs": [{"output_type": "display_data", "metadata": {}, "data": {mime: value}}]}]}
+
+    assert entry_problem(entry(base64.b64encode(BINARY_IMAGES[mime][0] + bytes(8)).decode())) is None
+    assert f"its {mime} is not base64" in (entry_problem(entry("not base64!")) or "")
+    assert "does not hold a" in (entry_problem(entry(base64.b64encode(b"<svg/>").decode())) or "")
 
 
 def test_a_result_that_is_not_a_notebook_is_a_failure_and_nothing_is_stored(tmp_path: Path,

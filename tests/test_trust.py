@@ -205,3 +205,17 @@ def test_an_output_kind_is_one_declaration(monkeypatch: pytest.MonkeyPatch) -> N
     assert verify.shown({"output_type": "display_data", "data": {"image/avif": "took 3 ms"}}) == [
         ("image/avif", "took <duration>")]
     assert {k.mime for k in outputs.OUTPUT_KINDS if k.pdf is not None} >= {"application/pdf", "text/plain"}
+
+
+def test_the_declared_kinds_a_page_cannot_show_are_known() -> None:
+    """myst-nb writes the pages and shows only the types it renders; a declared kind outside them
+    reaches the downloadable notebooks (and the slides, where its line ranks it) but not the
+    pages. Declaring a new image type does not put it on a page: that takes a myst-nb mime
+    renderer (outputs.py's docstring), and this list says so to whoever adds one."""
+    from myst_nb.core.render import get_mime_priority
+
+    from tabbook.execute import outputs
+
+    shown = set(get_mime_priority("html", []))
+    assert {k.mime for k in outputs.OUTPUT_KINDS if k.mime not in shown} == {
+        "application/pdf", "image/webp", "image/bmp"}

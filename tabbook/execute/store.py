@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from tabbook.errors import BookError, leads_out
+from tabbook.execute.outputs import BINARY_IMAGES
 from tabbook.files import write_atomic
 from tabbook.settings import leads_outside
 from tabbook.source.split import FrameworkCell
@@ -239,9 +240,6 @@ MAX_FIELD = 1000
 MAX_DEPTH = 64
 #: Cell tags an entry may carry: the tags the book's marks give (split.FrameworkCell.tags).
 _TAG = re.compile(r"[a-z][a-z0-9-]{0,63}")
-#: Image types stored base64-encoded, with the bytes each file starts with.
-_BINARY_IMAGES = {"image/png": (b"\x89PNG\r\n\x1a\n",), "image/jpeg": (b"\xff\xd8",),
-                  "image/gif": (b"GIF87a", b"GIF89a"), "image/webp": (b"RIFF",)}
 
 
 def _field_problem(value: Any, where: str) -> str | None:
@@ -302,7 +300,7 @@ def _image_problem(mime: str, value: Any, where: str) -> str | None:
         data = base64.b64decode("".join(text.split()), validate=True)
     except (binascii.Error, ValueError):
         return f"{where}: its {mime} is not base64"
-    if not data.startswith(_BINARY_IMAGES[mime]):
+    if not data.startswith(BINARY_IMAGES[mime]):
         return f"{where}: its {mime} does not hold a {mime.split('/')[1].upper()} image"
     return None
 
@@ -328,7 +326,7 @@ def _output_problem(out: Any, where: str) -> str | None:
             # JSON mime types (application/json, application/vnd.*+json) hold JSON itself.
             if not (_text(value) or (mime.endswith("json") and isinstance(value, dict | list))):
                 return f"{where}: mime type {mime!r} holds {_kind(value)} (a string or list of strings expected)"
-            if mime in _BINARY_IMAGES and (problem := _image_problem(mime, value, where)):
+            if mime in BINARY_IMAGES and (problem := _image_problem(mime, value, where)):
                 return problem
         if not isinstance(out.get("metadata", {}), dict):
             return f"{where}: its metadata is {_kind(out['metadata'])}, not an object"
