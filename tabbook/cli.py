@@ -305,7 +305,11 @@ def _check(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
         print(p.shown(), file=sys.stderr)
     if errors:
         return 1
-    print("[check] no problems found")
+    if warnings:  # not "no problems": they were just printed, and --strict would fail on them
+        n = len(warnings)
+        print(f"[check] no errors; {n} warning{'s' if n != 1 else ''} (--strict makes warnings errors)")
+    else:
+        print("[check] no problems found")
     return 0
 
 

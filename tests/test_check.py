@@ -83,3 +83,18 @@ def test_a_page_that_does_not_parse_causes_no_errors_elsewhere(tmp_path: Path) -
     (book / "child.md").write_text("# Child\n\nBack to :numref:`sec_parent`.\n")
     msgs = [e.location_message() for e in check_book(load_config(book))]
     assert msgs == ["parent.md:8: code fence is never closed"]
+
+
+def test_a_check_with_warnings_says_so_and_does_not_say_no_problems(tmp_path: Path, capsys) -> None:  # noqa: ANN001
+    """The summary line of ``tabbook check`` must not contradict the warnings printed above it."""
+    from tabbook.cli import main
+
+    book = _book(tmp_path)
+    sec = book / "sec.md"
+    sec.write_bytes(b"\xef\xbb\xbf" + sec.read_bytes())  # a byte-order mark: an [encoding] warning
+    assert main(["-C", str(book), "check"]) == 0
+    out, err = capsys.readouterr()
+    assert "warning: sec.md" in err and "[encoding]" in err
+    assert "no problems found" not in out
+    assert "no errors; 1 warning (--strict makes warnings errors)" in out
+    assert main(["-C", str(book), "check", "--strict"]) == 1
