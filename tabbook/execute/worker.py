@@ -318,9 +318,14 @@ def _message_size(msg: dict[str, Any]) -> int:
     return sum(_size(v) for v in data.values()) if isinstance(data, dict) else 0
 
 
-#: How long one ``kernel_info`` request waits for its reply, and then for the idle status that
-#: says the kernel's IOPub channel reaches us, before the request is sent again.
+#: How long one ``kernel_info`` request waits for its reply (the kernel may still be starting)
+#: before it is sent again.
 ASK_SECONDS = 1.0
+#: How long it then waits for that request's idle status on IOPub before asking again. The
+#: kernel publishes it right after the reply; when it does not come, IOPub had not joined yet
+#: (ZeroMQ retries a connection every 0.1 s, and a PUB socket drops what it sends before its
+#: subscriber has joined), and only a new request can show that it has.
+IOPUB_SECONDS = 0.05
 
 
 async def answering(kc: Any, timeout: float) -> None:
@@ -349,7 +354,7 @@ async def answering(kc: Any, timeout: float) -> None:
                     kc._handle_kernel_info_reply(msg)  # noqa: SLF001 - as wait_for_ready does
                     replied = True
             while True:
-                msg = await ensure_async(kc.iopub_channel.get_msg(timeout=ASK_SECONDS))
+                msg = await ensure_async(kc.iopub_channel.get_msg(timeout=IOPUB_SECONDS))
                 if (msg["msg_type"] == "status" and msg["content"].get("execution_state") == "idle"
                         and msg["parent_header"].get("msg_id") in asked):
                     return
