@@ -47,12 +47,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
-from markdown_it import MarkdownIt
-from markdown_it.rules_block import StateBlock
-from markdown_it.rules_block.fence import make_fence_rule
-from markdown_it.rules_core import StateCore
-from markdown_it.token import Token
+if TYPE_CHECKING:  # markdown-it is imported where a page is parsed: a no-op build parses none
+    from markdown_it import MarkdownIt
+    from markdown_it.rules_block import StateBlock
+    from markdown_it.rules_core import StateCore
+    from markdown_it.token import Token
 
 # --- code cells -------------------------------------------------------------------------------
 
@@ -384,6 +385,8 @@ def _classify_fences(state: StateCore) -> None:
 
 def dialect_plugin(md: MarkdownIt) -> None:
     """Teach ``md`` the dialect's block constructs (see the token list above)."""
+    from markdown_it.rules_block.fence import make_fence_rule
+
     md.block.ruler.before("paragraph", "dialect_attr", _single_line_rule(ATTR_LINE, _attr_token),
                           {"alt": _TERMINATES})
     md.block.ruler.before("paragraph", "dialect_begin_tab",
@@ -416,6 +419,8 @@ def dialect_parser() -> MarkdownIt:
 
     Block structure only (inline parsing is not needed by any stage and is skipped).
     """
+    from markdown_it import MarkdownIt
+
     md = MarkdownIt("commonmark").enable("table").use(dialect_plugin)
     md.disable("inline")
     return md

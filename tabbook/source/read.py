@@ -14,10 +14,9 @@ the text it shows (slide marks stripped) and the blocks the parse found in it
 from __future__ import annotations
 
 import bisect
+import functools
 from dataclasses import dataclass, replace
-from typing import Any
-
-from markdown_it.token import Token
+from typing import TYPE_CHECKING, Any
 
 from tabbook.errors import BookError, raise_all
 from tabbook.problems import Problem
@@ -45,6 +44,10 @@ from tabbook.source.dialect import (
 )
 from tabbook.source.model import Block, Cell, CellKind, Section, TocBlock
 from tabbook.source.selected import unknown_selected
+
+if TYPE_CHECKING:  # parsed pages only: a no-op build parses none
+    from markdown_it import MarkdownIt
+    from markdown_it.token import Token
 
 __all__ = ["Block", "Cell", "CellKind", "Section", "TocBlock", "parse_blocks", "read_section"]
 
@@ -103,7 +106,6 @@ class _Fence:
         return self.end - self.start == self.content.count("\n") + 2
 
 
-_PARSER = dialect_parser()
 _TABLE_PARTS = ("thead_", "tbody_", "tr_", "th_", "td_")
 
 
@@ -113,8 +115,14 @@ def parse_blocks(text: str) -> tuple[list[Token], tuple[Block, ...]]:
     ``text`` must already have ``\n`` line ends. Blocks are in document order,
     their rows 0-based lines of ``text``.
     """
-    tokens = _PARSER.parse(text)
+    tokens = _parser().parse(text)
     return tokens, _blocks(tokens, text)
+
+
+@functools.cache
+def _parser() -> MarkdownIt:
+    """The one dialect parser, made at the first page parsed (a no-op build parses none)."""
+    return dialect_parser()
 
 
 def _blocks(tokens: list[Token], text: str) -> tuple[Block, ...]:
