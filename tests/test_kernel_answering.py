@@ -4,12 +4,31 @@ request's idle status; it asks again while IOPub has not joined, and a dead kern
 from __future__ import annotations
 
 import asyncio
+import threading
 from queue import Empty
 from typing import Any
 
 import pytest
 
 from tabbook.execute import worker
+
+
+def run(coro: Any) -> None:
+    """Run ``coro`` to its end on a loop of its own, in a thread of its own: earlier tests of the
+    suite (nbclient's synchronous wrappers) may leave an event loop marked running here."""
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            asyncio.run(coro)
+        except BaseException as exc:  # noqa: BLE001 - handed back to the test
+            failure.append(exc)
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    if failure:
+        raise failure[0]
 
 
 class Channel:
@@ -59,14 +78,14 @@ def status(state: str, parent: str | None = None):
 
 def test_ready_at_the_idle_status_of_its_own_request() -> None:
     kc = FakeClient([reply], [status("busy"), status("idle", parent="someone-else"), status("idle")])
-    asyncio.run(worker.answering(kc, timeout=5))
+    run(worker.answering(kc, timeout=5))
     assert kc.ids == ["id0"] and len(kc.handled) == 1
     assert kc.iopub_channel.script == []  # it read up to its own idle status, not past it
 
 
 def test_asks_again_while_iopub_has_not_joined() -> None:
     kc = FakeClient([reply], [Empty, status("idle")])
-    asyncio.run(worker.answering(kc, timeout=5))
+    run(worker.answering(kc, timeout=5))
     assert kc.ids == ["id0", "id1"]  # the second request's idle status was the one seen
     assert len(kc.handled) == 1  # the reply was handled once
 
@@ -74,10 +93,10 @@ def test_asks_again_while_iopub_has_not_joined() -> None:
 def test_a_kernel_that_dies_before_replying_is_an_error() -> None:
     kc = FakeClient([Empty], [], alive=False)
     with pytest.raises(RuntimeError, match="died before replying"):
-        asyncio.run(worker.answering(kc, timeout=5))
+        run(worker.answering(kc, timeout=5))
 
 
 def test_a_kernel_that_never_answers_times_out() -> None:
     kc = FakeClient([], [])
     with pytest.raises(RuntimeError, match="didn't respond"):
-        asyncio.run(worker.answering(kc, timeout=0.01))
+        run(worker.answering(kc, timeout=0.01))
