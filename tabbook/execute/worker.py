@@ -387,7 +387,7 @@ def capped_client(limit: int, produced: dict[int, int]) -> type[NotebookClient]:
             assert self.km is not None
             try:
                 self.kc = kc = self.km.client()
-                started = kc.start_channels  # a coroutine on nbclient's asynchronous client
+                started = kc.start_channels  # None or a coroutine, by client class: awaited either way
                 await ensure_async(started())
                 await answering(self.kc, self.startup_timeout)
             except Exception:
