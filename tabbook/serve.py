@@ -102,7 +102,7 @@ def watch_rules(config: Config, builder_static: Path = BUILDER_STATIC) -> tuple[
 
 def autobuild_args(config: Config, host: str = "127.0.0.1", port: int = 8000, initial_build: bool = True) -> list[str]:
     """The arguments of ``sphinx-autobuild`` (after the program name) that serve ``config``'s book."""
-    # The render stage's own Sphinx options (less its "python -m sphinx"), plus the status URL.
+    # The render stage's own Sphinx options (less its "python -m MODULE"), plus the status URL.
     sphinx = sphinx_command(config, "html", html_dir(config), {"tabbook_preview_status": STATUS_URL})[3:]
     watch, ignore, re_ignore = watch_rules(config)
     args = [*sphinx, "--host", host, "--port", str(port)]

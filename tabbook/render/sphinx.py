@@ -61,11 +61,13 @@ def conf_dir(config: Config) -> Path:
 
 def sphinx_command(config: Config, builder: str = "html", out: Path | None = None,
                    overrides: dict[str, str] | None = None, jobs: int = 1) -> list[str]:
-    """The ``sphinx-build`` command line tabbook runs (also what ``serve`` hands to sphinx-autobuild)."""
+    """The command line tabbook runs Sphinx with: ``python -m tabbook.render.sphinx_main`` and
+    ``sphinx-build``'s arguments (``[3:]``, also what ``serve`` hands to sphinx-autobuild and what
+    the warm builder's forks run); :mod:`tabbook.render.sphinx_main` says why not ``-m sphinx``."""
     build = BuildDir(config.build_dir)
     out = out or build.out(builder)
     cmd = [
-        sys.executable, "-m", "sphinx", "-b", builder, "-c", str(conf_dir(config)),
+        sys.executable, "-m", "tabbook.render.sphinx_main", "-b", builder, "-c", str(conf_dir(config)),
         str(build.src), str(out), "-d", str(build.doctrees(builder)),
         "-q", "--keep-going",
     ]

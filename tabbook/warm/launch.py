@@ -3,7 +3,7 @@
 :func:`fork_sphinx` is a :data:`tabbook.render.sphinx.Launcher`: the warm builder hands it to the
 builds it runs (``build.Options.sphinx``), and each of their Sphinx runs is then a fork of a
 process that has Sphinx and the extensions imported, with the same command line, environment,
-gate and diagnostics as ``python -m sphinx``. A fork per run keeps one run's module state out of
+gate and diagnostics as a new interpreter's run. A fork per run keeps one run's module state out of
 the next.
 """
 
@@ -15,7 +15,7 @@ from tabbook.warm.fork import Forked
 
 
 def fork_sphinx(cmd: list[str], env: Mapping[str, str]) -> Forked:
-    """``cmd`` (``python -m sphinx ARGS``, :func:`tabbook.render.sphinx.sphinx_command`) run in a fork."""
+    """``cmd`` (``python -m MODULE ARGS``, :func:`tabbook.render.sphinx.sphinx_command`): ``ARGS`` run in a fork."""
     args = cmd[3:]
 
     def sphinx() -> int:
