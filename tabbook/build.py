@@ -72,6 +72,7 @@ class BuildResult:
     execute_seconds: float = 0.0  # wall time of the execution stage (units run in parallel)
     library_changed: list[str] = field(default_factory=list)
     warm: bool = False  # it ran in the warm builder (tabbook.warm)
+    sphinx_set_up_ahead: bool = False  # its Sphinx run was the warm builder's spare (tabbook.warm.spare)
     # Every problem the build reported, as (severity, problem): the corpus harness counts them
     # by kind from build/report.json.
     problems: list[tuple[str, BookError]] = field(default_factory=list)
@@ -100,7 +101,7 @@ class BuildResult:
                      "line": p.line, "message": p.message} for severity, p in self.problems]
         return {"units": [u.as_report() for u in self.units], "seconds": round(self.seconds, 3), "sphinx_seconds": round(self.sphinx_seconds, 3),
                 "execute_seconds": round(self.execute_seconds, 3), "library_changed": self.library_changed,
-                "warm": self.warm, "problems": problems}
+                "warm": self.warm, "sphinx_set_up_ahead": self.sphinx_set_up_ahead, "problems": problems}
 
     def report(self, problems: list[BookError], strict: bool, log: Callable[[str], Any]) -> list[BookError]:
         """Judge ``problems`` (:func:`tabbook.errors.judge`): log the warnings now, record
@@ -301,6 +302,7 @@ def _render(config: Config, book: Book, opts: Options, notebooks: Notebooks, ori
         if not site.finish(sources_changed=changed):
             log(f"[{opts.builder}] nothing changed: build/{opts.builder} is current")
         result.sphinx_seconds = time.monotonic() - t1
+        result.sphinx_set_up_ahead = site.set_up_ahead
     if opts.builder == "html":
         from tabbook.render.context import render_context
         from tabbook.render.package import publish

@@ -84,3 +84,31 @@ def test_tabbook_runs_sphinx_through_it(tmp_path: Path) -> None:
     cmd = sphinx_command(load_config(tmp_path))
     assert cmd[1:3] == ["-m", "tabbook.render.sphinx_main"]
     assert cmd[3:5] == ["-b", "html"]  # sphinx-build's own arguments follow, as serve and warm take them
+
+
+def test_what_a_run_reads_besides_the_sources_changes_with_the_bibliography_and_the_environment(
+        tmp_path: Path) -> None:
+    """SphinxRun.inputs, which decides whether a run set up ahead may be used: the same text
+    while nothing changed; another when the bibliography (read before the gate) or the pickled
+    environment changed, or the site stamp differs."""
+    import os
+
+    from tabbook.config import load_config
+    from tabbook.render.sphinx import SphinxRun
+
+    (tmp_path / "config.ini").write_text("[project]\nname = b\n[build]\nindex = index.md\n")
+    (tmp_path / "index.md").write_text("# B\n")
+    bib = tmp_path / "references.bib"
+    bib.write_text("@misc{a, title={A}}\n")
+    run = SphinxRun(load_config(tmp_path))
+    first = run.inputs("stamp")
+    assert run.inputs("stamp") == first
+    assert run.inputs("another stamp") != first
+    bib.write_text("@misc{a, title={B}}\n")
+    os.utime(bib, ns=(1, 1))
+    assert run.inputs("stamp") != first
+    second = run.inputs("stamp")
+    pickle = tmp_path / "build" / "doctrees" / "html" / "environment.pickle"
+    pickle.parent.mkdir(parents=True)
+    pickle.write_bytes(b"env")
+    assert run.inputs("stamp") != second

@@ -438,3 +438,71 @@ def test_a_client_that_sends_nothing_does_not_hold_the_builder(tmp_path: Path, m
         assert silent.recv(1) == b""  # hung up on
     assert builder.builds == {} and ran == []
     listener.close()
+
+
+def _report(book: Path) -> dict:
+    return json.loads((book / "build" / "report.json").read_text())
+
+
+def _wait_for_a_spare(builder: int, timeout: float = 60) -> None:
+    """Until the warm builder has a child that is not a build: its Sphinx run set up ahead."""
+    deadline = time.monotonic() + timeout
+    while not _children(builder) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _children(builder), "the warm builder set no Sphinx run up ahead"
+
+
+def test_the_next_build_takes_the_sphinx_run_set_up_ahead(warm_book: Path, tmp_path: Path) -> None:
+    """A build that rendered leaves a Sphinx run of its command set up and waiting; the next
+    prose edit's build lets that one read and write, and the page is what a build of its own
+    makes. A no-op build leaves it waiting."""
+    builder = _builder_pid(warm_book)
+    _edit(warm_book, "First warm edit.")
+    assert _tabbook(warm_book, "build").returncode == 0
+    assert not _report(warm_book)["sphinx_set_up_ahead"]  # the first handed-over build had none
+    _wait_for_a_spare(builder)
+    (spare,) = _children(builder)
+    assert _tabbook(warm_book, "build").returncode == 0  # nothing changed: no Sphinx at all
+    assert _children(builder) == [spare]
+    _edit(warm_book, "Second warm edit.")
+    proc = _tabbook(warm_book, "build")
+    assert proc.returncode == 0 and "(warm builder)" in proc.stdout, proc.stdout + proc.stderr
+    assert _report(warm_book)["sphinx_set_up_ahead"]
+    assert "Second warm edit." in _pages(warm_book)["sec.html"]
+    _wait_for_a_spare(builder)
+    assert spare not in _children(builder)  # used once; another one waits now
+    plain = tmp_path / "plain"  # the same book built without the warm builder
+    shutil.copytree(FIXTURE, plain)
+    _edit(plain, "First warm edit.")
+    _edit(plain, "Second warm edit.")
+    assert _tabbook(plain, "build", on=False).returncode == 0
+    _same_pages(_pages(warm_book), _pages(plain))
+
+
+def test_a_run_set_up_before_the_configuration_changed_is_not_used(warm_book: Path) -> None:
+    """config.ini edited after the spare set itself up: the build calls it off and runs Sphinx
+    afresh, so the new title is on the page."""
+    builder = _builder_pid(warm_book)
+    _edit(warm_book, "An edit.")
+    assert _tabbook(warm_book, "build").returncode == 0
+    _wait_for_a_spare(builder)
+    config = warm_book / "config.ini"
+    config.write_text(config.read_text().replace("title = Fixture Book", "title = Retitled Book"))
+    proc = _tabbook(warm_book, "build")
+    assert proc.returncode == 0 and "(warm builder)" in proc.stdout, proc.stdout + proc.stderr
+    assert not _report(warm_book)["sphinx_set_up_ahead"]
+    page = _pages(warm_book)["sec.html"]
+    assert "- Retitled Book</title>" in page and "- Fixture Book</title>" not in page
+
+
+def test_stopping_the_builder_ends_its_spare(warm_book: Path) -> None:
+    builder = _builder_pid(warm_book)
+    _edit(warm_book, "An edit.")
+    assert _tabbook(warm_book, "build").returncode == 0
+    _wait_for_a_spare(builder)
+    (spare,) = _children(builder)
+    assert warm.stop(warm_book)
+    deadline = time.monotonic() + 30
+    while Path(f"/proc/{spare}").exists() and _state(spare) != "Z" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not Path(f"/proc/{spare}").exists() or _state(spare) == "Z"

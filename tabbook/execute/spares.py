@@ -169,6 +169,12 @@ class Pool:
         self.spares = keep + started
         return len(started)
 
+    def fds(self) -> list[int]:
+        """Its pipes to the spares, which another process forked from the warm builder must not
+        keep: the end of a spare's input is what ends it (:meth:`Spare.discard`)."""
+        return [f.fileno() for s in self.spares for f in (s.proc.stdin, s.proc.stdout)
+                if f is not None and not f.closed]
+
     def close(self) -> None:
         for spare in self.spares:
             if spare.free:

@@ -182,12 +182,17 @@ class SphinxProcess(Protocol):
 
     def kill(self) -> None: ...
 
+    def poll(self) -> int | None: ...
+
     def wait(self, timeout: float | None = ...) -> int: ...
 
 
 #: How a build starts Sphinx: ``(command line, environment) -> a running Sphinx`` reading its
 #: standard input (the gate) and keeping its standard error. :func:`new_interpreter` by default;
-#: the warm builder passes :func:`tabbook.warm.launch.fork_sphinx` (``build.Options.sphinx``).
+#: the warm builder passes :data:`tabbook.warm.launch.fork_sphinx` (``build.Options.sphinx``).
+#: A running Sphinx with a ``set_up_for`` attribute was set up before this build (a spare,
+#: :mod:`tabbook.warm.spare`): it is let go only if :meth:`SphinxRun.inputs` still says that.
+#: A launcher with a ``rendered(cmd, env, inputs)`` method is told of every successful run.
 Launcher = Callable[[list[str], Mapping[str, str]], SphinxProcess]
 
 
@@ -233,6 +238,7 @@ class SphinxRun:
                         f"{builder}-{hashlib.sha256(str(out).encode()).hexdigest()[:8]}.json")
         self.proc: SphinxProcess | None = None
         self.problems: list[BookError] = []  # the last finish's Sphinx warnings, each of its kind
+        self.set_up_ahead = False  # the last finish let go a run set up before the build (a spare)
 
     @property
     def started(self) -> bool:
@@ -302,6 +308,11 @@ class SphinxRun:
             last = collect(self.config, self.records, strict=self.strict, mark=False)
             self.problems = [*last.errors, *last.warnings]
             return False
+        set_up_for = getattr(self.proc, "set_up_for", None)
+        if set_up_for is not None and (set_up_for != self.inputs(stamp) or (self.proc is not None and self.proc.poll() is not None)):
+            # Set up ahead from inputs that changed since (or it ended): a run of its own instead.
+            self.call_off()
+        self.set_up_ahead = set_up_for is not None and self.proc is not None
         self.stamp_file.unlink(missing_ok=True)
 
         if self.proc is None:
@@ -329,6 +340,25 @@ class SphinxRun:
             sys.stderr.write(stderr)
             raise BookError("Sphinx ran without tabbook's extensions: its warnings cannot be checked")
         self.stamp_file.write_text(stamp)
+        rendered = getattr(self.launch, "rendered", None)
+        if rendered is not None:
+            rendered(self.cmd, self._env(), self.inputs(stamp))
         return True
+
+    def inputs(self, stamp: str) -> str:
+        """What a run of this builder reads besides ``build/src`` before its gate, as one text:
+        the site stamp (:func:`site_stamp`), and the size and time of the pickled environment and
+        of each bibliography (read by sphinxcontrib-bibtex at ``builder-inited``). Two equal texts
+        mean a run set up at the one would have set itself up alike at the other."""
+        env_pickle = BuildDir(self.config.build_dir).doctrees(self.builder) / "environment.pickle"
+        files = [env_pickle, *(Path(b) for b in render_context(self.config).bibfiles)]
+        seen = []
+        for path in files:
+            try:
+                st = path.stat()
+                seen.append([str(path), st.st_size, st.st_mtime_ns])
+            except OSError:
+                seen.append([str(path), -1, -1])
+        return json.dumps([stamp, seen])
 
 

@@ -16,6 +16,10 @@ what a build and its Sphinx run import (:mod:`.preload`), then listens on the bo
   would report it (``128 + N`` when a signal N ended it); what is left of its process group
   then (a Sphinx fork, when a signal killed the build) is killed.
 
+Once no build runs, it keeps ready what the last builds will want next: a kernel of each kind
+they executed (:class:`tabbook.execute.spares.Pool`) and a Sphinx run of the command the last
+render ran, set up and waiting at its gate (:mod:`.spare`).
+
 Between builds it imports what the last HTML run recorded. It ends after :data:`IDLE_SECONDS`
 without a build, or when asked (``tabbook warm --stop``).
 """
@@ -32,7 +36,7 @@ import struct
 import sys
 import time
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from tabbook.config import load_config
 from tabbook.execute import spares
@@ -42,6 +46,7 @@ from tabbook.warm.client import connect
 from tabbook.warm.fork import exit_status, run_in_fork
 from tabbook.warm.launch import fork_sphinx
 from tabbook.warm.preload import Preloaded, remember_entry_points
+from tabbook.warm.spare import SpareSphinx
 
 #: A warm builder ends after this long without a build.
 IDLE_SECONDS = 15 * 60
@@ -91,6 +96,9 @@ class Server:
         # which kinds the next build should find; the pool is topped up once no build runs.
         self.kernels = spares.Pool()
         self.asks: dict[int, int] = {}  # a fork's pid -> the read end of its pipe
+        # The Sphinx command the last render ran (its cmd, env and inputs), and its run set up
+        # ahead (tabbook.warm.spare), which the forks see as fork_sphinx.spare.
+        self.sphinx_wanted: dict[str, Any] | None = None
         self.wake_read, self.wake_write = os.pipe()
         os.set_blocking(self.wake_read, False)
         os.set_blocking(self.wake_write, False)
@@ -126,6 +134,9 @@ class Server:
             for conn in self.builds.values():
                 conn.close()
             self.kernels.close()
+            if fork_sphinx.spare is not None:
+                fork_sphinx.spare.discard()
+                fork_sphinx.spare = None
 
     _stopping = False
 
@@ -169,7 +180,8 @@ class Server:
             sys.argv = [sys.argv[0], *argv]
             status = self.command(argv, sphinx=fork_sphinx, kernels=self.kernels)
             if status < 128:  # not a build a signal stopped: its author goes on editing
-                said = json.dumps([[k.kernel_name, k.cwd, k.env] for k in self.kernels.wanted.values()]).encode()
+                said = json.dumps({"kernels": [[k.kernel_name, k.cwd, k.env] for k in self.kernels.wanted.values()],
+                                   "sphinx": fork_sphinx.last}).encode()
                 if len(said) < ASK_BYTES:  # the pipe holds it all: the builder reads it once this fork ends
                     os.write(ask_write, said)
             return status
@@ -209,15 +221,38 @@ class Server:
         finally:
             os.close(fd)
         try:
-            for name, cwd, env in json.loads(said or b"[]"):
+            asked = json.loads(said or b"{}")
+            for name, cwd, env in asked.get("kernels", []):
                 self.kernels.want(spares.Kind(name, cwd, tuple((k, v) for k, v in env)))
-        except (ValueError, TypeError):
+            if asked.get("sphinx"):
+                self.sphinx_wanted = asked["sphinx"]
+        except (ValueError, TypeError, AttributeError):
             pass
         if not self.builds:
             try:
                 self.kernels.top_up()
             except OSError as exc:
                 _log(f"kernels were not started ahead ({exc})")
+            self._top_up_sphinx()
+
+    def _top_up_sphinx(self) -> None:
+        """Keep one Sphinx run of the last render's command set up ahead: a taken one is
+        replaced, one set up for another command or other inputs is ended first."""
+        spare, wanted = fork_sphinx.spare, self.sphinx_wanted
+        if spare is not None and not spare.free():  # a build took it: it has ended, or ends now
+            spare.end()
+            fork_sphinx.spare = spare = None
+        if spare is not None and (wanted is None or (spare.cmd, spare.env, spare.inputs)
+                                  != (wanted["cmd"], wanted["env"], wanted["inputs"])):
+            spare.discard()
+            fork_sphinx.spare = spare = None
+        if spare is None and wanted is not None:
+            try:
+                fork_sphinx.spare = SpareSphinx(wanted["cmd"], wanted["env"], wanted["inputs"],
+                                                close=[self.listener.fileno(), self.wake_read, self.wake_write,
+                                                       *self.kernels.fds()])
+            except OSError as exc:
+                _log(f"Sphinx was not set up ahead ({exc})")
 
     def _reap(self) -> None:
         while self.builds:
