@@ -121,7 +121,22 @@ def wait(pid: int) -> int:
         return exit_status(status)
 
 
-class Forked:
+class Running:
+    """A process this one runs a build's Sphinx in (a fork, or a spare it took): its pid, and
+    ``returncode`` once it is known; :meth:`kill` ends it, as :class:`subprocess.Popen`'s does."""
+
+    pid: int
+    returncode: int | None
+
+    def kill(self) -> None:
+        if self.returncode is None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+class Forked(Running):
     """A function run in a fork, with the parts of :class:`subprocess.Popen` that
     :class:`tabbook.render.sphinx.SphinxRun` uses (``communicate``, ``kill``, ``wait``,
     ``returncode``): standard input is a pipe, standard output is discarded, standard error is
@@ -171,9 +186,3 @@ class Forked:
         self._err.close()
         return "", err
 
-    def kill(self) -> None:
-        if self.returncode is None:
-            try:
-                os.kill(self.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass

@@ -38,7 +38,7 @@ from collections.abc import Iterable, Mapping
 
 from tabbook.files import SPHINX_PARENT_ENV
 from tabbook.render.sphinx import GATE_ENV, GATE_GO
-from tabbook.warm.fork import run_in_fork
+from tabbook.warm.fork import Running, run_in_fork
 
 #: The token a build reads to take the spare.
 TOKEN = b"t"
@@ -140,7 +140,7 @@ class SpareSphinx:
         self.err.close()
 
 
-class SpareRun:
+class SpareRun(Running):
     """A taken spare as :class:`tabbook.render.sphinx.SphinxRun` uses a running Sphinx
     (``communicate``, ``kill``, ``wait``, ``returncode``); ``set_up_for`` is what the spare read
     besides the sources, which the run compares with the build's before letting it go."""
@@ -186,10 +186,3 @@ class SpareRun:
         err = self.spare.err
         err.seek(0)
         return "", err.read().decode(errors="replace")
-
-    def kill(self) -> None:
-        if self.returncode is None:
-            try:
-                os.kill(self.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
