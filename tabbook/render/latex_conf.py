@@ -101,10 +101,18 @@ SPHINXSETUP = ",".join([
 ])
 
 
-def _escape(text: str) -> str:
-    from sphinx.util.texescape import escape
+def tex_text(text: str) -> str:
+    """``text`` (a configuration value: the title, an author, a tab's label) as LaTeX that typesets
+    it literally: ``X \\input{/etc/hostname}`` is those characters on the title page, not the
+    build machine's name.
 
-    return escape(text, latex_engine="xelatex")
+    Why the ``init()``: Sphinx's escape tables are empty until its LaTeX builder starts, and the
+    settings are made before that (``conf.py``, ``config-inited``): without it every character
+    went through as it was, a backslash included."""
+    from sphinx.util import texescape
+
+    texescape.init()  # fills the tables; idempotent
+    return texescape.escape(text, latex_engine="xelatex")
 
 
 def style_file(root: Path) -> Path:
@@ -121,7 +129,7 @@ def latex_settings(book: RenderContext) -> dict[str, Any]:
         **logo,
         "latex_engine": "xelatex",
         "latex_documents": [
-            (book.root_doc, TEX_NAME, _escape(book.title), _escape(book.author).replace(", ", r" \and "),
+            (book.root_doc, TEX_NAME, tex_text(book.title), tex_text(book.author).replace(", ", r" \and "),
              "manual"),
         ],
         "latex_toplevel_sectioning": "chapter",

@@ -236,12 +236,12 @@ def shorten_traceback(text: str) -> str:
 
 def _latex_edition(app: Sphinx, config: Config) -> None:
     """Name the PDF's framework on its title page (``\\tabbookedition``, see tabbook.sty)."""
-    from sphinx.util.texescape import escape
+    from tabbook.render.latex_conf import tex_text
 
     fw = config.tabbook_framework
     if not fw or not isinstance(config.latex_elements, dict):
         return
-    label = escape(dict(config.tabbook_labels).get(fw, fw), latex_engine="xelatex")
+    label = tex_text(dict(config.tabbook_labels).get(fw, fw))
     elements = dict(config.latex_elements)
     elements["preamble"] = elements.get("preamble", "") + f"\\def\\tabbookedition{{{label}}}\n"
     config.latex_elements = elements
