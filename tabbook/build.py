@@ -218,7 +218,7 @@ def dry_run(config: Config, opts: Options) -> tuple[Plan, list[Any]]:
 
     execute = config.execute if opts.execute is None else opts.execute
     book, _ = _read_and_check(config, opts, execute, False, BuildResult(), lambda _: None)
-    store = FreezeStore(opts.freeze_dir or config.freeze_dir, config.root)
+    store = FreezeStore(opts.freeze_dir or config.freeze_dir, config.root, config.max_output_bytes)
     gpus = detect()
     the_plan = plan.plan(config, book.rendered, book_library(book), store,
                          replace(opts.selection, frozen_only=False), host_gpus=len(gpus))
@@ -246,7 +246,7 @@ def _execute(config: Config, book: Book, opts: Options, execute: bool, strict: b
     from tabbook.library.cache import book_library
 
     t_exec = time.monotonic()
-    store = FreezeStore(opts.freeze_dir or config.freeze_dir, config.root)
+    store = FreezeStore(opts.freeze_dir or config.freeze_dir, config.root, config.max_output_bytes)
     the_plan = plan.plan(config, book.rendered, book_library(book), store, opts.selection, host_gpus=len(detect()))
     result.outcomes = the_plan.units
     # GPU outputs this machine could not re-run (execute/plan.py lesser_host): a warning, which
@@ -403,7 +403,7 @@ def verify_freeze(config: Config, selection: Selection, *, jobs: int = 0, schedu
         book = read_book(config)
         library = book_library(book)
         write_library(config, library)
-        store = FreezeStore(config.freeze_dir, config.root)
+        store = FreezeStore(config.freeze_dir, config.root, config.max_output_bytes)
         forced = Selection(force=True, frameworks=selection.frameworks, only=selection.only, execute_here=True)
         the_plan = plan.plan(config, book.rendered, library, store, forced)
         current = [(u, p) for u, p in the_plan.todo if the_plan.outcomes[(u.section, u.framework)].current]

@@ -21,7 +21,8 @@ from test_d2lbook_build import make_book, tabbook
 from test_fault_catalog import tree
 
 from tabbook.execute.outputs import BINARY_IMAGES
-from tabbook.execute.store import entry_problem
+from tabbook.execute.store import CAP_NOTE_BYTES, entry_problem
+from tabbook.execute.worker import cap_error, cap_outputs
 
 ENTRY = "_freeze/chapter_a/second/pytorch.ipynb"
 
@@ -43,6 +44,18 @@ def _cells_not_a_list(nb: dict[str, Any]) -> dict[str, Any]:
     return nb
 
 
+def _huge_stream(nb: dict[str, Any]) -> dict[str, Any]:
+    """One stream past the fixture's cap (the default [build] max_output_bytes, 4,000,000): what a
+    hand edit can store and no run does."""
+    code = next(c for c in nb["cells"] if c["cell_type"] == "code")
+    code["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "x" * 4_100_000}]
+    return nb
+
+
+def _nbformat(version: int, minor: int) -> Callable[[str], str]:
+    return lambda t: json.dumps({**json.loads(t), "nbformat": version, "nbformat_minor": minor})
+
+
 #: id -> (how the entry's text is damaged, a part of the message)
 DAMAGE: dict[str, tuple[Callable[[str], str], str]] = {
     "metadata-null": (lambda _: json.dumps({"metadata": None}), "its metadata is null, not an object"),
@@ -53,6 +66,11 @@ DAMAGE: dict[str, tuple[Callable[[str], str], str]] = {
                             "cell 0, output 0: mime type 'text/html' holds a number"),
     "not-json": (lambda t: t[: len(t) // 2], "not JSON"),
     "cells-not-a-list": (lambda t: json.dumps(_cells_not_a_list(json.loads(t))), "its cells are a string, not a list"),
+    "output-past-the-cap": (lambda t: json.dumps(_huge_stream(json.loads(t))),
+                            "cell 0: its output holds 4,100,000 bytes, more than a run keeps ([build] "
+                            "max_output_bytes = 4,000,000)"),
+    "nbformat-99": (_nbformat(99, 0), "it declares notebook format 99.0, which the builder does not read (4.0 to 4.5)"),
+    "nbformat-4.99": (_nbformat(4, 99), "it declares notebook format 4.99"),
 }
 
 
@@ -111,7 +129,8 @@ def test_force_on_the_section_replaces_a_damaged_entry(built_book: tuple[Path, P
     assert tabbook(book, overlay, "build", "--builder", "").returncode == 0
 
 
-@pytest.mark.parametrize("damage", ["metadata-null", "a-list", "mime-value-not-text"])
+@pytest.mark.parametrize("damage", ["metadata-null", "a-list", "mime-value-not-text", "output-past-the-cap",
+                                    "nbformat-99"])
 def test_merge_stores_names_a_damaged_shard_entry_and_merges_nothing(damage: str, built_book: tuple[Path, Path],
                                                                      tmp_path: Path) -> None:
     book, overlay = _copy(built_book, tmp_path)
@@ -147,6 +166,44 @@ def test_outputs_readers_need_pass_the_check() -> None:
              "data": {"text/plain": "1", "application/json": {"a": [1]}, "image/png": PNG}},
             {"output_type": "error", "ename": "E", "evalue": "v", "traceback": ["t"]}]}]}
     assert entry_problem(nb) is None
+
+
+def _cell(*outputs: dict[str, Any]) -> dict[str, Any]:
+    return {"metadata": {}, "nbformat": 4, "nbformat_minor": 5,
+            "cells": [{"cell_type": "code", "metadata": {}, "source": "x", "outputs": list(outputs)}]}
+
+
+def test_a_cell_is_held_to_the_cap_a_run_keeps() -> None:
+    """What a run's cap keeps passes the store's check with the same cap, and a byte more than
+    the cap and its note does not: streams and displays count together, an error apart."""
+    limit = 10_000
+    for produced in (limit - 1, limit, limit + 1, 5 * limit):
+        cell = {"cell_type": "code", "outputs": [
+            {"output_type": "stream", "name": "stdout", "text": "é" * (produced // 4)},
+            {"output_type": "display_data", "metadata": {}, "data": {"text/plain": "y" * (produced // 2)}},
+            {"output_type": "stream", "name": "stderr", "text": "z" * (produced // 4)}]}
+        cap_outputs(cell, limit)
+        error = {"output_type": "error", "ename": "E", **cap_error({"evalue": "v" * produced,
+                                                                     "traceback": ["t" * 300] * 100}, limit)}
+        assert entry_problem(_cell(*cell["outputs"], error), limit) is None, produced
+    over = limit + CAP_NOTE_BYTES + 1
+    stream = {"output_type": "stream", "name": "stdout", "text": "x" * over}
+    assert entry_problem(_cell(stream), limit) == (f"cell 0: its output holds {over:,} bytes, more than a run "
+                                                   f"keeps ([build] max_output_bytes = {limit:,})")
+    half = {"output_type": "display_data", "metadata": {}, "data": {"text/html": "h" * (over // 2 + 1)}}
+    assert "its output holds" in (entry_problem(_cell(half, {**half}), limit) or "")
+    error = {"output_type": "error", "ename": "E", "evalue": "v" * over, "traceback": []}
+    assert "its error output holds" in (entry_problem(_cell(error), limit) or "")
+    assert entry_problem(_cell(stream), 0) is None  # no cap: [build] max_output_bytes = 0 keeps all
+
+
+@pytest.mark.parametrize(("version", "minor", "known"), [(4, 0, True), (4, 5, True), (4, 6, False), (3, 0, False),
+                                                         (5, 0, False), (99, 0, False), ("4", 5, False),
+                                                         (True, 5, False)])
+def test_only_the_notebook_formats_the_builder_reads_pass(version: Any, minor: Any, known: bool) -> None:
+    problem = entry_problem({**_cell(), "nbformat": version, "nbformat_minor": minor})
+    assert (problem is None) == known, problem
+    assert known or "which the builder does not read" in (problem or "")
 
 
 @pytest.mark.parametrize("mime", sorted(BINARY_IMAGES))

@@ -64,7 +64,7 @@ def _read_entry(store: FreezeStore, path: Path) -> _Candidate:
     except RecursionError:
         raise BookError(f"not a freeze entry: its JSON is nested more than {MAX_DEPTH} levels deep",
                         str(path)) from None
-    if (problem := entry_problem(nb)) is not None:
+    if (problem := entry_problem(nb, store.max_output_bytes)) is not None:
         raise BookError(f"not a freeze entry: {problem}; it is not merged (fix or delete it in its store)",
                         str(path))
     meta = (nb.get("metadata") or {}).get(META)
@@ -114,7 +114,7 @@ def merge_stores(config: Config, sources: list[Path], target: Path,
     found: dict[tuple[str, str], list[_Candidate]] = {}
     errors: list[BookError] = []
     for src in sources:
-        store = FreezeStore(src)
+        store = FreezeStore(src, max_output_bytes=config.max_output_bytes)
         for path in store.entries():
             try:
                 cand = _read_entry(store, path)

@@ -591,7 +591,7 @@ def _store_result(config: Config, store: FreezeStore, unit: Unit, parts: KeyPart
                   record: UnitOutcome) -> BookError | None:
     """One unit's result: stored and shown, or a failure (shown as code only when it ran and failed)."""
     failure = res.failure
-    if failure is None and (problem := entry_problem(res.notebook)) is not None:  # a Dask worker's reply, a broken kernel
+    if failure is None and (problem := entry_problem(res.notebook, config.max_output_bytes)) is not None:  # a Dask worker's reply, a broken kernel
         failure = Failure(ErrorKind.RESULT, f"[{unit.framework}] the result is not a notebook ({problem}); "
                           "nothing was stored", unit.section)
     if failure is None and (problem := provenance_problem(res.provenance, "its provenance")) is not None:

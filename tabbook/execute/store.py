@@ -23,6 +23,7 @@ from typing import Any
 
 from tabbook.errors import BookError, leads_out
 from tabbook.execute.outputs import BINARY_IMAGES
+from tabbook.execute.worker import output_size
 from tabbook.files import write_atomic
 from tabbook.settings import leads_outside
 from tabbook.source.split import FrameworkCell
@@ -238,6 +239,12 @@ def _text(value: Any) -> bool:
 MAX_FIELD = 1000
 #: Nesting an entry's JSON values may have: a notebook is a few levels deep; JSON outputs a few more.
 MAX_DEPTH = 64
+#: The notebook format versions the builder reads: 4.0 to 4.5 (nbformat's own; it writes 4.5).
+NBFORMAT, NBFORMAT_MINORS = 4, range(0, 6)
+#: What a cell's stored output may pass ``[build] max_output_bytes`` by: the note a run's cap
+#: appends (:func:`tabbook.execute.worker.cap_outputs`, ``cap_error``), whose figures grow with
+#: the size. A run never stores more; an entry that holds more was not made by one.
+CAP_NOTE_BYTES = 1024
 #: Cell tags an entry may carry: the tags the book's marks give (split.FrameworkCell.tags).
 _TAG = re.compile(r"[a-z][a-z0-9-]{0,63}")
 
@@ -333,14 +340,22 @@ def _output_problem(out: Any, where: str) -> str | None:
     return None
 
 
-def entry_problem(nb: Any) -> str | None:
-    """What is wrong with the shape of a freeze entry (a notebook), or ``None``.
+def entry_problem(nb: Any, max_output_bytes: int = 0) -> str | None:
+    """What is wrong with the shape of a freeze entry (a notebook), or ``None``; with
+    ``max_output_bytes`` (``[build] max_output_bytes``; 0: no cap), also a cell holding more
+    output than a run keeps.
 
     Why: entries are committed, merged from shard stores and returned by Dask workers, and
     the plan, the merge of a page and the site's downloads index into them; checked here,
-    once, a damaged entry is one located error instead of a traceback in each of them."""
+    once, a damaged entry is one located error instead of a traceback in each of them. The
+    size too: a run caps what a cell keeps as it arrives, but a hand-edited entry with one
+    200 MB stream was published whole (a 200 MB page, gigabytes of the builder's memory)."""
     if not isinstance(nb, dict):
         return f"the entry is {_kind(nb)}, not a notebook (an object)"
+    version, minor = nb.get("nbformat", NBFORMAT), nb.get("nbformat_minor", 0)
+    if isinstance(version, bool) or isinstance(minor, bool) or version != NBFORMAT or minor not in NBFORMAT_MINORS:
+        return (f"it declares notebook format {version!r}.{minor!r}, which the builder does not read "
+                f"(4.{NBFORMAT_MINORS[0]} to 4.{NBFORMAT_MINORS[-1]})")
     meta = nb.get("metadata", {})
     if not isinstance(meta, dict):
         return f"its metadata is {_kind(meta)}, not an object"
@@ -361,6 +376,21 @@ def entry_problem(nb: Any) -> str | None:
     for i, cell in enumerate(cells):
         if (problem := _cell_problem(cell, f"cell {i}")) is not None:
             return problem
+        if max_output_bytes > 0 and (problem := _size_problem(cell, f"cell {i}", max_output_bytes)) is not None:
+            return problem
+    return None
+
+
+def _size_problem(cell: dict[str, Any], where: str, limit: int) -> str | None:
+    """A cell whose outputs hold more than a run keeps (``limit``, and the cap's note): its
+    displays and streams together, and its error apart (each is capped on its own)."""
+    outputs = cell.get("outputs", []) if cell.get("cell_type") == "code" else []
+    shown = sum(output_size(o) for o in outputs if o.get("output_type") != "error")
+    errors = sum(output_size(o) for o in outputs if o.get("output_type") == "error")
+    for what, size in (("output", shown), ("error output", errors)):
+        if size > limit + CAP_NOTE_BYTES:
+            return (f"{where}: its {what} holds {size:,} bytes, more than a run keeps ([build] max_output_bytes "
+                    f"= {limit:,})")
     return None
 
 
@@ -396,9 +426,10 @@ def damaged_entry(shown: str, problem: str) -> BookError:
                      "executed anew), or build with --force --only on its section", shown)
 
 
-def read_entry(path: Path, shown: str | None = None) -> dict[str, Any]:
-    """A freeze entry read from ``path`` and checked (:func:`entry_problem`); a
-    :class:`BookError` at ``shown`` (default: the path) when it is not JSON or not a notebook."""
+def read_entry(path: Path, shown: str | None = None, max_output_bytes: int = 0) -> dict[str, Any]:
+    """A freeze entry read from ``path`` and checked (:func:`entry_problem`, with the cap
+    ``max_output_bytes``); a :class:`BookError` at ``shown`` (default: the path) when it is not
+    JSON, not a notebook, or holds more output than a run keeps."""
     shown = shown or str(path)
     try:
         nb: dict[str, Any] = parse_entry(path.read_text(encoding="utf-8"))
@@ -406,7 +437,7 @@ def read_entry(path: Path, shown: str | None = None) -> dict[str, Any]:
         raise damaged_entry(shown, f"not UTF-8 text ({exc.reason})") from exc
     except ValueError as exc:
         raise damaged_entry(shown, str(exc)) from exc
-    if (problem := entry_problem(nb)) is not None:
+    if (problem := entry_problem(nb, max_output_bytes)) is not None:
         raise damaged_entry(shown, problem)
     return nb
 
@@ -431,9 +462,11 @@ class FreezeStore:
     ``framework``, ``provenance`` and ``seconds``.
     """
 
-    def __init__(self, root: Path, book_root: Path | None = None) -> None:
+    def __init__(self, root: Path, book_root: Path | None = None, max_output_bytes: int = 0) -> None:
         self.root = Path(root)
         self.book_root = book_root  # errors name entries relative to it (``_freeze/…``)
+        # [build] max_output_bytes: an entry whose cell holds more is damaged (entry_problem).
+        self.max_output_bytes = max_output_bytes
 
     def shown(self, path: Path) -> str:
         """How an error names an entry file: relative to the book when it is inside it."""
@@ -466,7 +499,7 @@ class FreezeStore:
         path = self.checked_path(section, framework)
         if not path.is_file():
             return None
-        return Entry(read_entry(path, self.shown(path)))
+        return Entry(read_entry(path, self.shown(path), self.max_output_bytes))
 
     def signature(self, section: str, framework: str) -> str:
         """The entry file's size and modification time: what changes whenever it is rewritten."""

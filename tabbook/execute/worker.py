@@ -230,10 +230,14 @@ def _size(value: Any) -> int:
     return len(json.dumps(value, default=str))
 
 
-def _output_size(out: dict[str, Any]) -> int:
-    """Bytes of a stream's text, or of a display's contents (every mime type's)."""
+def output_size(out: dict[str, Any]) -> int:
+    """Bytes of a stream's text, an error's message and traceback, or a display's contents (every
+    mime type's): what ``[build] max_output_bytes`` counts, here and when the store reads an
+    entry (:func:`tabbook.execute.store.entry_problem`)."""
     if out.get("output_type") == "stream":
         return _size(out.get("text", ""))
+    if out.get("output_type") == "error":
+        return _size(out.get("evalue", "")) + _size(out.get("traceback") or [])
     data = out.get("data")
     return sum(_size(v) for v in data.values()) if isinstance(data, dict) else _size(data)
 
@@ -256,7 +260,7 @@ def cap_outputs(cell: dict[str, Any], limit: int, produced: int = 0) -> None:
     if limit <= 0 or cell.get("cell_type") != "code":
         return
     outputs = cell.get("outputs", [])
-    total = max(produced, sum(_output_size(o) for o in outputs if o.get("output_type") != "error"))
+    total = max(produced, sum(output_size(o) for o in outputs if o.get("output_type") != "error"))
     if total <= limit:
         return
     kept: list[Any] = []
@@ -272,7 +276,7 @@ def cap_outputs(cell: dict[str, Any], limit: int, produced: int = 0) -> None:
                 if text:
                     kept.append({**out, "text": text})
         else:
-            size = _output_size(out)
+            size = output_size(out)
             if size <= room:
                 kept.append(out)
                 room -= size
@@ -310,7 +314,7 @@ def cap_error(content: dict[str, Any], limit: int) -> dict[str, Any]:
 
 
 def _message_size(msg: dict[str, Any]) -> int:
-    """Bytes of an output message's text or data, as :func:`_output_size` counts them stored."""
+    """Bytes of an output message's text or data, as :func:`output_size` counts them stored."""
     content = msg.get("content") or {}
     if msg.get("msg_type") == "stream":
         return _size(content.get("text", ""))

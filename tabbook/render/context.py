@@ -52,6 +52,7 @@ class RenderContext:
     root_doc: str = "index"  # [build] index, as Sphinx names the document
     # the book's paths
     freeze_dir: str = ""
+    max_output_bytes: int = 0  # [build] max_output_bytes: the downloads read entries with the store's cap
     library_dir: str = ""
     modules: dict[str, str] = field(default_factory=dict)  # tab -> its library module ("d2l.torch")
     pdf_dir: str = ""  # where `make pdf` leaves <name>-<fw>.pdf
@@ -153,7 +154,8 @@ def _render_context(config: Config) -> RenderContext:
         labels={name: fw.label for name, fw in config.frameworks.items()}, default_tab=config.default_tab,
         title=config.title, author=config.author, version=config.version, copyright=config.copyright,
         lang=config.lang, root_doc=config.rel(config.index).removesuffix(config.index.suffix),
-        freeze_dir=str(config.freeze_dir), library_dir=str(config.library_dir),
+        freeze_dir=str(config.freeze_dir), max_output_bytes=config.max_output_bytes,
+        library_dir=str(config.library_dir),
         modules={name: f"{config.library_dir.name}.{fw.module}" for name, fw in config.frameworks.items()},
         pdf_dir=str(build.pdf), slides_dir=str(build.html / SLIDES), resources=config.resources,
         bibfile=str(config.bibfile) if config.bibfile is not None else "",

@@ -295,8 +295,9 @@ def publish_downloads(opts: RenderContext, docnames: list[str], outdir: Path) ->
             if before.get(target) == seen and dst.is_file():
                 text = dst.read_text(encoding="utf-8")  # for the zip: the copy is what it would be
             else:
-                text = json.dumps(for_colab(reader_notebook(read_entry(src), trusted=True) if opts.trusted_outputs
-                                            else reader_notebook(read_entry(src)), opts, fw),
+                entry = read_entry(src, max_output_bytes=opts.max_output_bytes)
+                text = json.dumps(for_colab(reader_notebook(entry, trusted=True) if opts.trusted_outputs
+                                            else reader_notebook(entry), opts, fw),
                                   indent=1, ensure_ascii=False) + "\n"
                 write_if_changed(dst, text)
                 dirty.add(fw)
