@@ -19,8 +19,9 @@ from tabbook.config import Config, config_error
 from tabbook.errors import BookError, BookErrors, stops
 from tabbook.library.cache import book_library
 from tabbook.problems import Problem
-from tabbook.source.dialect import IMAGE, SAVE_MARK, unclosed_slide_marks
-from tabbook.source.model import Section
+from tabbook.settings import leads_outside
+from tabbook.source.dialect import BIBLIOGRAPHY, IMAGE, SAVE_MARK, unclosed_slide_marks
+from tabbook.source.model import Cell, Section
 from tabbook.source.pycode import mask_magics
 from tabbook.source.split import resolve_tabs
 from tabbook.source.toc import OUTSIDE, leaves_book, page_entries
@@ -144,3 +145,17 @@ def _check_prose(config: Config, section: Section, problems: list[BookError]) ->
             elif not image.is_file():
                 problems.append(BookError(f"image file {src} does not exist", section.path, cell.line + i,
                                           kind=Problem.MISSING_IMAGE))
+        _check_bibliography(config, section, cell, problems)
+
+
+def _check_bibliography(config: Config, section: Section, cell: Cell, problems: list[BookError]) -> None:
+    """A ``:bibliography:`` line's file outside the book is an error at the line: the bib files
+    are read into the site and the PDFs (:func:`tabbook.book.named_bibfiles` leaves such a file out)."""
+    rows = cell.prose.split("\n") if cell.blocks else []
+    for block in (b for b in cell.blocks if b.kind == "bibliography"):
+        m = BIBLIOGRAPHY.match(rows[block.start]) if block.start < len(rows) else None
+        named = m.group(1).strip() if m else ""
+        if named and (real := leads_outside(config.root, config.root / Path(section.path).parent / named)) is not None:
+            line = cell.source_lines[block.start] if block.start < len(cell.source_lines) else cell.line + block.start
+            problems.append(BookError(f"bibliography file {named} is outside the book's folder (it leads to {real}): "
+                                      "the builder reads no file outside the book", section.path, line))

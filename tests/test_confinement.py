@@ -346,3 +346,26 @@ def test_a_download_of_etc_passwd_fails_the_build_and_publishes_nothing(tmp_path
 
     settings = latex_settings(render_context(load_config(tmp_path / "book")))
     assert settings["latex_documents"][0][2].startswith(r"X \textbackslash{}input\{/etc/hostname\}")
+
+
+def test_a_bibliography_file_outside_the_book_is_an_error_at_its_line(tmp_path: Path) -> None:
+    from tabbook.check import check_book
+    from tabbook.config import load_config
+    from tabbook.new import new_book
+
+    book = tmp_path / "book"
+    new_book(book)
+    (tmp_path / "outside.bib").write_text("@book{x, title={Leak}, author={A}, year={2000}}\n", encoding="utf-8")
+    (book / "refs.bib").write_text("@book{y, title={Ours}, author={B}, year={2001}}\n", encoding="utf-8")
+    (book / "linked.bib").symlink_to(tmp_path / "outside.bib")
+    page = book / "averages.md"
+    text = page.read_text(encoding="utf-8")
+    page.write_text(text + "\n:bibliography:`../outside.bib`\n\n:bibliography:`linked.bib`\n\n:bibliography:`refs.bib`\n"
+                    "\n```\n:bibliography:`../shown-as-code.bib`\n```\n", encoding="utf-8")
+    first = text.count("\n") + 2
+    found = [e.shown() for e in check_book(load_config(book)) if "bibliography file" in e.shown()]
+    assert found == [
+        f"averages.md:{first}: bibliography file ../outside.bib is outside the book's folder (it leads to "
+        f"{tmp_path / 'outside.bib'}): the builder reads no file outside the book",
+        f"averages.md:{first + 2}: bibliography file linked.bib is outside the book's folder (it leads to "
+        f"{tmp_path / 'outside.bib'}): the builder reads no file outside the book"]
