@@ -11,7 +11,7 @@ book without bib files), :mod:`.apidoc` (autodoc of the book's own library, read
 (the pages to read again are all purged first, so a label may move between pages),
 :mod:`.navtree` (furo's sidebar tree made once per folder, not once per page), :mod:`.learn`
 (what the run imported, for the warm processes to import before their next fork), :mod:`.paths`
-(an image outside the book is refused before Sphinx copies it into the site), :mod:`.access`
+(every file a page makes Sphinx read or copy stays inside the book; TeX that reads files is refused), :mod:`.access`
 (alt text, image sizes, header cells and landmark names: what every reader needs) and
 :mod:`.solutions` (exercise solutions behind a summary a reader opens; out of the PDFs). Each
 module is also an extension on its own, so a test or a book can load just the parts it needs.
