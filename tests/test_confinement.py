@@ -116,11 +116,15 @@ def test_files_inside_the_book_are_read_as_before(tmp_path: Path) -> None:
     assert any(out.glob("_downloads/*/inside.txt"))
 
 
-def test_a_docutils_standard_include_cannot_climb_out(tmp_path: Path) -> None:
+@pytest.mark.parametrize("myst", [False, True], ids=["eval-rst", "myst"])
+def test_a_docutils_standard_include_cannot_climb_out(tmp_path: Path, myst: bool) -> None:
     book, src = _book(tmp_path)
     rel = os.path.relpath(tmp_path / "secret.txt", Path(importlib.import_module("docutils.parsers.rst").__file__).parent
                           / "include")
-    warnings, out = _sphinx(book, src, f"# P\n\n```{{eval-rst}}\n.. include:: <{rel}>\n   :literal:\n```\n")
+    page = (f"# P\n\n```{{include}} <{rel}>\n:literal:\n```\n" if myst
+            else f"# P\n\n```{{eval-rst}}\n.. include:: <{rel}>\n   :literal:\n```\n")
+    warnings, out = _sphinx(book, src, page)
+    assert f"include:: <{rel}> is outside the book's folder" in warnings, warnings
     assert _published(out) == [], warnings
 
 

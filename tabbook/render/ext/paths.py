@@ -113,15 +113,20 @@ def _stop(message: str, location: nodes.Node) -> None:
 SPHINX_RESOLVED = frozenset({"include", "literalinclude", "graphviz", "image", "figure"})
 
 
+def _standard(named: str) -> list[str | Path]:
+    """An include's ``<name>``: docutils' standard definitions (``<isonum.txt>``), read from
+    docutils' own folder: nothing to check when it stays there, else where it leads."""
+    standard = Path(Include.standard_include_path)
+    there = standard / named[1:-1]
+    return [] if os.path.realpath(there).startswith(os.path.realpath(standard) + os.sep) else [there]
+
+
 def _candidates(directive: Directive, named: str) -> list[str | Path]:
     """Where ``named`` is read from, as the directive finds it (a name leading out is refused)."""
     document = directive.state.document
     settings = document.settings
     if directive.name == "include" and named.startswith("<") and named.endswith(">"):
-        # docutils' standard definitions (<isonum.txt>): inside docutils' own folder, or nothing.
-        standard = Path(getattr(directive, "standard_include_path", Include.standard_include_path))
-        there = standard / named[1:-1]
-        return [] if os.path.realpath(there).startswith(os.path.realpath(standard) + os.sep) else [there]
+        return _standard(named)
     env = getattr(settings, "env", None)
     if env is not None and (directive.name in SPHINX_RESOLVED or (os.path.isabs(named) and not os.path.exists(named))):
         # Sphinx's readers, and Sphinx's csv-table for an absolute name that does not exist.
@@ -212,9 +217,11 @@ class _ConfinedMystInclude:
         document, named = self.document, "".join(s.strip() for s in self.arguments[0].splitlines())  # type: ignore[attr-defined]
         env = getattr(document.settings, "env", None)
         book = _book(env) if env is not None else None
-        if book is not None and not (named.startswith("<") and named.endswith(">")):
-            # As MyST finds it under Sphinx: Sphinx's way (relfn2path).
-            if (real := _outside(book, [env.relfn2path(named, env.docname)[1]])) is not None:
+        if book is not None:
+            # As MyST finds it under Sphinx: docutils' folder for <name>, else Sphinx's way (relfn2path).
+            standard = named.startswith("<") and named.endswith(">")
+            found = _standard(named) if standard else [env.relfn2path(named, env.docname)[1]]
+            if (real := _outside(book, found)) is not None:
                 _stop(refusal(f"{self.name}::", named, real), _where(None, document["source"], self.lineno))  # type: ignore[attr-defined]
                 return []
         return super().run()  # type: ignore[misc]
