@@ -108,6 +108,9 @@ def test_a_100_mb_print_is_cut_while_it_runs_with_a_visible_note(tmp_path: Path)
     assert text.startswith("z" * 19_000) and "after the flood" not in text
     assert "[tabbook] output truncated: this cell produced 100,000,016 bytes of output; [build] " \
            "max_output_bytes keeps 20,000" in text
+    # What the run kept is read back under the same cap (the store checks every entry it reads).
+    again = tabbook(book, overlay, "build", "--frozen", "--builder", "")
+    assert again.returncode == 0, again.stdout + again.stderr
 
 
 def test_a_cell_over_the_memory_limit_fails_at_its_line_and_the_fix_builds(tmp_path: Path) -> None:
