@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from tabbook.book import Book, read_book
 from tabbook.config import Config
-from tabbook.errors import BookError, flatten, judge, raise_all, stops
+from tabbook.errors import BookError, flatten, judge, raise_all, stops, unfiltered
 from tabbook.execute.gpus import Devices, detect
 from tabbook.execute.plan import Notebooks, Plan, Selection, UnitOutcome, UnitStatus
 from tabbook.execute.runner import Runner
@@ -363,7 +363,10 @@ def _runner(config: Config, the_plan: Plan, opts: Options, log: Callable[[str], 
     from tabbook.execute.progress import LiveStatus
 
     # A long cell is not silence: its file.md:LINE and time so far, live on a terminal, every 30 s in a log.
-    live = LiveStatus(log, sys.stdout, interactive=log is print and sys.stdout.isatty())
+    # Its own redrawing (a carriage return, erase-line) goes to the terminal itself; every line
+    # it logs goes through the command line's filter (errors.TerminalStream).
+    stream = unfiltered(sys.stdout)
+    live = LiveStatus(log, stream, interactive=log is print and stream.isatty())
     runner = Runner(opts.jobs or os.cpu_count() or 1, env, progress=log,
                     devices=Devices(gpus, per_gpu=config.units_per_gpu), live=live, lent=opts.kernels)
     if opts.kernels is not None:

@@ -60,6 +60,7 @@ from tabbook.settings import (
     import_stack,
     interpreter,
     key_line,
+    language,
     leads_outside,
     leaves_book,
     library_module,
@@ -76,6 +77,7 @@ from tabbook.settings import (
     tab_list,
     text,
     top_level_modules,
+    url_template,
     version_text,
     words,
 )
@@ -253,10 +255,10 @@ class Site:
     """The reader's site (``[site]``, tabbook's own section; used by :mod:`tabbook.render.site`)."""
 
     branch: str = setting("site", "branch", "main", text, "the branch the Colab links open")
-    colab_url: str = setting("site", "colab_url", "", text, "template of a notebook's Colab link, with "
+    colab_url: str = setting("site", "colab_url", "", url_template, "template of a notebook's Colab link, with "
                              "{repo} {branch} {path}; default: Colab's GitHub URL when [project] "
                              "repository names a GitHub repository")
-    pdf_url: str = setting("site", "pdf_url", "", text, "template of a PDF's link, with {name} {fw}; "
+    pdf_url: str = setting("site", "pdf_url", "", url_template, "template of a PDF's link, with {name} {fw}; "
                            "default: build/pdf/NAME-FW.pdf, copied into the site, when it exists")
     front_page: bool = setting("site", "front_page", "true", boolean,
                                "the root page gains the generated front matter (picker, contents, downloads)")
@@ -287,6 +289,11 @@ class Html:
                                            "stylesheets every page loads after tabbook's", field_default=())
     include_js: tuple[str, ...] = setting("html", "include_js", "", book_globs, "root-relative globs of "
                                           "scripts every page loads after tabbook's", field_default=())
+    raw_html: str = setting("html", "raw_html", "allow", choice("allow", "escape", why="must be allow "
+                            "(d2lbook's: HTML in the pages is the page's) or escape"),
+                            "HTML written in the pages (HTML blocks, inline tags, raw html blocks): allow "
+                            "(d2lbook's) publishes it as it is, script included; escape shows it as text "
+                            "(README: Security model)", field_default="allow", overlay=False)
 
 
 @dataclass(frozen=True)
@@ -465,7 +472,7 @@ class Config:
                            "(d2lbook's release)", aliases=(("project", "release"),))
     copyright: str = setting("project", "copyright", "", text, "the footer's copyright line (none when "
                              "empty, as in d2lbook)")
-    lang: str = setting("project", "lang", "", text, "the book's language (en, zh, ja, ...): the pages' "
+    lang: str = setting("project", "lang", "", language, "the book's language (en, zh, ja, ...): the pages' "
                         "lang attribute and Sphinx's own words (default: en)")
     repository: str = setting("project", "repository", "", text, "where the sources live (view-source "
                               "and notebook links); a GitHub repository adds Colab links")

@@ -27,6 +27,11 @@ builder and runs it:
   ``tabbook_preview_status``, :mod:`tabbook.render.ext.preview`) read it after each reload and show
   the error (``file.md:LINE: ...``) in a banner. Pages built by ``make html`` have no such script;
   the status file is removed when the server stops.
+- It answers only a browser that is on this machine and asked for it by a local name
+  (:class:`LocalOnly`): a request whose ``Host`` is not ``localhost``, ``127.0.0.1`` or ``[::1]``
+  (or the address given to ``--host``) with the server's port is refused (DNS rebinding: a
+  foreign page whose name has been pointed at 127.0.0.1 would otherwise read the draft site and
+  its status file), and so is a request or websocket whose ``Origin`` is another site's.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from tabbook.config import Config, load_config
 from tabbook.errors import BookError
@@ -56,6 +62,82 @@ STATUS_URL = "/" + STATUS_NAME  # build/html is served at the server's root
 ROOT_FILES = ("config.ini", "conf.py", "references.bib")
 ROOT_DIRS = ("img", "static")
 SPHINX_UNFINISHED = ("Sphinx is still rendering, or it failed: see the terminal running `tabbook serve`.")
+
+
+#: The names a browser on this machine reaches the preview by. DNS can point any other name at
+#: 127.0.0.1, so another name in ``Host`` is a foreign page's request (DNS rebinding).
+LOCAL_NAMES = ("localhost", "127.0.0.1", "[::1]")
+#: Bind addresses that name no one host: binding one still answers only :data:`LOCAL_NAMES`.
+WILDCARDS = ("", "0.0.0.0", "::", "[::]")
+
+
+def allowed_hosts(host: str, port: int) -> frozenset[str]:
+    """The ``Host`` values the preview answers, lower case: a local name with the server's port
+    (without it only on port 80), and the address ``--host`` bound when it names one."""
+    names = list(LOCAL_NAMES)
+    bound = host.strip().lower()
+    if bound not in WILDCARDS:
+        names.append(f"[{bound}]" if ":" in bound and not bound.startswith("[") else bound)
+    hosts = {f"{name}:{port}" for name in names}
+    if port == 80:
+        hosts.update(names)
+    return frozenset(hosts)
+
+
+class LocalOnly:
+    """ASGI middleware around the preview's app (sphinx-autobuild's Starlette app): a request or
+    websocket handshake is passed on only when its ``Host`` is one of :func:`allowed_hosts` and
+    its ``Origin``, when it has one, is ``http://`` one of them. Anything else gets 403 (a
+    websocket: the handshake is refused, which a browser also sees as 403) before the app sees it.
+
+    Why both: ``Host`` stops DNS rebinding (the attacker's name resolves to 127.0.0.1, so the
+    browser sends its own name); ``Origin`` stops a foreign page that connects to
+    ``ws://127.0.0.1:PORT`` directly, which browsers allow for websockets whatever the server
+    says, and a cross-site form post. A request without ``Origin`` is a navigation or a program
+    on this machine, not a foreign page's script."""
+
+    def __init__(self, app: Any, host: str, port: int) -> None:
+        self.app = app
+        self.hosts = allowed_hosts(host, port)
+        self.origins = frozenset(f"http://{h}" for h in self.hosts)
+
+    def refusal(self, scope: dict[str, Any]) -> str:
+        """Why the request is refused ("" if it is not)."""
+        headers: dict[bytes, list[bytes]] = {}
+        for name, value in scope.get("headers") or ():
+            headers.setdefault(name.lower(), []).append(value)
+        hosts = headers.get(b"host", [])
+        if len(hosts) != 1 or hosts[0].decode("latin-1").lower() not in self.hosts:
+            return "this preview answers only localhost, 127.0.0.1 or [::1] with its port in Host"
+        origins = headers.get(b"origin", [])
+        if len(origins) > 1 or (origins and origins[0].decode("latin-1").lower() not in self.origins):
+            return "this preview answers no other site's pages (Origin)"
+        return ""
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        kind = scope.get("type")
+        why = self.refusal(scope) if kind in ("http", "websocket") else ""
+        if not why:
+            await self.app(scope, receive, send)
+        elif kind == "http":
+            body = (why + "\n").encode()
+            await send({"type": "http.response.start", "status": 403,
+                        "headers": [(b"content-type", b"text/plain; charset=utf-8"),
+                                    (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body})
+        else:
+            await receive()  # websocket.connect
+            await send({"type": "websocket.close", "code": 1008})  # before accept: HTTP 403
+
+
+def local_only_apps(autobuild_main: Any, host: str, port: int) -> None:
+    """Make sphinx-autobuild's app (its ``_create_app``) come wrapped in :class:`LocalOnly`."""
+    create = autobuild_main._create_app
+
+    def guarded(*args: Any, **kwargs: Any) -> LocalOnly:
+        return LocalOnly(create(*args, **kwargs), host, port)
+
+    autobuild_main._create_app = guarded
 
 
 def html_dir(config: Config) -> Path:
@@ -232,6 +314,7 @@ def serve(config: Config, host: str, port: int, build_first: bool = True) -> int
     # sphinx-autobuild makes its builder from this name: ours, for this book. Its rebuilds run in
     # its forked workers.
     autobuild_main.Builder = functools.partial(PreviewRebuild, config)  # type: ignore[misc]
+    local_only_apps(autobuild_main, host, port)
     source_dir(config).mkdir(parents=True, exist_ok=True)  # sphinx-autobuild needs it to exist
     write_status(config)
     os.chdir(config.root)  # sphinx-autobuild resolves its default ignores (.git, .venv, ...) here
