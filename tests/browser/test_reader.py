@@ -117,3 +117,30 @@ def test_images_have_words_and_a_size_before_they_load(browser: Any, real_server
         assert img["w"] and img["h"], f"no size: {img}"
         width, height = img["box"]
         assert height > 50 and abs(height - width * int(img["h"]) / int(img["w"])) < 2, img  # box kept
+
+
+# Every underlined piece of code on the page that is not a link: which token, which text.
+UNDERLINED_CODE = """() => [...document.querySelectorAll('article .highlight pre *')]
+  .filter(el => !el.closest('a') && getComputedStyle(el).textDecorationLine.includes('underline'))
+  .map(el => `${el.className}: ${el.textContent}`)"""
+
+
+@needs_book
+@pytest.mark.parametrize("how", ["toggle", "system"])
+def test_dark_mode_does_not_underline_code_like_links(browser: Any, real_server: Any, how: str) -> None:
+    """Furo's dark code style underlined module names (`from d2l import torch`): they read as
+    links. Dark by the theme toggle, or by the system's setting with the theme on auto."""
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900},
+                              color_scheme="dark" if how == "system" else "light")
+    try:
+        page = ctx.new_page()
+        page.goto(f"{real_server.url}/chapter_gpus/devices.html", wait_until="networkidle")
+        page.evaluate(f"document.body.dataset.theme = '{'dark' if how == 'toggle' else 'auto'}'")
+        assert page.evaluate("getComputedStyle(document.body).backgroundColor") != "rgb(255, 255, 255)"
+        modules = page.locator("article .highlight pre .nn")
+        assert modules.count() > 0 and "d2l" in modules.all_inner_texts()
+        assert page.evaluate(UNDERLINED_CODE) == []
+        assert modules.first.evaluate("el => getComputedStyle(el).color") != \
+            page.evaluate("getComputedStyle(document.querySelector('article .highlight pre')).color")  # still coloured
+    finally:
+        ctx.close()
