@@ -8,6 +8,10 @@ it, with comments and ``#@save`` marks taken out and a cell without outputs show
 the next one; a section without marks has no deck. The outputs are the freeze store's, the
 same the page shows. A cell marked ``#@hide``/``#@hide_code`` is left out, ``#@hide_output``
 shows its code only. The first slide after a subsection's heading carries it as its title.
+A slide too long for its frame goes on over more slides under the same heading (:func:`paginate`,
+cut between cells by an estimate of their height), and the decks' script shrinks each slide to fit
+its 1100×700 frame (``slides_static/tabbook-slides.js``): a presenter sees all of it, unscrolled.
+An error output shows the exception's statement, not its frames (:func:`error_text`).
 
 The decks are plain HTML under ``build/html/_slides/<section>-<framework>.html``, written before
 Sphinx runs so the pages can link the ones that exist; reveal.js (from the npm registry, the
