@@ -83,9 +83,12 @@ class BuildResult:
         return [u for u in self.outcomes if u.status is not None]
 
     def gpu_summary(self) -> str:
-        """"GPU outputs in 3 of 20 units (pytorch 3/5, jax 0/5, …)": what the build's last line says."""
+        """"GPU outputs in 3 of 20 units (pytorch 3/5, jax 0/5, …)": what the build's last line says.
+        "" for a book that has nothing to do with GPUs (no unit asked for one, none ran on one):
+        "GPU outputs in 0 of 2 units" on every build of a book of plain Python is noise."""
         shown = {u.id: u.device for u in self.outcomes if u.device}
-        if not shown:
+        asked = any(u.gpu_need for u in self.outcomes)
+        if not shown or (not asked and all(device == "CPU only" for device in shown.values())):
             return ""
         per: dict[str, list[int]] = {}
         for (_, fw), device in shown.items():

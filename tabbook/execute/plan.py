@@ -116,6 +116,7 @@ class UnitOutcome:
     origin: str | None = None
     current: bool = False  # its entry matches its key (a forced unit runs all the same)
     phases: dict[str, float] = field(default_factory=dict)  # when each step of its run happened (job.Result)
+    gpu_need: int = 0  # how many GPUs its code asks for ([build] gpus or its code: gpus.guess_need)
 
     @property
     def id(self) -> tuple[str, str]:
@@ -402,6 +403,7 @@ def _plan_unit(out: Plan, config: Config, section: Section, fw: str, entry: Entr
                                                             current=bool(matched))
     declared = config.declared_gpus(section.path)
     need = declared if declared is not None else guess_need("\n".join(c.source for c in cells))
+    record.gpu_need = need
     alone = config.runs_alone(section.path)
     record.placement = describe_need(need, alone)
     if matched and entry is not None and not (selection.force and selected):

@@ -1,0 +1,62 @@
+"""What an author's terminal and a reader's provenance line say (issue 52, "Authors' terminal"):
+unit-level checks, no build."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from tabbook.build import BuildResult
+from tabbook.execute.job import Job
+from tabbook.execute.plan import UnitOutcome
+from tabbook.execute.worker import provenance
+from tabbook.render.front import computed_lines
+from tabbook.render.merge import describe_provenance
+
+
+def _job(import_name: str) -> Job:
+    return Job(notebook={}, section="a.md", framework="plain", kernel_name="k", import_name=import_name,
+               cwd=".", timeout=10)
+
+
+def test_a_tab_without_a_framework_records_no_framework_version() -> None:
+    """The starter book's plain tab imports IPython (to check its kernel) and its stdlib tab
+    ``statistics``: neither version is the tab's. A real framework's is kept."""
+    info = {"framework_version": "9.18.1", "python": "3.11.7"}
+    assert provenance(_job("IPython"), info)["framework_version"] == "?"
+    assert provenance(_job("statistics"), {"framework_version": "?"})["framework_version"] == "?"
+    assert provenance(_job("torch"), {"framework_version": "2.13.0"})["framework_version"] == "2.13.0"
+
+
+def as_text(myst: str) -> str:
+    """MyST's backslash escapes undone (the entry's values are escaped): the text a reader sees."""
+    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", myst)
+
+
+def test_an_unknown_version_is_left_out_of_the_provenance_lines() -> None:
+    prov = {"device": "CPU only", "cpu": "AMD EPYC", "gpus": [], "framework_version": "?", "python": "3.11.7",
+            "date": "2026-12-02"}
+    [line] = computed_lines("statistics", [prov])
+    assert as_text(line) == "CPU only (AMD EPYC), Python 3.11.7: 1 section, 2026-12-02"
+    assert as_text(describe_provenance("statistics", prov)) == (
+        "statistics outputs computed on CPU only (AMD EPYC), Python 3.11.7, 2026-12-02.")
+    known = {**prov, "framework_version": "2.13.0"}
+    assert "PyTorch 2.13.0, Python 3.11.7" in as_text(computed_lines("PyTorch", [known])[0])
+    assert "CPU only (AMD EPYC), PyTorch 2.13.0, Python 3.11.7" in as_text(describe_provenance("PyTorch", known))
+
+
+def _unit(fw: str, device: str, need: int = 0) -> UnitOutcome:
+    prov: dict[str, Any] = {"device": device, "gpus": [] if device == "CPU only" else [device]}
+    unit = UnitOutcome("a.md", fw, gpu_need=need)
+    unit.notebook = {"cells": [], "metadata": {"tabbook": {"provenance": prov}}}
+    return unit
+
+
+def test_the_gpu_summary_says_nothing_for_a_book_without_gpus() -> None:
+    """Every build of the starter book said "GPU outputs in 0 of 2 units"."""
+    assert BuildResult(outcomes=[_unit("plain", "CPU only"), _unit("stdlib", "CPU only")]).gpu_summary() == ""
+    # A unit that asks for a GPU (try_gpu) and got none is worth saying; so is one that ran on one.
+    asked = BuildResult(outcomes=[_unit("pytorch", "CPU only", need=1), _unit("jax", "CPU only")])
+    assert asked.gpu_summary() == "GPU outputs in 0 of 2 units (pytorch 0/1, jax 0/1)"
+    ran = BuildResult(outcomes=[_unit("pytorch", "1× H100"), _unit("jax", "CPU only")])
+    assert ran.gpu_summary() == "GPU outputs in 1 of 2 units (pytorch 1/1, jax 0/1)"
