@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import os
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -35,10 +36,44 @@ def config(tmp_path: Path) -> Config:
 # --- files --------------------------------------------------------------------------------------
 
 def test_init_has_the_version_and_imports_nothing(config: Config) -> None:
+    """Nothing but ``sys`` (loaded already) at import time; the plotting hint's own import of
+    importlib.metadata runs only when a plotting module is missing."""
     init = generate_library(config, [])["d2l/__init__.py"]
     tree = ast.parse(init)
-    assert not any(isinstance(n, (ast.Import, ast.ImportFrom)) for n in ast.walk(tree))
+    top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    assert [ast.unparse(n) for n in top] == ["import sys as _sys"]
     assert '__version__ = "1.2.3"' in init and "from d2l import torch as d2l" in ast.get_docstring(tree)
+
+
+def _import_matplotlib_without_it(site: Path) -> tuple[str, str]:
+    """Import the package at ``site`` in a Python without site-packages (so no matplotlib),
+    then matplotlib: the error's ``name`` and text."""
+    code = (f"import sys; sys.path.insert(0, {str(site)!r}); import d2l\n"
+            "try:\n    import matplotlib\nexcept ModuleNotFoundError as e:\n    print(e.name); print(e)")
+    proc = subprocess.run([sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    name, text = proc.stdout.strip().split("\n", 1)
+    return name, text
+
+
+def test_a_missing_plotting_module_names_the_plot_extra(config: Config, tmp_path: Path) -> None:
+    """Issue 52: ``use_svg_display()`` without the ``plot`` extra raised a bare
+    ``ModuleNotFoundError``; the error now says what to install, from the installed package's
+    own metadata (its name, version and extras), and is still a ModuleNotFoundError of that name."""
+    site = tmp_path / "site"
+    (site / "d2l").mkdir(parents=True)
+    (site / "d2l" / "__init__.py").write_text(generate_library(config, [])["d2l/__init__.py"])
+    name, text = _import_matplotlib_without_it(site)
+    assert name == "matplotlib" and "No module named 'matplotlib'" in text
+    assert "install matplotlib and matplotlib-inline" in text  # not installed as a distribution
+    info = site / "d2l-1.2.3.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: d2l\nVersion: 1.2.3\nProvides-Extra: plot\n"
+                                   "Provides-Extra: torch\n")
+    (info / "top_level.txt").write_text("d2l\n")
+    name, text = _import_matplotlib_without_it(site)
+    assert name == "matplotlib"
+    assert "pip install 'd2l[plot]==1.2.3'" in text, text
 
 
 def test_pyproject_reads_the_version_the_generator_writes() -> None:
