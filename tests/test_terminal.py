@@ -60,3 +60,65 @@ def test_the_gpu_summary_says_nothing_for_a_book_without_gpus() -> None:
     assert asked.gpu_summary() == "GPU outputs in 0 of 2 units (pytorch 0/1, jax 0/1)"
     ran = BuildResult(outcomes=[_unit("pytorch", "1× H100"), _unit("jax", "CPU only")])
     assert ran.gpu_summary() == "GPU outputs in 1 of 2 units (pytorch 1/1, jax 0/1)"
+
+
+# --- Contributors: outputs kept from earlier code (issue 52) ----------------------------------
+
+GPU_PAGE = """# Devices
+
+Prose.
+
+```{.python .input}
+%%tab pytorch
+import os
+```
+
+More prose.
+
+```{.python .input}
+%%tab pytorch
+print('first')
+```
+
+```{.python .input}
+%%tab pytorch
+print('second')
+```
+"""
+
+
+def _cells(text: str) -> list[Any]:
+    from tabbook.source.read import read_section
+    from tabbook.source.split import split_section
+
+    return split_section(read_section(text, "ch/devices.md", ("pytorch",), "pytorch"), "pytorch")
+
+
+def _entry(cells: list[Any]) -> Any:
+    from tabbook.execute.store import Entry
+
+    return Entry({"cells": [{"cell_type": "code", "source": c.source, "metadata": {"tags": list(c.tags)},
+                             "outputs": []} for c in cells], "metadata": {}})
+
+
+def test_outdated_outputs_are_located_at_the_first_edited_cell() -> None:
+    """A CPU-only contributor edits a GPU section's third cell: the warning named the section's
+    first cell (line 5); it names the edited one."""
+    from tabbook.execute.plan import first_edited_line
+
+    before = _cells(GPU_PAGE)
+    assert [c.cell.line for c in before] == [5, 12, 17]
+    entry = _entry(before)
+    assert first_edited_line(entry, _cells(GPU_PAGE.replace("'second'", "'2nd'"))) == 17
+    assert first_edited_line(entry, _cells(GPU_PAGE.replace("'first'", "'1st'"))) == 12
+    added = GPU_PAGE + "\n```{.python .input}\n%%tab pytorch\nprint('third')\n```\n"
+    assert first_edited_line(entry, _cells(added)) == 22  # the new cell
+    assert first_edited_line(entry, before) == 5  # the code is the same: the library or lock changed
+
+
+def test_outdated_outputs_say_what_a_contributor_can_do() -> None:
+    from tabbook.execute.plan import refresh_hint
+
+    hint = refresh_hint("ch/devices.md", "pytorch")
+    assert "open a pull request" in hint and "make gpu-bundle" in hint and "scripts/gpu-build.sh" in hint
+    assert "`tabbook build --execute-here --only ch/devices.md --frameworks pytorch`" in hint
