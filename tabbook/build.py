@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from tabbook.book import Book, read_book
 from tabbook.config import Config
-from tabbook.errors import BookError, flatten, judge, raise_all, stops
+from tabbook.errors import BookError, BookErrors, flatten, judge, raise_all, stops
 from tabbook.execute.gpus import Devices, detect
 from tabbook.execute.plan import Notebooks, Plan, Selection, UnitOutcome, UnitStatus
 from tabbook.execute.runner import Runner
@@ -99,6 +99,17 @@ class BuildResult:
         parts = ", ".join(f"{fw} {c[0]}/{c[1]}" for fw, c in per.items())
         return f"GPU outputs in {gpu} of {len(shown)} units ({parts})"
 
+    def failure_summary(self, errors: int) -> str:
+        """The last line of a build that failed on ``errors`` problems, after they are listed:
+        "[failed] 12 problems (9 errors, 3 warnings)", the warnings being those logged while it
+        ran (a strict build's are errors, so it has none but of kinds that stay warnings)."""
+        warnings = sum(severity == "warning" for severity, _ in self.problems)
+
+        def n(count: int, what: str) -> str:
+            return f"{count} {what}{'s' * (count != 1)}"
+
+        return f"[failed] {n(errors + warnings, 'problem')} ({n(errors, 'error')}, {n(warnings, 'warning')})"
+
     def as_report(self) -> dict[str, Any]:
         problems = [{"severity": severity, "kind": p.kind.slug if p.kind else None, "path": p.path,
                      "line": p.line, "message": p.message} for severity, p in self.problems]
@@ -166,7 +177,11 @@ def _build(config: Config, opts: Options, log: Callable[[str], Any]) -> BuildRes
             except BookError as exc:
                 rendered = flatten([exc])
             kept += result.report(_not_said(rendered, result), strict, log)
-        raise_all(sorted(kept, key=lambda e: (e.path or "", e.line or 0)))
+        failed = sorted(flatten(kept), key=lambda e: (e.path or "", e.line or 0))
+        if failed:
+            failure = failed[0] if len(failed) == 1 else BookErrors(failed)
+            failure.summary = result.failure_summary(len(failed))  # type: ignore[attr-defined]
+            raise failure
     finally:
         if site is not None:
             site.call_off()  # a failed build: the early Sphinx reads and writes nothing

@@ -122,3 +122,47 @@ def test_outdated_outputs_say_what_a_contributor_can_do() -> None:
     hint = refresh_hint("ch/devices.md", "pytorch")
     assert "open a pull request" in hint and "make gpu-bundle" in hint and "scripts/gpu-build.sh" in hint
     assert "`tabbook build --execute-here --only ch/devices.md --frameworks pytorch`" in hint
+
+
+# --- a failed build ends with its count --------------------------------------------------------
+
+def test_failure_summary_counts_errors_and_warnings() -> None:
+    from tabbook.errors import BookError
+
+    result = BuildResult(problems=[("warning", BookError("w", "a.md", 1)), ("error", BookError("e", "a.md", 2))])
+    assert result.failure_summary(1) == "[failed] 2 problems (1 error, 1 warning)"
+    assert BuildResult().failure_summary(3) == "[failed] 3 problems (3 errors, 0 warnings)"
+
+
+def test_a_strict_build_that_fails_ends_with_the_count(tmp_path: Any, capsys: Any) -> None:
+    """The errors are listed, located, and the last line says how many there were."""
+    from tabbook.cli import main
+
+    (tmp_path / "config.ini").write_text("[build]\nnotebooks = *.md\n")
+    (tmp_path / "index.md").write_text("# Book\n\n```toc\npage\n```\n")
+    (tmp_path / "page.md").write_text("# Page\n\nSee :numref:`nowhere` and :numref:`elsewhere`.\n")
+    assert main(["-C", str(tmp_path), "build", "--strict", "--no-render"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert [line for line in err if line.startswith("page.md:3:")][:2] and len(err) >= 3
+    assert err[-1] == "[failed] 2 problems (2 errors, 0 warnings)"
+
+
+def test_a_duplicate_label_on_one_page_is_said_once() -> None:
+    """A label given twice on one page: the check says so at the second, then docutils said it
+    again in its own words ("Duplicate explicit target name", "Duplicate ID") as Sphinx warnings."""
+    from tabbook.build import _not_said
+    from tabbook.errors import BookError
+    from tabbook.problems import Problem
+    from tabbook.render.diagnostics import kind_of
+
+    said = BuildResult(problems=[("warning", BookError("duplicate label 'fig_a' (first defined at line 5)",
+                                                       "aaa.md", 11, kind=Problem.DUPLICATE_LABEL))])
+    records = [{"message": 'Duplicate explicit target name: "fig_a".', "location": "aaa.md:10"},
+               {"message": 'Duplicate ID: "equation-eq-x" used by <target ids="equation-eq-x"> and …',
+                "level": "ERROR"}]
+    assert [kind_of(r) for r in records] == [Problem.DUPLICATE_LABEL, Problem.DUPLICATE_LABEL]
+    again = [BookError(str(r["message"]), "aaa.md", 10 if "location" in r else None, kind=kind_of(r)) for r in records]
+    assert _not_said(again, said) == []
+    # a Sphinx warning of another kind on that page is still said
+    other = BookError("something else", "aaa.md", 3, kind=Problem.SPHINX)
+    assert _not_said([other], said) == [other]
