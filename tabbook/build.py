@@ -357,9 +357,9 @@ def _build_pdfs(config: Config, frameworks: tuple[str, ...] | None, *, frozen: b
         build(config, Options(Selection(frozen_only=frozen, force=force), render=False, execute=False,
                               jobs=jobs), log=log)
         raise no_tex
-    build(config, Options(Selection(frozen_only=frozen, force=force), builder="latex", jobs=jobs, sphinx=sphinx),
-          log=log)
-    return pdf.write_pdfs(config, wanted, jobs=jobs, log=log)
+    result = build(config, Options(Selection(frozen_only=frozen, force=force), builder="latex", jobs=jobs,
+                                   sphinx=sphinx), log=log)
+    return pdf.write_pdfs(config, wanted, jobs=jobs, log=log, unsaid=lambda found: _not_said(found, result))
 
 
 def _runner(config: Config, the_plan: Plan, opts: Options, log: Callable[[str], Any]) -> Runner:
