@@ -166,3 +166,58 @@ def test_a_duplicate_label_on_one_page_is_said_once() -> None:
     # a Sphinx warning of another kind on that page is still said
     other = BookError("something else", "aaa.md", 3, kind=Problem.SPHINX)
     assert _not_said([other], said) == [other]
+
+
+# --- make serve's terminal --------------------------------------------------------------------
+
+def test_a_preview_rebuild_says_each_warning_once_located_and_a_failure_says_what_is_served(
+        tmp_path: Any, capfd: Any, monkeypatch: Any) -> None:
+    """Issue 52: ``serve`` printed each warning twice (located by the stages, then as Sphinx's
+    raw line at ``build/src/…``), and a failed rebuild ended without saying that the server
+    goes on with the last good site."""
+    from tabbook.config import load_config
+    from tabbook.errors import BookError
+    from tabbook.render.sphinx import sphinx_command
+    from tabbook.serve import BUILD_FAILED, STATUS_URL, PreviewRebuild, html_dir
+
+    (tmp_path / "config.ini").write_text("[build]\nnotebooks = *.md\n")
+    (tmp_path / "index.md").write_text("# Book\n\n```toc\npage\n```\n")
+    page = tmp_path / "page.md"
+    page.write_text("# Page\n\n![Gone.](img/none.png)\n\nText.\n\n```{nosuchdirective}\nbody\n```\n")
+    config = load_config(tmp_path)
+    args = sphinx_command(config, "html", html_dir(config), {"tabbook_preview_status": STATUS_URL})[3:]
+    rebuild = PreviewRebuild(config, args, url_host="127.0.0.1:1")
+    rebuild(changed_paths=())
+    out, err = capfd.readouterr()
+    said = out + err
+    assert said.count("img/none.png") == 1 and "page.md:3: image file img/none.png does not exist" in said, said
+    unknown = [line for line in said.splitlines() if "nosuchdirective" in line]
+    assert len(unknown) == 1 and unknown[0].startswith("warning: page.md:7:"), said
+    assert "build/src" not in said and "WARNING:" not in said, said
+    assert said.rstrip().endswith("[serve] done; serving http://127.0.0.1:1/"), said
+
+    def stops(*args: Any, **kwargs: Any) -> None:  # any problem that stops a build
+        raise BookError("a problem no output can be made past", "page.md", 3)
+
+    monkeypatch.setattr("tabbook.build.build", stops)
+    rebuild(changed_paths=(page,))
+    out, err = capfd.readouterr()
+    assert "page.md:3: a problem no output" in err and out.rstrip().endswith(BUILD_FAILED), out + err
+
+
+def test_sphinx_autobuilds_own_chatter_is_off(capsys: Any) -> None:
+    """``serve`` began with sphinx-autobuild's banner lines and the file watcher's log."""
+    import logging
+    import types
+
+    import sphinx_autobuild.__main__ as real
+
+    from tabbook.serve import quiet_autobuild
+
+    fake = types.SimpleNamespace(show_message=real.show_message)
+    fake.show_message("Waiting to detect changes...")
+    assert "Waiting to detect changes" in capsys.readouterr().out  # what it said before
+    quiet_autobuild(fake)
+    fake.show_message("Waiting to detect changes...")
+    assert capsys.readouterr().out == ""
+    assert not logging.getLogger("watchfiles.main").isEnabledFor(logging.INFO)
