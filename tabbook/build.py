@@ -317,8 +317,12 @@ def _render(config: Config, book: Book, opts: Options, notebooks: Notebooks, ori
         notebooks.save()  # which entries needed no cleaning (render/sanitize.py)
     if site is not None:
         t1 = time.monotonic()
+        # Its progress, live on a terminal, a line now and then in a log (render/progress.py).
+        site.log, site.live = log, log is print and sys.stdout.isatty()
         if not site.finish(sources_changed=changed):
             log(f"[{opts.builder}] nothing changed: build/{opts.builder} is current")
+        else:
+            log(rendered_line(opts.builder, site.rendered_pages({s.path for s in book.sections})))
         result.sphinx_seconds = time.monotonic() - t1
         result.sphinx_set_up_ahead = site.set_up_ahead
     if opts.builder == "html":
@@ -332,6 +336,15 @@ def _render(config: Config, book: Book, opts: Options, notebooks: Notebooks, ori
             log("[html] the site has no PDFs (none in build/pdf): its pages say \"PDF: not in "
                 "this build\"; `tabbook site` builds the site with its PDFs")
     return site.problems if site is not None else []
+
+
+def rendered_line(builder: str, pages: list[str], shown: int = 5) -> str:
+    """"[html] rendered 2 pages: a.md, b.md": which pages a Sphinx run read again (the first
+    ``shown`` of them, then how many more)."""
+    if not pages:
+        return f"[{builder}] rendered: no page read again (the site's other files changed)"
+    names = ", ".join(pages[:shown]) + (f" and {len(pages) - shown} more" if len(pages) > shown else "")
+    return f"[{builder}] rendered {len(pages)} page{'s' * (len(pages) != 1)}: {names}"
 
 
 def build_pdfs(config: Config, frameworks: tuple[str, ...] | None = None, *, frozen: bool = False,

@@ -221,3 +221,55 @@ def test_sphinx_autobuilds_own_chatter_is_off(capsys: Any) -> None:
     fake.show_message("Waiting to detect changes...")
     assert capsys.readouterr().out == ""
     assert not logging.getLogger("watchfiles.main").isEnabledFor(logging.INFO)
+
+
+# --- rendering is not silence ------------------------------------------------------------------
+
+def test_render_progress_reads_the_runs_lines(tmp_path: Any) -> None:
+    from tabbook.render.progress import read_pages, read_progress
+
+    path = tmp_path / "html.progress"
+    assert read_progress(path).line("html") == "[html] rendering: starting"
+    path.write_text("n 40\nr ch/a\nr api\nr ch/a\n")
+    assert read_progress(path).line("html") == "[html] rendering: reading 3 of 40 pages"
+    path.write_text("n 40\nr ch/a\nr api\nw ch/a\n")
+    assert read_progress(path).line("html") == "[html] rendering: read 2 of 40 pages, wrote 1"
+    assert read_pages(path, {"ch/a.md", "ch/b.md"}) == ["ch/a.md", "api"]
+
+
+def test_render_progress_in_a_log_says_a_line_now_and_then(tmp_path: Any) -> None:
+    """In a log (not a terminal) a long render says how far it is every LOG_PERIOD seconds."""
+    import io
+
+    from tabbook.render.progress import LOG_PERIOD, RenderProgress
+
+    path = tmp_path / "html.progress"
+    path.write_text("n 10\nr a\n")
+    now = [100.0]
+    lines: list[str] = []
+    progress = RenderProgress(path, "html", lines.append, clock=lambda: now[0])
+    progress.tick()
+    assert lines == []  # a short run says nothing
+    now[0] += LOG_PERIOD
+    progress.tick()
+    assert lines == ["[html] rendering: reading 1 of 10 pages (30s)"]
+    stream = io.StringIO()
+    live = RenderProgress(path, "html", lines.append, stream, interactive=True)
+    live.tick()
+    assert stream.getvalue() == "\r\x1b[K[html] rendering: reading 1 of 10 pages"
+
+
+def test_a_build_says_which_pages_it_rendered(tmp_path: Any, capsys: Any) -> None:
+    from tabbook.build import rendered_line
+    from tabbook.cli import main
+
+    assert rendered_line("html", [f"p{i}.md" for i in range(7)]) == (
+        "[html] rendered 7 pages: p0.md, p1.md, p2.md, p3.md, p4.md and 2 more")
+    (tmp_path / "config.ini").write_text("[build]\nnotebooks = *.md\n")
+    (tmp_path / "index.md").write_text("# Book\n\n```toc\npage\n```\n")
+    (tmp_path / "page.md").write_text("# Page\n\nText.\n")
+    assert main(["-C", str(tmp_path), "build", "html"]) == 0
+    assert "[html] rendered 2 pages: index.md, page.md" in capsys.readouterr().out
+    (tmp_path / "page.md").write_text("# Page\n\nText.\n\nA second paragraph.\n")  # the front page shows the first
+    assert main(["-C", str(tmp_path), "build", "html"]) == 0
+    assert "[html] rendered 1 page: page.md" in capsys.readouterr().out
