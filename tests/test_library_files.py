@@ -25,6 +25,7 @@ from library_fixtures import (
 
 from tabbook.cli import main as cli_main
 from tabbook.config import Config, load_config
+from tabbook.errors import BookError
 from tabbook.library.generate import generate_library, stale_library, write_library
 
 
@@ -220,3 +221,32 @@ def test_the_books_own_library_is_generated_and_clean() -> None:
     for path, text in files.items():
         proc = ruff_check(text, path)
         assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_docstrings_cite_the_sites_address_when_the_book_names_it(tmp_path: Path) -> None:
+    """Issue 52: a ``pip install d2l`` user's ``help()`` named a page by its path in the site
+    (``a.html``), which is no address. With ``[site] url`` the line gives the page's address;
+    the API page still reads its path from it. Without the key, nothing changes."""
+    from tabbook.render.apiref import _doc
+    from tabbook.render.ext.apidoc import _doc_lines
+
+    code = fence("def f():  #@save\n    '''Twice one.'''\n    return 2")
+    (tmp_path / "plain").mkdir()
+    bare = make_config(tmp_path / "plain")
+    plain = generate_library(bare, [section(bare, "a.md", "A", IMPORTS, code)])
+    assert 'Defined in "A" (a.html).\n' in plain["d2l/torch.py"]
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "config.ini").write_text(CONFIG + "\n[site]\nurl = https://example.org/book\n")
+    config = load_config(tmp_path / "site")
+    assert config.site.url == "https://example.org/book/"
+    text = generate_library(config, [section(config, "a.md", "A", IMPORTS, code)])["d2l/torch.py"]
+    assert 'Defined in "A" (a.html): https://example.org/book/a.html\n' in text
+    [node] = [n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == "f"]
+    assert _doc(node) == ("Twice one.", "A", "a")
+    assert _doc_lines(ast.get_docstring(node) or "") == ["Twice one.", "", "Defined in :doc:`A </a>`."]
+
+
+def test_the_sites_address_is_checked_where_it_is_written(tmp_path: Path) -> None:
+    (tmp_path / "config.ini").write_text(CONFIG + "\n[site]\nurl = https://example.org/a book/\n")
+    with pytest.raises(BookError, match=r"config.ini:\d+: .*not a site's address"):
+        load_config(tmp_path)

@@ -162,8 +162,9 @@ def _wrap(prefix: str, items: list[str], width: int = 100) -> list[str]:
     return lines
 
 
-def _render_piece(piece: Piece, lazy: dict[str, Binding]) -> str:
-    """A piece's final text: lazy imports put in, the 'Defined in' docstring line added."""
+def _render_piece(piece: Piece, lazy: dict[str, Binding], site: str = "") -> str:
+    """A piece's final text: lazy imports put in, the 'Defined in' docstring line added
+    (``site``: the site's address, ``[site] url``)."""
     lazy_names = set(lazy)
 
     def with_lazy(text: str) -> str:
@@ -177,18 +178,18 @@ def _render_piece(piece: Piece, lazy: dict[str, Binding]) -> str:
     if piece.kind == "stmt":
         return piece.text
     if piece.kind == "def":
-        return ps.add_docstring_line(with_lazy(piece.text), piece.origin.note())
+        return ps.add_docstring_line(with_lazy(piece.text), piece.origin.note(site))
     parts = [piece.text]
     prev_kind = None
     for m in piece.members:
         text = with_lazy(m.text) if m.kind == "def" else m.text
         if m.added:
-            text = ps.add_docstring_line(text, m.origin.note())
+            text = ps.add_docstring_line(text, m.origin.note(site))
         if prev_kind is not None and (m.kind != "stmt" or prev_kind != "stmt"):
             parts.append("")
         parts.append(ps.indent(text, piece.body_indent))
         prev_kind = m.kind
-    return ps.add_docstring_line("\n".join(parts), piece.origin.note())
+    return ps.add_docstring_line("\n".join(parts), piece.origin.note(site))
 
 
 def _assembled_text(piece: Piece) -> str:
@@ -503,7 +504,7 @@ def _assemble(config: Config, module: _Module) -> tuple[str, dict[int, Loc]]:
     for piece in lib.pieces:
         out += ["", ""]
         start = len(out) + 1
-        rendered = _render_piece(piece, module.lazy).split("\n")
+        rendered = _render_piece(piece, module.lazy, config.site.url).split("\n")
         for k, loc in enumerate(remap(_assembled_text(piece).split("\n"), piece.row_locs(), rendered)):
             row_loc[start + k] = loc
         out += rendered
