@@ -47,7 +47,7 @@ from tabbook.config import Config, load_config
 from tabbook.errors import BookError
 from tabbook.files import BuildDir, write_atomic
 from tabbook.render.sources import source_dir
-from tabbook.render.sphinx import WARNINGS_ENV, learn_env, sphinx_command, sphinx_env
+from tabbook.render.sphinx import PROGRESS_ENV, WARNINGS_ENV, learn_env, sphinx_command, sphinx_env
 
 BUILDER_STATIC = Path(__file__).resolve().parent / "render" / "static"
 STATUS_NAME = "_preview-status.json"
@@ -196,6 +196,16 @@ def say_sphinx_problems(config: Config, said: list[BookError], stderr: Path, rc:
         sys.stderr.flush()
 
 
+def say_rendered(config: Config, progress: Path) -> None:
+    """Which pages the rebuild rendered (``[serve] rendered 1 page: chapter/a.md``)."""
+    from tabbook.book import book_markdown_files
+    from tabbook.build import rendered_line
+    from tabbook.render.progress import read_pages
+
+    pages = {config.rel(p) for p in book_markdown_files(config)}
+    print(rendered_line("serve", read_pages(progress, pages)), flush=True)
+
+
 def quiet_autobuild(autobuild_main: object) -> None:
     """sphinx-autobuild's own chatter off: its banner lines ("Waiting to detect changes…") and
     the file watcher's log; the server says what happens in its ``[serve]`` lines."""
@@ -231,7 +241,8 @@ class PreviewRebuild:
         # record what it imported (render/ext/learn.py), for the server to import next, and
         # where it records its warnings.
         records = sphinx_records(config)
-        env = {**sphinx_env(config), **learn_env(config), WARNINGS_ENV: str(records)}
+        progress = records.with_suffix(".progress")  # the pages it reads (render/ext/progress.py)
+        env = {**sphinx_env(config), **learn_env(config), WARNINGS_ENV: str(records), PROGRESS_ENV: str(progress)}
 
         def sphinx() -> int:
             from sphinx.cmd.build import build_main
@@ -245,11 +256,14 @@ class PreviewRebuild:
                     print(BUILD_FAILED, flush=True)
                     return
                 records.unlink(missing_ok=True)
+                progress.unlink(missing_ok=True)
                 errors = BuildDir(config.build_dir).warnings / "html-preview.stderr"
                 errors.parent.mkdir(parents=True, exist_ok=True)
                 with open(errors, "w", encoding="utf-8") as err:
                     rc = wait(run_in_fork(sphinx, env=env, stdio=(0, 1, err.fileno())))
                 say_sphinx_problems(config, said, errors, rc)
+                if rc == 0:
+                    say_rendered(config, progress)
         except Exception as exc:  # a bug, not the book's: said in a line, and the server goes on
             print(f"tabbook: internal error: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
             print(BUILD_FAILED, flush=True)

@@ -194,6 +194,7 @@ def test_a_preview_rebuild_says_each_warning_once_located_and_a_failure_says_wha
     unknown = [line for line in said.splitlines() if "nosuchdirective" in line]
     assert len(unknown) == 1 and unknown[0].startswith("warning: page.md:7:"), said
     assert "build/src" not in said and "WARNING:" not in said, said
+    assert "[serve] rendered 2 pages: index.md, page.md" in said, said
     assert said.rstrip().endswith("[serve] done; serving http://127.0.0.1:1/"), said
 
     def stops(*args: Any, **kwargs: Any) -> None:  # any problem that stops a build
