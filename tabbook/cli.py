@@ -451,6 +451,9 @@ def _dispatch(args: argparse.Namespace, rest: list[str]) -> int:
         return WITH_BOOK[args.command](load_config(args.root, args.overlay, args.interpreters, args.settings), args)
     except BookError as err:
         print(err.shown(), file=sys.stderr)
+        summary = getattr(err, "summary", "")  # a build's count of what it found (build.failure_summary)
+        if summary:
+            print(summary, file=sys.stderr)
         return 1
     except OSError as exc:
         _debug(args)

@@ -74,6 +74,7 @@ from tabbook.settings import (
     resource_list,
     setting,
     settings_of,
+    site_address,
     tab_list,
     text,
     top_level_modules,
@@ -260,6 +261,9 @@ class Site:
                              "repository names a GitHub repository")
     pdf_url: str = setting("site", "pdf_url", "", url_template, "template of a PDF's link, with {name} {fw}; "
                            "default: build/pdf/NAME-FW.pdf, copied into the site, when it exists")
+    url: str = setting("site", "url", "", site_address, "the address the site is served at "
+                       "(https://HOST/PATH/): the d2l package's docstrings cite each page there "
+                       "(empty: by its path in the site)")
     front_page: bool = setting("site", "front_page", "true", boolean,
                                "the root page gains the generated front matter (picker, contents, downloads)")
     trusted_outputs: bool = setting("site", "trusted_outputs", "false", boolean,

@@ -42,7 +42,6 @@ import html
 import json
 import os
 import re
-import shlex
 import signal
 import socket
 import sys
@@ -54,7 +53,7 @@ from tabbook.config import Config, load_config
 from tabbook.errors import BookError
 from tabbook.files import BuildDir, write_atomic
 from tabbook.render.sources import source_dir
-from tabbook.render.sphinx import learn_env, sphinx_command, sphinx_env
+from tabbook.render.sphinx import PROGRESS_ENV, WARNINGS_ENV, learn_env, sphinx_command, sphinx_env
 
 BUILDER_STATIC = Path(__file__).resolve().parent / "render" / "static"
 STATUS_NAME = "_preview-status.json"
@@ -218,13 +217,18 @@ def error_page(config: Config, error: str) -> None:
     os.utime(index, (0, 0))
 
 
-def run_stages(config: Config) -> int:
+#: The last line of a rebuild that failed: the server goes on serving what it had.
+BUILD_FAILED = "[serve] build failed; serving the last good site (the pages show the error too)"
+
+
+def run_stages(config: Config, said: list[BookError] | None = None) -> int:
     """tabbook's stages up to ``build/src`` in this process (no Sphinx); record how it went.
 
     :class:`PreviewRebuild` calls it in a process forked from the server, which has tabbook
-    imported already, instead of starting an interpreter.
+    imported already, instead of starting an interpreter. ``said``: filled with the problems
+    the stages reported (warnings logged), so that Sphinx's report of the same is not said again.
     """
-    from tabbook.build import Options, build
+    from tabbook.build import BuildResult, Options, build
 
     lines: collections.deque[str] = collections.deque(maxlen=60)
 
@@ -233,12 +237,14 @@ def run_stages(config: Config) -> int:
         lines.append(line)
 
     try:
-        build(config, Options(builder=""), log=log)
+        result: BuildResult = build(config, Options(builder=""), log=log)
     except BookError as err:
         error = err.location_message()
     except OSError as exc:
         error = f"{exc.filename or 'tabbook'}: cannot write or read: {exc.strerror or exc}"
     else:
+        if said is not None:
+            said.extend(p for _, p in result.problems)
         write_status(config, SPHINX_UNFINISHED)  # cleared once Sphinx succeeds
         return 0
     print(error, file=sys.stderr, flush=True)
@@ -246,6 +252,50 @@ def run_stages(config: Config) -> int:
     write_status(config, error)
     error_page(config, error)
     return 1
+
+
+def sphinx_records(config: Config) -> Path:
+    """Where the preview's Sphinx records its warnings (:mod:`tabbook.render.ext.diagnostics`)."""
+    return BuildDir(config.build_dir).warnings / "html-preview.json"
+
+
+def say_sphinx_problems(config: Config, said: list[BookError], stderr: Path, rc: int) -> None:
+    """After the preview's Sphinx: its warnings, located at the Markdown line as a build says
+    them, less those the stages said already (``build._not_said``); Sphinx's own stream (lines
+    naming ``build/src/…ipynb:100003``, each warning a second time) is shown only when it
+    ran without recording them (it crashed before its end)."""
+    from tabbook.build import BuildResult, _not_said
+    from tabbook.render.diagnostics import collect
+
+    records = sphinx_records(config)
+    if records.is_file():
+        found = collect(config, records)
+        for problem in _not_said([*found.errors, *found.warnings], BuildResult(problems=[("warning", p) for p in said])):
+            print(f"warning: {problem.shown()}", flush=True)
+    if rc != 0 or not records.is_file():
+        text = stderr.read_text(encoding="utf-8", errors="replace") if stderr.is_file() else ""
+        sys.stderr.write(text[-8000:])
+        sys.stderr.flush()
+
+
+def say_rendered(config: Config, progress: Path) -> None:
+    """Which pages the rebuild rendered (``[serve] rendered 1 page: chapter/a.md``)."""
+    from tabbook.book import book_markdown_files
+    from tabbook.build import rendered_line
+    from tabbook.render.progress import read_pages
+
+    pages = {config.rel(p) for p in book_markdown_files(config)}
+    print(rendered_line("serve", read_pages(progress, pages)), flush=True)
+
+
+def quiet_autobuild(autobuild_main: object) -> None:
+    """sphinx-autobuild's own chatter off: its banner lines ("Waiting to detect changes…") and
+    the file watcher's log; the server says what happens in its ``[serve]`` lines."""
+    import logging
+
+    for name in ("watchfiles", "watchfiles.main"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    autobuild_main.show_message = lambda *args, **kwargs: None  # type: ignore[attr-defined]
 
 
 class PreviewRebuild:
@@ -269,24 +319,42 @@ class PreviewRebuild:
         config = self.config
         names = ", ".join(p.name for p in list(changed_paths)[:5])
         print(f"[serve] {'changed: ' + names + '; ' if names else ''}rebuilding", flush=True)
-        # Sphinx's environment, built for it: the configuration's hand-off and the request to
-        # record what it imported (render/ext/learn.py), for the server to import next.
-        env = {**sphinx_env(config), **learn_env(config)}
+        # Sphinx's environment, built for it: the configuration's hand-off, the request to
+        # record what it imported (render/ext/learn.py), for the server to import next, and
+        # where it records its warnings.
+        records = sphinx_records(config)
+        progress = records.with_suffix(".progress")  # the pages it reads (render/ext/progress.py)
+        env = {**sphinx_env(config), **learn_env(config), WARNINGS_ENV: str(records), PROGRESS_ENV: str(progress)}
 
         def sphinx() -> int:
             from sphinx.cmd.build import build_main
 
             return build_main(self.sphinx_args)
 
-        with locked(config):  # tabbook's stages and Sphinx's, as one build of the book
-            if run_stages(config) != 0:
-                return
-            rc = wait(run_in_fork(sphinx, env=env))
+        said: list[BookError] = []
+        try:
+            with locked(config):  # tabbook's stages and Sphinx's, as one build of the book
+                if run_stages(config, said) != 0:
+                    print(BUILD_FAILED, flush=True)
+                    return
+                records.unlink(missing_ok=True)
+                progress.unlink(missing_ok=True)
+                errors = BuildDir(config.build_dir).warnings / "html-preview.stderr"
+                errors.parent.mkdir(parents=True, exist_ok=True)
+                with open(errors, "w", encoding="utf-8") as err:
+                    rc = wait(run_in_fork(sphinx, env=env, stdio=(0, 1, err.fileno())))
+                say_sphinx_problems(config, said, errors, rc)
+                if rc == 0:
+                    say_rendered(config, progress)
+        except Exception as exc:  # a bug, not the book's: said in a line, and the server goes on
+            print(f"tabbook: internal error: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+            print(BUILD_FAILED, flush=True)
+            return
         if rc == 0:
             write_status(config)
             print(f"[serve] done; serving http://{self.url_host}/", flush=True)
         else:
-            print(f"[serve] Sphinx exited with {rc}; still serving the last good pages", flush=True)
+            print(f"[serve] Sphinx exited with {rc}; {BUILD_FAILED.removeprefix('[serve] ')}", flush=True)
 
 
 def free_port(host: str) -> int:
@@ -315,11 +383,11 @@ def serve(config: Config, host: str, port: int, build_first: bool = True) -> int
     # its forked workers.
     autobuild_main.Builder = functools.partial(PreviewRebuild, config)  # type: ignore[misc]
     local_only_apps(autobuild_main, host, port)
+    quiet_autobuild(autobuild_main)
     source_dir(config).mkdir(parents=True, exist_ok=True)  # sphinx-autobuild needs it to exist
     write_status(config)
     os.chdir(config.root)  # sphinx-autobuild resolves its default ignores (.git, .venv, ...) here
     print(f"[serve] http://{host}:{port}/  (sphinx-autobuild; Ctrl-C stops)", flush=True)
-    print(f"[serve] sphinx-autobuild {shlex.join(args)}", flush=True)
     signal.signal(signal.SIGTERM, _stop)  # uvicorn re-raises it after shutting down: clean up as for Ctrl-C
     try:
         if initial:  # in a fork like every later build: Sphinx never runs in the server

@@ -101,6 +101,8 @@ ENVIRONMENT: tuple[Variable, ...] = (
              "reads instead of config.ini (tabbook/render/context.py)"),
     Variable("TABBOOK_WARNINGS", "hand-off", "to a Sphinx run: where it records its warnings "
              "(tabbook/render/ext/diagnostics.py)"),
+    Variable("TABBOOK_RENDER_PROGRESS", "hand-off", "to a Sphinx run: where it says what it reads and "
+             "writes as it goes (tabbook/render/ext/progress.py)"),
     Variable("TABBOOK_SPHINX_GATE", "hand-off", "to a Sphinx started early: wait for the sources "
              "(tabbook/render/ext/gate.py)"),
     Variable("TABBOOK_LEARN_MODULES", "hand-off", "to an HTML run: where it records the modules it "
@@ -434,6 +436,22 @@ def version_text(value: str, at: At) -> str:
         raise ValueError(f"{version!r} is not a version: letters, digits and . + ! _ - (e.g. 1.0.3); it is "
                          "written into the library's version file and the wheel's name")
     return version
+
+
+#: A site's address as docstrings cite it: http(s), nothing a docstring or a reader's terminal
+#: would cut (spaces, quotes, parentheses, backslashes).
+SITE_ADDRESS = re.compile(r"https?://[^\s()\"'\\<>`]+")
+
+
+def site_address(value: str, at: At) -> str:
+    """``[site] url``: the address the site is served at, ending in ``/`` ("": not known)."""
+    address = value.strip()
+    if not address:
+        return ""
+    if not SITE_ADDRESS.fullmatch(address):
+        raise ValueError(f"{address!r} is not a site's address: https://HOST/PATH/, without spaces, quotes "
+                         "or parentheses (the library's docstrings cite pages there)")
+    return address if address.endswith("/") else address + "/"
 
 
 def file_name(value: str, at: At) -> str:

@@ -57,6 +57,10 @@ _TYPED = {("bibtex", "key_not_found"): Problem.MISSING_CITATION, ("misc", "highl
           ("image", "not_readable"): Problem.MISSING_IMAGE, ("toc", "not_readable"): Problem.TOC_ENTRY}
 #: Message openings → kind, for the untyped ones.
 _WORDED = (("duplicate label", Problem.DUPLICATE_LABEL), ("undefined label", Problem.UNDEFINED_REFERENCE),
+           # docutils' words for a label given twice on one page (a heading's or figure's, an
+           # equation's): the check's duplicate label again, said once (build._not_said)
+           ("Duplicate explicit target name", Problem.DUPLICATE_LABEL),
+           ('Duplicate ID: "equation-', Problem.DUPLICATE_LABEL),
            ("Failed to create a cross reference. Any number is not assigned", Problem.UNNUMBERED_REFERENCE),
            ("image file not readable", Problem.MISSING_IMAGE),
            ("toctree contains reference to nonexisting document", Problem.TOC_ENTRY),

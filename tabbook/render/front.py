@@ -29,6 +29,7 @@ from typing import Any
 from tabbook.config import Config
 from tabbook.execute.store import Entry as StoreEntry
 from tabbook.execute.store import FreezeStore
+from tabbook.render.merge import with_version
 from tabbook.render.myst import convert_roles, myst_text
 from tabbook.render.names import GENERATED_HTML, SYNC_GROUP
 from tabbook.render.package import INDEX, Package, book_package
@@ -176,14 +177,14 @@ def computed_lines(label: str, provs: Iterable[dict[str, Any]]) -> list[str]:
         # The entry's values are data: shown as text (myst_text), never read as MyST.
         cpu = myst_text(prov.get("cpu", ""))
         where = myst_text(prov.get("device", "?")) if prov.get("gpus") else (f"CPU only ({cpu})" if cpu else "CPU only")
-        key = (where, myst_text(prov.get("framework_version", "?")), myst_text(prov.get("python", "?")))
+        key = (where, str(prov.get("framework_version", "?")), myst_text(prov.get("python", "?")))
         groups.setdefault(key, []).append(str(prov.get("date", "?")))
     lines = []
     for (where, version, python), dates in sorted(groups.items(), key=lambda kv: -len(kv[1])):
         first, last = myst_text(min(dates)), myst_text(max(dates))
         span = first if first == last else f"{first} to {last}"
         n = len(dates)
-        lines.append(f"{where}, {label} {version}, Python {python}: {n} section{'s' * (n != 1)}, {span}")
+        lines.append(f"{where}, {with_version(label, version)}Python {python}: {n} section{'s' * (n != 1)}, {span}")
     if shown_without:
         lines.append(f"{shown_without} section{'s' * (shown_without != 1)} shown without outputs")
     return lines
