@@ -34,9 +34,9 @@ from tabbook.source.pycode import saved_names
 from tabbook.source.read import read_section
 from tabbook.source.toc import entry_path, is_external, page_entries, rst_toc_section, walk_toc
 
-#: The repository's documents at the book root are not book pages when ``[build] notebooks`` is
-#: left empty (tabbook's "every Markdown file"); patterns the book gives are followed as d2lbook
-#: follows them (a README.md they match is a page, unless ``exclusions`` names it).
+#: The repository's usual documents at the book root. With ``[build] notebooks`` left empty they
+#: are pages, as under d2lbook's default ``**/*.md`` (a book that does not want its README.md
+#: built names it in ``exclusions``); the live preview ignores those the book excludes.
 REPO_DOCS = frozenset({"README.MD", "CONTRIBUTING.MD", "BENCHMARKS.MD", "CHANGELOG.MD", "LICENSE.MD",
                        "AGENTS.MD", "ARCHITECTURE.MD"})
 #: Top-level folders that never hold book pages (build output, stores, tooling).
@@ -71,7 +71,7 @@ def book_markdown_files(config: Config, outside: list[Path] | None = None) -> li
             if outside is not None:
                 outside.append(here / d)
         for name in filenames:
-            if not name.endswith(".md") or (not parts and not config.notebooks and name.upper() in REPO_DOCS):
+            if not name.endswith(".md"):
                 continue
             path = here / name
             if config.excluded("/".join((*parts, name))):
@@ -153,7 +153,8 @@ def decode_page(data: bytes, rel: str) -> tuple[str, list[BookError]]:
     Anything can be in a file: bytes that are not UTF-8 are an error at their line and
     column; a byte-order mark (some Windows editors write one) and CRLF line ends are read
     through, each with a warning; an empty (or blank) file is an error, since a page needs
-    at least its title.
+    at least its title: read as a page that has only one, made from the file's name (d2lbook
+    builds it as an empty page, and Sphinx warns it has no title), with a warning.
     """
     try:
         text = data.decode("utf-8")
@@ -171,8 +172,18 @@ def decode_page(data: bytes, rel: str) -> tuple[str, list[BookError]]:
         line = text.count("\n", 0, text.index("\r")) + 1
         warnings.append(BookError("CRLF (Windows) line ends, read as LF", rel, line, kind=Problem.ENCODING))
     if not text.strip():
-        raise BookError("the file is empty: a page needs at least a # title", rel, 1)
+        title = empty_page_title(rel)
+        warnings.append(BookError(f"the file is empty: built as an empty page titled {title!r} (give it a # title)",
+                                  rel, 1, kind=Problem.EMPTY_PAGE))
+        text = f"# {title}\n"
     return text, warnings
+
+
+def empty_page_title(rel: str) -> str:
+    """The title an empty page is built with: its file's name, ``_`` and ``-`` read as spaces
+    (``chapter_a/first_steps.md`` → ``first steps``), or the name itself if that leaves nothing."""
+    stem = Path(rel).stem
+    return " ".join(stem.replace("_", " ").replace("-", " ").split()) or stem
 
 
 def read_page(config: Config, rel: str, hashes: dict[str, str] | None = None,

@@ -61,6 +61,16 @@ class Problem(Enum):
     TAB_NOT_FIRST = Rule(
         "`%%tab must be the first line of its code cell`", "the line is read as the cell's tab line",
         "the same (it looks for the mark anywhere in the cell)")
+    TAB_MARKER = Rule(
+        "`:begin_tab: with a space before its backtick` / `with text after it on its line`",
+        "read as the marker for the frameworks it names; text after it is the tab's first line",
+        "reads a marker too, but of no framework (the prose shown to every one) / drops the text after it")
+    BROKEN_FENCE = Rule(
+        "`a code cell's opening fence is missing` / `the fence opened here is not closed before the code "
+        "cell at line N`",
+        "a `{.python .input}` line before the stray fence is read as the cell's opening; otherwise the stray "
+        "fence line is dropped and what it held is read as prose; the rest of the page and book build",
+        "builds the page garbled (prose as code, or code as prose) and every other page")
     TOC_OPTION = Rule(
         "`unknown toc option :x:` / `:maxdepth: needs an integer`", "the option is left out, the toc kept",
         "Sphinx's toctree fails on it: the toc is lost")
@@ -68,6 +78,10 @@ class Problem(Enum):
         "`slide mark [** is never closed by **]`", "the slides leave its text out until it is closed",
         "the same")
     # -- pages, labels, references, the toc ----------------------------------------------------
+    EMPTY_PAGE = Rule(
+        "`the file is empty: built as an empty page titled 'x'`",
+        "built as a page with only a title, made from its file's name",
+        "builds an empty page; Sphinx warns it has no title")
     ENCODING = Rule(
         "`the file starts with a byte-order mark` / `CRLF (Windows) line ends`", "read through", "the same")
     DUPLICATE_LABEL = Rule(

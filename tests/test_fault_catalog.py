@@ -155,7 +155,8 @@ FAULTS = [
           "lib_file = ../torch.py", "[library-pytorch] lib_file names ../torch.py, which is outside the book's folder"),
     # --- bytes -------------------------------------------------------------------------------------
     Fault("not-utf8", FIRST, append("\nCaf\udce9 au lait.\n"), "Caf", "not UTF-8 text: byte 0xe9", column=4),
-    Fault("empty-page", SECOND, lambda _: "\n\n", "", "the file is empty"),
+    Fault("empty-page", SECOND, lambda _: "\n\n", "", "the file is empty: built as an empty page",
+          args=("build", "--strict"), kind="empty-page"),
     # --- the library -------------------------------------------------------------------------------
     Fault("save-not-top-level", SECOND, append(CELL + "if True:\n    def f():  #@save\n        return 1\n```\n"),
           "def f():  #@save", "#@save marks a statement that is not top-level"),

@@ -1,0 +1,134 @@
+"""Malformed books (issue 52): d2lbook warns and builds every page; so does tabbook, better.
+
+Each test reads a small page or book written here and checks what is built past the problem
+(the cells, their tabs and lines, the pages) and that the problem is said once, at its line,
+with its kind (``tabbook.problems``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tabbook.book import book_markdown_files, read_book
+from tabbook.config import load_config
+from tabbook.problems import Problem
+from tabbook.source.model import Section
+from tabbook.source.read import read_section
+
+TABS = ("pytorch", "mxnet")
+
+
+def read(text: str) -> Section:
+    return read_section(text, "sec.md", TABS, "pytorch")
+
+
+def cells(section: Section) -> list[tuple[str, int, tuple[str, ...], str]]:
+    return [(c.kind, c.line, c.tabs, c.source) for c in section.cells]
+
+
+def said(section: Section) -> list[tuple[int | None, Problem | None]]:
+    return [(w.line, w.kind) for w in section.warnings]
+
+
+# --- a code cell that lost its opening fence -----------------------------------------------------
+
+LOST_OPENER = """# Lost
+
+{.python .input}
+x = 1
+```
+
+More prose.
+
+```{.python .input}
+y = 2
+```
+"""
+
+
+def test_a_cell_whose_fence_was_lost_is_read_as_a_cell_and_the_page_goes_on() -> None:
+    section = read(LOST_OPENER)
+    assert cells(section) == [
+        ("markdown", 1, (), "# Lost"),
+        ("code", 3, ("pytorch",), "x = 1"),
+        ("markdown", 7, (), "More prose."),
+        ("code", 9, ("pytorch",), "y = 2"),
+    ]
+    assert said(section) == [(3, Problem.BROKEN_FENCE)]
+    assert [c.source_lines for c in section.code_cells] == [(4,), (10,)]
+
+
+def test_a_literal_fence_left_open_before_a_cell_is_read_as_prose() -> None:
+    section = read("# Open\n\n```\nleft open\n\n```{.python .input}\ny = 2\n```\n\nAfter.\n")
+    assert cells(section) == [
+        ("markdown", 1, (), "# Open\n\n\nleft open"),
+        ("code", 6, ("pytorch",), "y = 2"),
+        ("markdown", 10, (), "After."),
+    ]
+    assert said(section) == [(3, Problem.BROKEN_FENCE)]
+    assert "not closed before the code cell at line 6" in section.warnings[0].message
+
+
+def test_every_broken_fence_of_a_page_is_mended_and_said() -> None:
+    broken = "{.python .input}\nx = 1\n```\n\nProse.\n\n```{.python .input}\ny = 2\n```\n\n"
+    section = read("# Many\n\n" + broken * 3)
+    assert [c.source for c in section.code_cells] == ["x = 1", "y = 2"] * 3
+    assert said(section) == [(3, Problem.BROKEN_FENCE), (13, Problem.BROKEN_FENCE), (23, Problem.BROKEN_FENCE)]
+
+
+def test_a_page_of_more_broken_fences_than_are_mended_still_reads() -> None:
+    broken = "```\nleft open\n\n```{.python .input}\ny = 2\n```\n\n"
+    section = read("# Very many\n\n" + broken * 12)
+    assert len(section.warnings) >= 12 and {w.kind for w in section.warnings} == {Problem.BROKEN_FENCE}
+
+
+# --- prose tab markers d2lbook's pattern reads --------------------------------------------------
+
+def test_a_begin_tab_with_a_space_before_its_backtick_is_a_marker() -> None:
+    section = read("# T\n\n:begin_tab: `mxnet`\nMXNet only.\n:end_tab:\n\nEveryone.\n")
+    assert cells(section) == [("markdown", 1, (), "# T"), ("markdown", 4, ("mxnet",), "MXNet only."),
+                              ("markdown", 7, (), "Everyone.")]
+    assert said(section) == [(3, Problem.TAB_MARKER)]
+
+
+def test_text_after_a_begin_tab_marker_is_the_tab_s_first_line() -> None:
+    # d2lbook drops the text; tabbook keeps it in the tab, at the marker's line.
+    section = read("# T\n\n:begin_tab:`mxnet` First *words*,\nthen more.\n:end_tab:\n")
+    tab = section.cells[1]
+    assert (tab.kind, tab.line, tab.tabs, tab.source) == ("markdown", 3, ("mxnet",), "First *words*,\nthen more.")
+    assert [(b.kind, b.start, b.end) for b in tab.blocks] == [("text", 0, 2)]  # one paragraph
+    assert said(section) == [(3, Problem.TAB_MARKER)]
+
+
+def test_the_plain_marker_says_nothing() -> None:
+    assert read("# T\n\n:begin_tab:`mxnet`\nM.\n:end_tab:\n").warnings == ()
+
+
+# --- pages --------------------------------------------------------------------------------------
+
+def _book(root: Path, config: str = "", pages: dict[str, str] | None = None) -> Path:
+    root.mkdir()
+    (root / "config.ini").write_text(f"[project]\nname = b\n\n[build]\ntabs = pytorch\n{config}")
+    for rel, text in {"index.md": "# Book\n\n```toc\nfirst\nempty\n```\n", "first.md": "# First\n\nHi.\n",
+                      **(pages or {})}.items():
+        (root / rel).write_text(text)
+    return root
+
+
+def test_an_empty_page_in_the_toc_is_built_with_its_file_name_as_title(tmp_path: Path) -> None:
+    root = _book(tmp_path / "b", pages={"empty.md": "\n\n"})
+    book = read_book(load_config(root))
+    assert book.toc == ["index.md", "first.md", "empty.md"]
+    assert book.pages["empty.md"].title == "empty"
+    assert not book.problems
+    assert [(p.location_message(), p.kind) for p in book.pages["empty.md"].warnings] == [
+        ("empty.md:1: the file is empty: built as an empty page titled 'empty' (give it a # title)",
+         Problem.EMPTY_PAGE)]
+    assert [s.path for s in book.sections] == ["index.md", "first.md", "empty.md"]  # a build starts
+
+
+def test_a_root_readme_is_a_page_under_d2lbook_s_default_notebooks(tmp_path: Path) -> None:
+    root = _book(tmp_path / "b", pages={"README.md": "# Read me\n", "empty.md": "# E\n"})
+    assert "README.md" in [p.name for p in book_markdown_files(load_config(root))]
+    excluded = _book(tmp_path / "c", "exclusions = README.md\n", {"README.md": "# Read me\n", "empty.md": "# E\n"})
+    assert "README.md" not in [p.name for p in book_markdown_files(load_config(excluded))]
