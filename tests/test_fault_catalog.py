@@ -187,8 +187,11 @@ FAULTS = [
           ".. image:: ../img/nothere.png", "nothere.png",
           args=("build", "--strict"), kind="missing-image"),
     # --- environments (the overlay, outside the book; its path is given relative to it) --------------
-    Fault("tab-without-environment", "OVERLAY", replace("[framework:mxnet]\npython = current\n", "[framework:mxnet]\n"),
-          "", "tab 'mxnet' has no environment to run its code", at="config.ini:12:"),
+    # A tab given no environment runs in the builder's Python (d2lbook's current kernel); one whose
+    # package that Python lacks fails at the key that names the package.
+    Fault("tab-without-environment-lacks-its-package", "OVERLAY",
+          replace("[framework:mxnet]\npython = current\nimport = json\n", "[framework:mxnet]\nimport = no_such_package\n"),
+          "", "cannot import no_such_package ([framework:mxnet] import = no_such_package", at="OVERLAY:6:"),
     Fault("lock-file-missing", "OVERLAY",
           replace("[framework:mxnet]\npython = current\n", "[framework:mxnet]\nrequirements = mx-lock.txt\n"),
           "", "[framework:mxnet] requirements names mx-lock.txt, which does not exist", at="OVERLAY:6:"),
