@@ -149,7 +149,8 @@ class Problem(Enum):
         "typeset at build time all the same (an `aligned` block, or the part KaTeX cannot read "
         "shown as TeX in red); nothing loaded from other sites", "MathJax, loaded from a CDN, shows its error")
     HIGHLIGHTING = Rule(
-        "`Could not lex literal_block as \"x\"` (Pygments)", "shown without colours",
+        "`code block is not valid x; shown without highlighting` (Pygments cannot lex it)",
+        "shown without colours; one line at the block, never the block's text",
         "not reported (its `conf.py` suppresses it)", strict=_W)
     SPHINX = Rule(
         "any other Sphinx, docutils or MyST warning (`Unknown directive type`, `unknown document`, …)",

@@ -153,6 +153,8 @@ def kind_of(record: dict[str, Any]) -> Problem | None:
     """The kind of a recorded warning: tabbook's own extensions name theirs (``type="tabbook"``,
     ``subtype`` a kind's slug, or :data:`STOPS` for one that fails every build), Sphinx's typed
     ones and a few worded ones have their own; any other is :attr:`Problem.SPHINX`."""
+    if record.get("kind") in _SLUGS:  # a record :func:`short_message` reworded
+        return _SLUGS[str(record["kind"])]
     typed = (record.get("type"), record.get("subtype"))
     if typed == ("tabbook", STOPS):
         return None
@@ -166,9 +168,27 @@ def kind_of(record: dict[str, Any]) -> Problem | None:
     return next((kind for opening, kind in _WORDED if message.startswith(opening)), Problem.SPHINX)
 
 
+#: The language in Sphinx's (and older Sphinx's) words for a code block Pygments cannot lex.
+_LEXED_AS = re.compile(r'^(?:Lexing|Could not lex) literal_block .* as "(?P<lang>[^"]*)"', re.S)
+
+
+def short_message(record: dict[str, Any]) -> dict[str, Any]:
+    """A record whose message is one short line where Sphinx's is long: a code block Pygments
+    cannot lex is quoted whole by Sphinx (its ``repr``, ``\\n`` escapes and all), seven times
+    on d2lbook's own manual; it is said as ``code block is not valid LANG; shown without
+    highlighting``, at the block's line."""
+    if (record.get("type"), record.get("subtype")) != ("misc", "highlighting_failure"):
+        return record
+    m = _LEXED_AS.match(str(record.get("message", "")))
+    lang = m.group("lang") if m else "its language"
+    return {**record, "message": f"code block is not valid {lang}; shown without highlighting",
+            "type": None, "subtype": None, "kind": Problem.HIGHLIGHTING.slug}
+
+
 def to_error(config: Config, record: dict[str, Any], bibs: list[Path] | None = None) -> BookError:
     """One recorded warning as an error at the Markdown source (or the bib entry, or where
     Sphinx put it)."""
+    record = short_message(record)
     first, *rest = str(record.get("message", "")).split("\n")
     message = (first.strip() or "(no message)") + "".join(f"\n    {x}" for x in rest if x.strip())
     kind = (f" [{record['type']}.{record['subtype']}]" if record.get("type") not in (None, "tabbook")
