@@ -186,6 +186,37 @@ def empty_page_title(rel: str) -> str:
     return " ".join(stem.replace("_", " ").replace("-", " ").split()) or stem
 
 
+def shadowed_name(name: str, page: str) -> str:
+    """What a label another page owns is renamed to on ``page``: unique in the book, and a name
+    Sphinx and MyST take as a target (``eq_x`` on ``ch/a_origin.md`` → ``eq_x--ch-a_origin``)."""
+    return f"{name}--" + re.sub(r"[^\w-]", "-", page[:-3] if page.endswith(".md") else page)
+
+
+def shadow_labels(section: Section) -> Section:
+    """``section`` as it is rendered: the labels another page owns (:attr:`Section.shadowed`)
+    renamed in its prose (the ``:label:``/``:eqlabel:`` lines, ``$$ :eqlabel:`` closings and the
+    blocks' math labels), so Sphinx sees each label once, on its owner. Rows stay where they
+    were: only the names change."""
+    if not section.shadowed:
+        return section
+    names = set(section.shadowed)
+    target = re.compile(r"(:(?:label|eqlabel):`)\s*([^`]+?)\s*(`)")
+
+    def rename(text: str) -> str:
+        return target.sub(lambda m: m.group(1) + (shadowed_name(m.group(2), section.path) if m.group(2) in names
+                                                  else m.group(2)) + m.group(3), text)
+
+    cells = []
+    for cell in section.cells:
+        if cell.kind != "markdown" or not any(n in cell.source for n in names):
+            cells.append(cell)
+            continue
+        blocks = tuple(replace(b, attr=shadowed_name(b.attr, section.path)) if b.kind == "math" and b.attr in names
+                       else b for b in cell.blocks)
+        cells.append(replace(cell, source=rename(cell.source), prose=rename(cell.prose), blocks=blocks))
+    return replace(section, cells=tuple(cells))
+
+
 def read_page(config: Config, rel: str, hashes: dict[str, str] | None = None,
               parsed: dict[str, tuple[str, Section]] | None = None) -> Section:
     """Read one page of the book by its root-relative path (raises its problems as BookError).
@@ -294,6 +325,12 @@ class Book:
     def rendered(self) -> list[Section]:
         """The pages a build renders: the toc's in reading order, then the orphans."""
         return [*self.sections, *(self.pages[rel] for rel in self.orphans)]
+
+    @property
+    def rendered_sources(self) -> list[Section]:
+        """:attr:`rendered` as the sources step writes them: labels another page owns renamed
+        (:func:`shadow_labels`)."""
+        return [shadow_labels(section) for section in self.rendered]
 
     def raise_problems(self) -> None:
         """Raise what stops a build (a page that could not be read); problems of a kind
@@ -450,15 +487,27 @@ def read_book(config: Config, extra_files: bool = True, whole_library: bool = Fa
     toc, toc_problems = walk_toc(root, read, lambda rel: rst_page(config, rel) is not None
                                  or notebook_page(config, rel) is not None or page_exists(config.root / rel))
     problems.extend(toc_problems)
+    # A label defined on several pages belongs to the first in the toc's order, then to the first
+    # of the pages no toc lists: Sphinx would send references to the page it read last (a
+    # book's *_origin.md copy no toc lists: unnumbered, "()" for an equation). The others are
+    # renamed where they are rendered (:func:`shadow_labels`), each said at its line.
     labels: dict[str, tuple[str, int]] = {}
-    for section in pages.values():
+    in_toc = {rel: i for i, rel in enumerate(toc)}
+    shadowed: dict[str, list[str]] = {}
+    for section in sorted(pages.values(), key=lambda s: (s.path not in in_toc, in_toc.get(s.path, 0))):
         for name, line in section.labels.items():
             if name in labels:
-                first = "{}:{}".format(*labels[name])
-                problems.append(BookError(f"duplicate label {name!r} (also at {first})", section.path, line,
-                                          kind=Problem.DUPLICATE_LABEL))
+                owner = "{}:{}".format(*labels[name])
+                first = labels[name][0]
+                why = ("the page in the toc" if first in in_toc and section.path not in in_toc else
+                       "the first in the toc's order" if first in in_toc else "the first page read")
+                problems.append(BookError(f"duplicate label {name!r} (also at {owner}): references to it go to "
+                                          f"{first}, {why}", section.path, line, kind=Problem.DUPLICATE_LABEL))
+                shadowed.setdefault(section.path, []).append(name)
             else:
                 labels[name] = (section.path, line)
+    for rel, names in shadowed.items():
+        pages[rel] = replace(pages[rel], shadowed=tuple(sorted(names)))
     problems.sort(key=lambda e: (e.path or "", e.line or 0))
     cache.save(config.root)
     book = Book(config, pages, [rel for rel in toc if rel in pages], labels, problems, page_hashes=hashes,

@@ -85,8 +85,10 @@ class Problem(Enum):
     ENCODING = Rule(
         "`the file starts with a byte-order mark` / `CRLF (Windows) line ends`", "read through", "the same")
     DUPLICATE_LABEL = Rule(
-        "`duplicate label 'x' (also at page.md:LINE)`",
-        "references go where Sphinx sends them (the label read last)", "the same (Sphinx's warning)")
+        "`duplicate label 'x' (also at page.md:LINE): references to it go to page.md, the page in the toc`",
+        "said at each duplicate; references go to the page in the toc (the first in its order; else the first "
+        "page read), the other pages' copies renamed",
+        "Sphinx warns; references go to the label read last (a copy no toc lists: unnumbered, `()`)")
     UNDEFINED_REFERENCE = Rule(
         "`:numref: to undefined label 'x'` (also `:eqref:`, `:ref:`)", "shown as the label's text",
         "Sphinx warns and shows the label's text")

@@ -147,3 +147,28 @@ def test_a_code_block_pygments_cannot_lex_is_one_short_line_at_the_block(tmp_pat
     error = to_error(config, record, [])
     assert error.shown() == "first.md:8: code block is not valid json; shown without highlighting [highlighting]"
     assert error.kind is Problem.HIGHLIGHTING
+
+
+# --- labels another page redefines --------------------------------------------------------------
+
+ORIGINAL = "# Intro\n:label:`sec_intro`\n\n$$x = 1$$\n:eqlabel:`eq_one`\n\n$$y = 2 $$ :eqlabel:`eq_two`\n\nSee :eqref:`eq_one`.\n"
+
+
+def test_labels_a_copy_no_toc_lists_redefines_stay_the_toc_page_s(tmp_path: Path) -> None:
+    from tabbook.render.myst import cell_to_myst
+
+    # "a_copy" is read before "intro" (and Sphinx would read it last or first: either way one wins)
+    root = _book(tmp_path / "b", pages={"index.md": "# Book\n\n```toc\n:numbered:\n\nintro\n```\n",
+                                        "intro.md": ORIGINAL, "a_copy.md": ORIGINAL})
+    book = read_book(load_config(root))
+    assert book.labels == {"sec_intro": ("intro.md", 2), "eq_one": ("intro.md", 5), "eq_two": ("intro.md", 7)}
+    said_ = [(w.location_message(), w.kind) for w in book.problems]
+    assert said_ == [(f"a_copy.md:{line}: duplicate label {name!r} (also at intro.md:{line}): references to it go to "
+                      "intro.md, the page in the toc", Problem.DUPLICATE_LABEL)
+                     for name, line in (("sec_intro", 2), ("eq_one", 5), ("eq_two", 7))]
+    rendered = {s.path: s for s in book.rendered_sources}
+    copy = "\n".join(cell_to_myst(c) for c in rendered["a_copy.md"].cells if c.kind == "markdown")
+    assert "(sec_intro--a_copy)=" in copy and "(eq_one--a_copy)" in copy and "(eq_two--a_copy)" in copy
+    assert "sec_intro)" not in copy.replace("sec_intro--a_copy)", "")
+    original = "\n".join(cell_to_myst(c) for c in rendered["intro.md"].cells if c.kind == "markdown")
+    assert "(sec_intro)=" in original and "(eq_one)" in original and "--" not in original
