@@ -112,7 +112,10 @@ class Problem(Enum):
         "`link to x.pdf, which the book does not have`", "linked as written (a broken link)",
         "linked as written, no warning")
     MISSING_CITATION = Rule(
-        "`could not find bibtex key \"x\"`", "shown as the key", "Sphinx warns; shown as the key")
+        "`citation 'x' is in no bib file the book names ([pdf] bibfile, or a :bibliography: line naming one)` "
+        "(`… (other.bib has it …)` when an unnamed bib file of the book has it); `citation 'x': the book has no "
+        "bib file`", "shown as `[x]`, with a bib file or without",
+        "Sphinx warns; shown as an empty `[]` (without a bib file: as the key)")
     BIB_DATA = Rule(
         "`refs.bib:LINE: missing FIELD in KEY` (also `duplicate_label`, `bibfile_data_error`)",
         "the entry renders without it", "Sphinx warns")

@@ -172,10 +172,10 @@ FAULTS = [
           "```{.python .input}\n%%tab pytorch\n#@raises ValueError", "did not raise"),
     # --- rendering (Sphinx's warnings, at the Markdown line) -----------------------------------------
     Fault("cite-key-missing", FIRST, append("\nAs :cite:`nobody2020` showed.\n"), ":cite:`nobody2020`",
-          'could not find bibtex key "nobody2020"',
+          "citation 'nobody2020' is in no bib file the book names",
           args=("build", "--strict"), kind="missing-citation"),
     Fault("cite-key-missing-after-code", SECOND, append("\nThen :cite:`nobody2021` said.\n"),
-          ":cite:`nobody2021`", 'could not find bibtex key "nobody2021"',
+          ":cite:`nobody2021`", "citation 'nobody2021' is in no bib file the book names",
           args=("build", "--strict"), kind="missing-citation"),
     Fault("unknown-document", CHAPTER, append("\nRead {doc}`nothing-here` too.\n"), "{doc}`nothing-here`",
           "unknown document",
@@ -301,7 +301,7 @@ def test_a_rendering_problem_is_reported_again_until_it_is_fixed(clean_book: tup
     first = book / FIRST
     first.write_text(first.read_text() + "\nAs :cite:`nobody2022` showed.\n")
     line = first.read_text().count("\n")  # the appended line
-    want = f'{FIRST}:{line}: could not find bibtex key "nobody2022"'
+    want = f"{FIRST}:{line}: citation 'nobody2022' is in no bib file the book names"
     for _ in range(2):  # the second build changes nothing, and still fails the same way
         proc = tabbook(book, overlay, "build", "--strict")
         assert proc.returncode == 1 and want in proc.stdout + proc.stderr, proc.stdout + proc.stderr

@@ -172,3 +172,40 @@ def test_labels_a_copy_no_toc_lists_redefines_stay_the_toc_page_s(tmp_path: Path
     assert "sec_intro)" not in copy.replace("sec_intro--a_copy)", "")
     original = "\n".join(cell_to_myst(c) for c in rendered["intro.md"].cells if c.kind == "markdown")
     assert "(sec_intro)=" in original and "(eq_one)" in original and "--" not in original
+
+
+# --- a citation whose key no bib file the book names has ---------------------------------------
+
+ENTRY = "@article{{{key},\n title={{A title}},\n author={{Smith, Ann}},\n journal={{J}},\n year={{2020}}\n}}\n"
+
+
+def _build(root: Path) -> str:
+    import os
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parent.parent
+    proc = subprocess.run([sys.executable, "-m", "tabbook", "-C", str(root), "build", "html"], cwd=repo,
+                          capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": str(repo), "TABBOOK_CACHE": str(root / ".cache")})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout + proc.stderr
+
+
+def test_a_key_no_named_bib_file_has_shows_as_the_key_where_a_book_without_bib_files_shows_it(tmp_path: Path) -> None:
+    """sphinxcontrib-bibtex rendered such a key as an empty ``[]`` (and dropped it from a
+    citation of several); a book with no bib file at all shows the key: now both show it, said
+    at the citation's line, naming the unnamed bib file that has it."""
+    root = _book(tmp_path / "b", pages={
+        "index.md": "# Book\n\nAs :cite:`Smith.2020` and :cite:`Jones.2019,Smith.2020` say.\n\n```toc\nempty\n```\n",
+        "empty.md": "# Refs\n\n:bibliography:`references.bib`\n",
+        "references.bib": ENTRY.format(key="Jones.2019"), "other.bib": ENTRY.format(key="Smith.2020")})
+    out = _build(root)
+    page = (root / "build" / "html" / "index.html").read_text(encoding="utf-8")
+    assert '<span class="tabbook-unresolved" id="id1">[Smith.2020]</span>' in page
+    assert '<span class="tabbook-unresolved">[Smith.2020]</span>' in page  # beside the resolved Jones.2019
+    assert "[]" not in page
+    said_ = [line for line in out.splitlines() if "Smith.2020" in line]
+    assert said_ == ["warning: index.md:3: citation 'Smith.2020' is in no bib file the book names ([pdf] bibfile, "
+                     "or a :bibliography: line naming one): shown as its key (other.bib has it: name it on a "
+                     ":bibliography: line or in [pdf] bibfile) [missing-citation]"]  # two on one line: said once
