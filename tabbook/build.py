@@ -303,7 +303,7 @@ def _render(config: Config, book: Book, opts: Options, notebooks: Notebooks, ori
     from tabbook.library.cache import book_library
     from tabbook.render import sources
 
-    changed = sources.write_sources(config, book.rendered, notebooks,
+    changed = sources.write_sources(config, book.rendered_sources, notebooks,
                                     sources.extra_pages(config, book_library(book), book.sections),
                                     origins=origins, page_hashes=book.page_hashes,
                                     orphans=set(book.orphans), notebook_pages=book.notebook_pages)

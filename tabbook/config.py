@@ -460,8 +460,16 @@ class Framework:
 
     @property
     def has_env(self) -> bool:
-        """Whether code of this tab can run: a lock file to install, an interpreter, or the builder's Python."""
+        """Whether the book says where this tab's code runs: a lock file to install, an interpreter,
+        or ``python = current``. A tab it says nothing of runs in the builder's Python
+        (:attr:`builder_python`), as d2lbook runs every tab's code in the current kernel."""
         return self.requirements is not None or self.python == "current" or self.interpreter is not None
+
+    @property
+    def builder_python(self) -> bool:
+        """Whether this tab's code runs in the builder's own interpreter: ``python = current``, or
+        no environment given at all (d2lbook's way; the build says how to pin one)."""
+        return self.interpreter is None and (self.python == "current" or self.requirements is None)
 
 
 @dataclass(frozen=True)

@@ -171,7 +171,9 @@ def watch_rules(config: Config, builder_static: Path = BUILDER_STATIC) -> tuple[
     ignore = list(dict.fromkeys(_posix(p) for p in skipped))
     r = re.escape(root)
     hidden = rf"^{r}/(?:[^/]+/)*[.#~]"  # .git/, .other.md.swp, .#other.md (editor locks)
-    repo_docs = rf"^{r}/(?i:{'|'.join(map(re.escape, sorted(REPO_DOCS)))})$"  # README.md, ...
+    # README.md, ... that are not pages (d2lbook's default makes them pages: watched then)
+    docs = [name for name in sorted(REPO_DOCS) if config.excluded(name[:-3] + ".md")]
+    repo_docs = rf"^{r}/(?i:{'|'.join(map(re.escape, docs))})$" if docs else r"(?!)"
     sources = "|".join([
         re.escape(_posix(builder_static)) + "/",
         rf"{r}/(?:[^/]+/)*[^/]+\.md$",
