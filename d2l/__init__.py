@@ -15,4 +15,32 @@ Importing ``d2l`` itself imports no framework (only ``d2l.<framework>`` does),
 so one installed framework is enough, and plotting needs the ``plot`` extra.
 """
 
+import sys as _sys
+
 __version__ = "0.1.0+gpus"
+
+
+class _PlottingHint:
+    """Names the install line when a module d2l plots with is missing (see find_spec)."""
+
+    MODULES = ['IPython', 'matplotlib', 'matplotlib_inline']
+
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        if name not in cls.MODULES:
+            return None
+        hint = "install matplotlib and matplotlib-inline"
+        try:
+            from importlib import metadata
+            dist = metadata.packages_distributions().get(__name__, [])[0]
+            if "plot" in (metadata.metadata(dist).get_all("Provides-Extra") or []):
+                hint = (f"install the plot extra: pip install '{dist}[plot]=={__version__}' "
+                        "(from the package index the book's front page names)")
+        except (IndexError, ImportError, OSError, ValueError):
+            pass
+        raise ModuleNotFoundError(f"No module named {name!r}: {__name__} draws figures with it; {hint}",
+                                  name=name)
+
+
+if not any(getattr(f, "__name__", "") == "_PlottingHint" for f in _sys.meta_path):
+    _sys.meta_path.append(_PlottingHint)

@@ -34,9 +34,9 @@ from tabbook.source.pycode import saved_names
 from tabbook.source.read import read_section
 from tabbook.source.toc import entry_path, is_external, page_entries, rst_toc_section, walk_toc
 
-#: The repository's documents at the book root are not book pages when ``[build] notebooks`` is
-#: left empty (tabbook's "every Markdown file"); patterns the book gives are followed as d2lbook
-#: follows them (a README.md they match is a page, unless ``exclusions`` names it).
+#: The repository's usual documents at the book root. With ``[build] notebooks`` left empty they
+#: are pages, as under d2lbook's default ``**/*.md`` (a book that does not want its README.md
+#: built names it in ``exclusions``); the live preview ignores those the book excludes.
 REPO_DOCS = frozenset({"README.MD", "CONTRIBUTING.MD", "BENCHMARKS.MD", "CHANGELOG.MD", "LICENSE.MD",
                        "AGENTS.MD", "ARCHITECTURE.MD"})
 #: Top-level folders that never hold book pages (build output, stores, tooling).
@@ -71,7 +71,7 @@ def book_markdown_files(config: Config, outside: list[Path] | None = None) -> li
             if outside is not None:
                 outside.append(here / d)
         for name in filenames:
-            if not name.endswith(".md") or (not parts and not config.notebooks and name.upper() in REPO_DOCS):
+            if not name.endswith(".md"):
                 continue
             path = here / name
             if config.excluded("/".join((*parts, name))):
@@ -153,7 +153,8 @@ def decode_page(data: bytes, rel: str) -> tuple[str, list[BookError]]:
     Anything can be in a file: bytes that are not UTF-8 are an error at their line and
     column; a byte-order mark (some Windows editors write one) and CRLF line ends are read
     through, each with a warning; an empty (or blank) file is an error, since a page needs
-    at least its title.
+    at least its title: read as a page that has only one, made from the file's name (d2lbook
+    builds it as an empty page, and Sphinx warns it has no title), with a warning.
     """
     try:
         text = data.decode("utf-8")
@@ -171,8 +172,49 @@ def decode_page(data: bytes, rel: str) -> tuple[str, list[BookError]]:
         line = text.count("\n", 0, text.index("\r")) + 1
         warnings.append(BookError("CRLF (Windows) line ends, read as LF", rel, line, kind=Problem.ENCODING))
     if not text.strip():
-        raise BookError("the file is empty: a page needs at least a # title", rel, 1)
+        title = empty_page_title(rel)
+        warnings.append(BookError(f"the file is empty: built as an empty page titled {title!r} (give it a # title)",
+                                  rel, 1, kind=Problem.EMPTY_PAGE))
+        text = f"# {title}\n"
     return text, warnings
+
+
+def empty_page_title(rel: str) -> str:
+    """The title an empty page is built with: its file's name, ``_`` and ``-`` read as spaces
+    (``chapter_a/first_steps.md`` → ``first steps``), or the name itself if that leaves nothing."""
+    stem = Path(rel).stem
+    return " ".join(stem.replace("_", " ").replace("-", " ").split()) or stem
+
+
+def shadowed_name(name: str, page: str) -> str:
+    """What a label another page owns is renamed to on ``page``: unique in the book, and a name
+    Sphinx and MyST take as a target (``eq_x`` on ``ch/a_origin.md`` → ``eq_x--ch-a_origin``)."""
+    return f"{name}--" + re.sub(r"[^\w-]", "-", page[:-3] if page.endswith(".md") else page)
+
+
+def shadow_labels(section: Section) -> Section:
+    """``section`` as it is rendered: the labels another page owns (:attr:`Section.shadowed`)
+    renamed in its prose (the ``:label:``/``:eqlabel:`` lines, ``$$ :eqlabel:`` closings and the
+    blocks' math labels), so Sphinx sees each label once, on its owner. Rows stay where they
+    were: only the names change."""
+    if not section.shadowed:
+        return section
+    names = set(section.shadowed)
+    target = re.compile(r"(:(?:label|eqlabel):`)\s*([^`]+?)\s*(`)")
+
+    def rename(text: str) -> str:
+        return target.sub(lambda m: m.group(1) + (shadowed_name(m.group(2), section.path) if m.group(2) in names
+                                                  else m.group(2)) + m.group(3), text)
+
+    cells = []
+    for cell in section.cells:
+        if cell.kind != "markdown" or not any(n in cell.source for n in names):
+            cells.append(cell)
+            continue
+        blocks = tuple(replace(b, attr=shadowed_name(b.attr, section.path)) if b.kind == "math" and b.attr in names
+                       else b for b in cell.blocks)
+        cells.append(replace(cell, source=rename(cell.source), prose=rename(cell.prose), blocks=blocks))
+    return replace(section, cells=tuple(cells))
 
 
 def read_page(config: Config, rel: str, hashes: dict[str, str] | None = None,
@@ -283,6 +325,12 @@ class Book:
     def rendered(self) -> list[Section]:
         """The pages a build renders: the toc's in reading order, then the orphans."""
         return [*self.sections, *(self.pages[rel] for rel in self.orphans)]
+
+    @property
+    def rendered_sources(self) -> list[Section]:
+        """:attr:`rendered` as the sources step writes them: labels another page owns renamed
+        (:func:`shadow_labels`)."""
+        return [shadow_labels(section) for section in self.rendered]
 
     def raise_problems(self) -> None:
         """Raise what stops a build (a page that could not be read); problems of a kind
@@ -439,15 +487,27 @@ def read_book(config: Config, extra_files: bool = True, whole_library: bool = Fa
     toc, toc_problems = walk_toc(root, read, lambda rel: rst_page(config, rel) is not None
                                  or notebook_page(config, rel) is not None or page_exists(config.root / rel))
     problems.extend(toc_problems)
+    # A label defined on several pages belongs to the first in the toc's order, then to the first
+    # of the pages no toc lists: Sphinx would send references to the page it read last (a
+    # book's *_origin.md copy no toc lists: unnumbered, "()" for an equation). The others are
+    # renamed where they are rendered (:func:`shadow_labels`), each said at its line.
     labels: dict[str, tuple[str, int]] = {}
-    for section in pages.values():
+    in_toc = {rel: i for i, rel in enumerate(toc)}
+    shadowed: dict[str, list[str]] = {}
+    for section in sorted(pages.values(), key=lambda s: (s.path not in in_toc, in_toc.get(s.path, 0))):
         for name, line in section.labels.items():
             if name in labels:
-                first = "{}:{}".format(*labels[name])
-                problems.append(BookError(f"duplicate label {name!r} (also at {first})", section.path, line,
-                                          kind=Problem.DUPLICATE_LABEL))
+                owner = "{}:{}".format(*labels[name])
+                first = labels[name][0]
+                why = ("the page in the toc" if first in in_toc and section.path not in in_toc else
+                       "the first in the toc's order" if first in in_toc else "the first page read")
+                problems.append(BookError(f"duplicate label {name!r} (also at {owner}): references to it go to "
+                                          f"{first}, {why}", section.path, line, kind=Problem.DUPLICATE_LABEL))
+                shadowed.setdefault(section.path, []).append(name)
             else:
                 labels[name] = (section.path, line)
+    for rel, names in shadowed.items():
+        pages[rel] = replace(pages[rel], shadowed=tuple(sorted(names)))
     problems.sort(key=lambda e: (e.path or "", e.line or 0))
     cache.save(config.root)
     book = Book(config, pages, [rel for rel in toc if rel in pages], labels, problems, page_hashes=hashes,

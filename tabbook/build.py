@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from tabbook.book import Book, read_book
 from tabbook.config import Config
-from tabbook.errors import BookError, flatten, judge, raise_all, stops
+from tabbook.errors import BookError, BookErrors, flatten, judge, raise_all, stops, unfiltered
 from tabbook.execute.gpus import Devices, detect
 from tabbook.execute.plan import Notebooks, Plan, Selection, UnitOutcome, UnitStatus
 from tabbook.execute.runner import Runner
@@ -83,9 +83,12 @@ class BuildResult:
         return [u for u in self.outcomes if u.status is not None]
 
     def gpu_summary(self) -> str:
-        """"GPU outputs in 3 of 20 units (pytorch 3/5, jax 0/5, …)": what the build's last line says."""
+        """"GPU outputs in 3 of 20 units (pytorch 3/5, jax 0/5, …)": what the build's last line says.
+        "" for a book that has nothing to do with GPUs (no unit asked for one, none ran on one):
+        "GPU outputs in 0 of 2 units" on every build of a book of plain Python is noise."""
         shown = {u.id: u.device for u in self.outcomes if u.device}
-        if not shown:
+        asked = any(u.gpu_need for u in self.outcomes)
+        if not shown or (not asked and all(device == "CPU only" for device in shown.values())):
             return ""
         per: dict[str, list[int]] = {}
         for (_, fw), device in shown.items():
@@ -95,6 +98,17 @@ class BuildResult:
         gpu = sum(c[0] for c in per.values())
         parts = ", ".join(f"{fw} {c[0]}/{c[1]}" for fw, c in per.items())
         return f"GPU outputs in {gpu} of {len(shown)} units ({parts})"
+
+    def failure_summary(self, errors: int) -> str:
+        """The last line of a build that failed on ``errors`` problems, after they are listed:
+        "[failed] 12 problems (9 errors, 3 warnings)", the warnings being those logged while it
+        ran (a strict build's are errors, so it has none but of kinds that stay warnings)."""
+        warnings = sum(severity == "warning" for severity, _ in self.problems)
+
+        def n(count: int, what: str) -> str:
+            return f"{count} {what}{'s' * (count != 1)}"
+
+        return f"[failed] {n(errors + warnings, 'problem')} ({n(errors, 'error')}, {n(warnings, 'warning')})"
 
     def as_report(self) -> dict[str, Any]:
         problems = [{"severity": severity, "kind": p.kind.slug if p.kind else None, "path": p.path,
@@ -163,7 +177,11 @@ def _build(config: Config, opts: Options, log: Callable[[str], Any]) -> BuildRes
             except BookError as exc:
                 rendered = flatten([exc])
             kept += result.report(_not_said(rendered, result), strict, log)
-        raise_all(sorted(kept, key=lambda e: (e.path or "", e.line or 0)))
+        failed = sorted(flatten(kept), key=lambda e: (e.path or "", e.line or 0))
+        if failed:
+            failure = failed[0] if len(failed) == 1 else BookErrors(failed)
+            failure.summary = result.failure_summary(len(failed))  # type: ignore[attr-defined]
+            raise failure
     finally:
         if site is not None:
             site.call_off()  # a failed build: the early Sphinx reads and writes nothing
@@ -285,7 +303,7 @@ def _render(config: Config, book: Book, opts: Options, notebooks: Notebooks, ori
     from tabbook.library.cache import book_library
     from tabbook.render import sources
 
-    changed = sources.write_sources(config, book.rendered, notebooks,
+    changed = sources.write_sources(config, book.rendered_sources, notebooks,
                                     sources.extra_pages(config, book_library(book), book.sections),
                                     origins=origins, page_hashes=book.page_hashes,
                                     orphans=set(book.orphans), notebook_pages=book.notebook_pages)
@@ -299,8 +317,12 @@ def _render(config: Config, book: Book, opts: Options, notebooks: Notebooks, ori
         notebooks.save()  # which entries needed no cleaning (render/sanitize.py)
     if site is not None:
         t1 = time.monotonic()
+        # Its progress, live on a terminal, a line now and then in a log (render/progress.py).
+        site.log, site.live = log, log is print and sys.stdout.isatty()
         if not site.finish(sources_changed=changed):
             log(f"[{opts.builder}] nothing changed: build/{opts.builder} is current")
+        else:
+            log(rendered_line(opts.builder, site.rendered_pages({s.path for s in book.sections})))
         result.sphinx_seconds = time.monotonic() - t1
         result.sphinx_set_up_ahead = site.set_up_ahead
     if opts.builder == "html":
@@ -314,6 +336,15 @@ def _render(config: Config, book: Book, opts: Options, notebooks: Notebooks, ori
             log("[html] the site has no PDFs (none in build/pdf): its pages say \"PDF: not in "
                 "this build\"; `tabbook site` builds the site with its PDFs")
     return site.problems if site is not None else []
+
+
+def rendered_line(builder: str, pages: list[str], shown: int = 5) -> str:
+    """"[html] rendered 2 pages: a.md, b.md": which pages a Sphinx run read again (the first
+    ``shown`` of them, then how many more)."""
+    if not pages:
+        return f"[{builder}] rendered: no page read again (the site's other files changed)"
+    names = ", ".join(pages[:shown]) + (f" and {len(pages) - shown} more" if len(pages) > shown else "")
+    return f"[{builder}] rendered {len(pages)} page{'s' * (len(pages) != 1)}: {names}"
 
 
 def build_pdfs(config: Config, frameworks: tuple[str, ...] | None = None, *, frozen: bool = False,
@@ -339,9 +370,9 @@ def _build_pdfs(config: Config, frameworks: tuple[str, ...] | None, *, frozen: b
         build(config, Options(Selection(frozen_only=frozen, force=force), render=False, execute=False,
                               jobs=jobs), log=log)
         raise no_tex
-    build(config, Options(Selection(frozen_only=frozen, force=force), builder="latex", jobs=jobs, sphinx=sphinx),
-          log=log)
-    return pdf.write_pdfs(config, wanted, jobs=jobs, log=log)
+    result = build(config, Options(Selection(frozen_only=frozen, force=force), builder="latex", jobs=jobs,
+                                   sphinx=sphinx), log=log)
+    return pdf.write_pdfs(config, wanted, jobs=jobs, log=log, unsaid=lambda found: _not_said(found, result))
 
 
 def _runner(config: Config, the_plan: Plan, opts: Options, log: Callable[[str], Any]) -> Runner:
@@ -363,7 +394,10 @@ def _runner(config: Config, the_plan: Plan, opts: Options, log: Callable[[str], 
     from tabbook.execute.progress import LiveStatus
 
     # A long cell is not silence: its file.md:LINE and time so far, live on a terminal, every 30 s in a log.
-    live = LiveStatus(log, sys.stdout, interactive=log is print and sys.stdout.isatty())
+    # Its own redrawing (a carriage return, erase-line) goes to the terminal itself; every line
+    # it logs goes through the command line's filter (errors.TerminalStream).
+    stream = unfiltered(sys.stdout)
+    live = LiveStatus(log, stream, interactive=log is print and stream.isatty())
     runner = Runner(opts.jobs or os.cpu_count() or 1, env, progress=log,
                     devices=Devices(gpus, per_gpu=config.units_per_gpu), live=live, lent=opts.kernels)
     if opts.kernels is not None:

@@ -10,16 +10,18 @@ into ``file.md:LINE: message`` lines on stderr and a non-zero exit status.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tabbook.errors import (
     BookError,
     BookErrors,
+    TerminalStream,
     interrupted_status,
     judge,
     raise_interrupted,
@@ -412,13 +414,30 @@ def main(argv: list[str] | None = None, *, sphinx: Launcher | None = None, kerne
         else:
             warm = None
     try:
-        return _dispatch(args, rest)
+        with _plain_text_streams():
+            return _dispatch(args, rest)
     finally:
         if warm is not None:  # the next build of this book finds tabbook and Sphinx loaded
             try:
                 warm.start(args.root)
             except OSError:
                 pass
+
+
+@contextlib.contextmanager
+def _plain_text_streams() -> Iterator[None]:
+    """Standard output and error as :class:`~tabbook.errors.TerminalStream`\\ s while a command
+    runs: whatever it prints that came from a cell, a store entry or a book file reaches the
+    terminal or the CI log as text, with no control sequence (README: Security model)."""
+    out, err = sys.stdout, sys.stderr
+    if not isinstance(out, TerminalStream):
+        sys.stdout = TerminalStream(out)  # type: ignore[assignment]
+    if not isinstance(err, TerminalStream):
+        sys.stderr = TerminalStream(err)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = out, err
 
 
 def _dispatch(args: argparse.Namespace, rest: list[str]) -> int:
@@ -432,6 +451,9 @@ def _dispatch(args: argparse.Namespace, rest: list[str]) -> int:
         return WITH_BOOK[args.command](load_config(args.root, args.overlay, args.interpreters, args.settings), args)
     except BookError as err:
         print(err.shown(), file=sys.stderr)
+        summary = getattr(err, "summary", "")  # a build's count of what it found (build.failure_summary)
+        if summary:
+            print(summary, file=sys.stderr)
         return 1
     except OSError as exc:
         _debug(args)

@@ -60,6 +60,7 @@ from tabbook.settings import (
     import_stack,
     interpreter,
     key_line,
+    language,
     leads_outside,
     leaves_book,
     library_module,
@@ -73,9 +74,11 @@ from tabbook.settings import (
     resource_list,
     setting,
     settings_of,
+    site_address,
     tab_list,
     text,
     top_level_modules,
+    url_template,
     version_text,
     words,
 )
@@ -253,11 +256,14 @@ class Site:
     """The reader's site (``[site]``, tabbook's own section; used by :mod:`tabbook.render.site`)."""
 
     branch: str = setting("site", "branch", "main", text, "the branch the Colab links open")
-    colab_url: str = setting("site", "colab_url", "", text, "template of a notebook's Colab link, with "
+    colab_url: str = setting("site", "colab_url", "", url_template, "template of a notebook's Colab link, with "
                              "{repo} {branch} {path}; default: Colab's GitHub URL when [project] "
                              "repository names a GitHub repository")
-    pdf_url: str = setting("site", "pdf_url", "", text, "template of a PDF's link, with {name} {fw}; "
+    pdf_url: str = setting("site", "pdf_url", "", url_template, "template of a PDF's link, with {name} {fw}; "
                            "default: build/pdf/NAME-FW.pdf, copied into the site, when it exists")
+    url: str = setting("site", "url", "", site_address, "the address the site is served at "
+                       "(https://HOST/PATH/): the d2l package's docstrings cite each page there "
+                       "(empty: by its path in the site)")
     front_page: bool = setting("site", "front_page", "true", boolean,
                                "the root page gains the generated front matter (picker, contents, downloads)")
     trusted_outputs: bool = setting("site", "trusted_outputs", "false", boolean,
@@ -287,6 +293,11 @@ class Html:
                                            "stylesheets every page loads after tabbook's", field_default=())
     include_js: tuple[str, ...] = setting("html", "include_js", "", book_globs, "root-relative globs of "
                                           "scripts every page loads after tabbook's", field_default=())
+    raw_html: str = setting("html", "raw_html", "allow", choice("allow", "escape", why="must be allow "
+                            "(d2lbook's: HTML in the pages is the page's) or escape"),
+                            "HTML written in the pages (HTML blocks, inline tags, raw html blocks): allow "
+                            "(d2lbook's) publishes it as it is, script included; escape shows it as text "
+                            "(README: Security model)", field_default="allow", overlay=False)
 
 
 @dataclass(frozen=True)
@@ -449,8 +460,16 @@ class Framework:
 
     @property
     def has_env(self) -> bool:
-        """Whether code of this tab can run: a lock file to install, an interpreter, or the builder's Python."""
+        """Whether the book says where this tab's code runs: a lock file to install, an interpreter,
+        or ``python = current``. A tab it says nothing of runs in the builder's Python
+        (:attr:`builder_python`), as d2lbook runs every tab's code in the current kernel."""
         return self.requirements is not None or self.python == "current" or self.interpreter is not None
+
+    @property
+    def builder_python(self) -> bool:
+        """Whether this tab's code runs in the builder's own interpreter: ``python = current``, or
+        no environment given at all (d2lbook's way; the build says how to pin one)."""
+        return self.interpreter is None and (self.python == "current" or self.requirements is None)
 
 
 @dataclass(frozen=True)
@@ -465,7 +484,7 @@ class Config:
                            "(d2lbook's release)", aliases=(("project", "release"),))
     copyright: str = setting("project", "copyright", "", text, "the footer's copyright line (none when "
                              "empty, as in d2lbook)")
-    lang: str = setting("project", "lang", "", text, "the book's language (en, zh, ja, ...): the pages' "
+    lang: str = setting("project", "lang", "", language, "the book's language (en, zh, ja, ...): the pages' "
                         "lang attribute and Sphinx's own words (default: en)")
     repository: str = setting("project", "repository", "", text, "where the sources live (view-source "
                               "and notebook links); a GitHub repository adds Colab links")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -134,3 +135,64 @@ def raise_interrupted(signum: int, frame: object) -> None:
 def interrupted_status(exc: KeyboardInterrupt) -> int:
     """The exit status of a command a signal interrupted: 128 + the signal (Ctrl-C: 130)."""
     return 128 + getattr(exc, "signum", 2)
+
+
+# ---- what reaches a terminal or a CI log ---------------------------------------------------
+
+#: Terminal control sequences (ECMA-48), 7- and 8-bit: strings (OSC: window title, clipboard
+#: write 52, hyperlink 8; DCS, SOS, PM, APC) up to their terminator (BEL or ST) or, unterminated,
+#: the end of the line; CSI sequences (colours, cursor moves, erasing); any other escape.
+_CONTROL_SEQUENCE = re.compile(
+    r"(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"
+    r"|(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
+    r"|\x1b[ -/]*[0-~]?")
+#: Other control characters (C0 but tab and newline, DEL, C1): a bell, a backspace that rubs out
+#: what came before it on a terminal.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_text(text: str) -> str:
+    """``text`` with every terminal control sequence and control character taken out, for a
+    terminal or a CI log.
+
+    Why: what tabbook prints includes text it did not write: a failing cell's exception and
+    traceback, a store entry's fields, a page's words. Printed as it is, a cell could set the
+    terminal's title, write the clipboard (OSC 52), show a link to somewhere else than it says
+    (OSC 8), or erase and overwrite the lines above it in a log. Everything goes, colours too
+    (the tracebacks' colours were the kernel's; a report is read in logs as often as at a
+    terminal): what is left is the text. A carriage return becomes a line break, so what a
+    progress bar drew over stays readable instead of hidden."""
+    if not _NEEDS_CLEANING.search(text):
+        return text
+    text = _CONTROL_SEQUENCE.sub("", text).replace("\r\n", "\n").replace("\r", "\n")
+    return _CONTROL.sub("", text)
+
+
+_NEEDS_CLEANING = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+class TerminalStream:
+    """A text stream that writes :func:`terminal_text` of what it is given to ``stream``: the
+    command line's standard output and error, so every line tabbook prints (a report, a
+    warning, a log line quoting a page or an entry) is plain text. ``unfiltered`` is the
+    stream itself, for the one writer of control sequences of tabbook's own: the live status
+    line (:class:`tabbook.execute.progress.LiveStatus`), which redraws itself at a terminal."""
+
+    def __init__(self, stream: Any) -> None:
+        self.unfiltered = stream
+
+    def write(self, text: str) -> int:
+        self.unfiltered.write(terminal_text(text))
+        return len(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:  # flush, isatty, fileno, encoding, ...
+        return getattr(self.unfiltered, name)
+
+
+def unfiltered(stream: Any) -> Any:
+    """The stream a :class:`TerminalStream` writes to (``stream`` itself if it is none)."""
+    return getattr(stream, "unfiltered", stream) if isinstance(stream, TerminalStream) else stream

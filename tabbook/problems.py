@@ -61,6 +61,16 @@ class Problem(Enum):
     TAB_NOT_FIRST = Rule(
         "`%%tab must be the first line of its code cell`", "the line is read as the cell's tab line",
         "the same (it looks for the mark anywhere in the cell)")
+    TAB_MARKER = Rule(
+        "`:begin_tab: with a space before its backtick` / `with text after it on its line`",
+        "read as the marker for the frameworks it names; text after it is the tab's first line",
+        "reads a marker too, but of no framework (the prose shown to every one) / drops the text after it")
+    BROKEN_FENCE = Rule(
+        "`a code cell's opening fence is missing` / `the fence opened here is not closed before the code "
+        "cell at line N`",
+        "a `{.python .input}` line before the stray fence is read as the cell's opening; otherwise the stray "
+        "fence line is dropped and what it held is read as prose; the rest of the page and book build",
+        "builds the page garbled (prose as code, or code as prose) and every other page")
     TOC_OPTION = Rule(
         "`unknown toc option :x:` / `:maxdepth: needs an integer`", "the option is left out, the toc kept",
         "Sphinx's toctree fails on it: the toc is lost")
@@ -68,11 +78,17 @@ class Problem(Enum):
         "`slide mark [** is never closed by **]`", "the slides leave its text out until it is closed",
         "the same")
     # -- pages, labels, references, the toc ----------------------------------------------------
+    EMPTY_PAGE = Rule(
+        "`the file is empty: built as an empty page titled 'x'`",
+        "built as a page with only a title, made from its file's name",
+        "builds an empty page; Sphinx warns it has no title")
     ENCODING = Rule(
         "`the file starts with a byte-order mark` / `CRLF (Windows) line ends`", "read through", "the same")
     DUPLICATE_LABEL = Rule(
-        "`duplicate label 'x' (also at page.md:LINE)`",
-        "references go where Sphinx sends them (the label read last)", "the same (Sphinx's warning)")
+        "`duplicate label 'x' (also at page.md:LINE): references to it go to page.md, the page in the toc`",
+        "said at each duplicate; references go to the page in the toc (the first in its order; else the first "
+        "page read), the other pages' copies renamed",
+        "Sphinx warns; references go to the label read last (a copy no toc lists: unnumbered, `()`)")
     UNDEFINED_REFERENCE = Rule(
         "`:numref: to undefined label 'x'` (also `:eqref:`, `:ref:`)", "shown as the label's text",
         "Sphinx warns and shows the label's text")
@@ -96,7 +112,10 @@ class Problem(Enum):
         "`link to x.pdf, which the book does not have`", "linked as written (a broken link)",
         "linked as written, no warning")
     MISSING_CITATION = Rule(
-        "`could not find bibtex key \"x\"`", "shown as the key", "Sphinx warns; shown as the key")
+        "`citation 'x' is in no bib file the book names ([pdf] bibfile, or a :bibliography: line naming one)` "
+        "(`… (other.bib has it …)` when an unnamed bib file of the book has it); `citation 'x': the book has no "
+        "bib file`", "shown as `[x]`, with a bib file or without",
+        "Sphinx warns; shown as an empty `[]` (without a bib file: as the key)")
     BIB_DATA = Rule(
         "`refs.bib:LINE: missing FIELD in KEY` (also `duplicate_label`, `bibfile_data_error`)",
         "the entry renders without it", "Sphinx warns")
@@ -135,7 +154,8 @@ class Problem(Enum):
         "typeset at build time all the same (an `aligned` block, or the part KaTeX cannot read "
         "shown as TeX in red); nothing loaded from other sites", "MathJax, loaded from a CDN, shows its error")
     HIGHLIGHTING = Rule(
-        "`Could not lex literal_block as \"x\"` (Pygments)", "shown without colours",
+        "`code block is not valid x; shown without highlighting` (Pygments cannot lex it)",
+        "shown without colours; one line at the block, never the block's text",
         "not reported (its `conf.py` suppresses it)", strict=_W)
     SPHINX = Rule(
         "any other Sphinx, docutils or MyST warning (`Unknown directive type`, `unknown document`, …)",

@@ -101,6 +101,8 @@ ENVIRONMENT: tuple[Variable, ...] = (
              "reads instead of config.ini (tabbook/render/context.py)"),
     Variable("TABBOOK_WARNINGS", "hand-off", "to a Sphinx run: where it records its warnings "
              "(tabbook/render/ext/diagnostics.py)"),
+    Variable("TABBOOK_RENDER_PROGRESS", "hand-off", "to a Sphinx run: where it says what it reads and "
+             "writes as it goes (tabbook/render/ext/progress.py)"),
     Variable("TABBOOK_SPHINX_GATE", "hand-off", "to a Sphinx started early: wait for the sources "
              "(tabbook/render/ext/gate.py)"),
     Variable("TABBOOK_LEARN_MODULES", "hand-off", "to an HTML run: where it records the modules it "
@@ -436,6 +438,22 @@ def version_text(value: str, at: At) -> str:
     return version
 
 
+#: A site's address as docstrings cite it: http(s), nothing a docstring or a reader's terminal
+#: would cut (spaces, quotes, parentheses, backslashes).
+SITE_ADDRESS = re.compile(r"https?://[^\s()\"'\\<>`]+")
+
+
+def site_address(value: str, at: At) -> str:
+    """``[site] url``: the address the site is served at, ending in ``/`` ("": not known)."""
+    address = value.strip()
+    if not address:
+        return ""
+    if not SITE_ADDRESS.fullmatch(address):
+        raise ValueError(f"{address!r} is not a site's address: https://HOST/PATH/, without spaces, quotes "
+                         "or parentheses (the library's docstrings cite pages there)")
+    return address if address.endswith("/") else address + "/"
+
+
 def file_name(value: str, at: At) -> str:
     """A name the builder turns into file names as it is (``NAME-pytorch.pdf``): letters,
     digits and ``_ . + -``, not starting with a dot; a ``/`` or ``..`` would put them elsewhere."""
@@ -515,14 +533,54 @@ def comma_items(value: str) -> list[str]:
     return [item.strip() for line in value.splitlines() for item in line.split(",") if item.strip()]
 
 
+#: URL schemes whose link runs code in the reader's browser, or shows a page of the link's own making.
+SCRIPT_SCHEMES = ("javascript", "vbscript", "data")
+
+
+def script_url(url: str) -> str | None:
+    """The scheme of ``url`` when a link to it would run script (``javascript:``, ``vbscript:``,
+    ``data:``), read as a browser reads it: ASCII whitespace and control characters anywhere in
+    it ignored (``java&#9;script:`` reaches HTML escaped, but a tab or a newline in the key would
+    not), any case. None: a link that only goes somewhere."""
+    plain = re.sub(r"[\x00-\x20\x7f]", "", url).lower()
+    return next((scheme for scheme in SCRIPT_SCHEMES if plain.startswith(scheme + ":")), None)
+
+
+def link_url(url: str) -> str:
+    """``url``, checked to be a link that runs no script (:func:`script_url`)."""
+    scheme = script_url(url)
+    if scheme is not None:
+        raise ValueError(f"{url!r}: a {scheme}: link runs script in the reader's browser; give an "
+                         "http(s) or a relative URL")
+    return url
+
+
 def header_links(value: str, at: At) -> tuple[tuple[str, str, str], ...]:
     """``[html] header_links``: (name, URL, Font Awesome icon) triples, comma-separated over one
-    or more lines (d2l-en ends each line with a comma)."""
+    or more lines (d2l-en ends each line with a comma); a URL that would run script is refused."""
     items = comma_items(value)
     if len(items) % 3:
         raise ValueError(f"has {len(items)} items, not triples of name, URL, icon (e.g. GitHub, "
                          "https://github.com/o/r, fab fa-github)")
-    return tuple((items[i], items[i + 1], items[i + 2]) for i in range(0, len(items), 3))
+    return tuple((items[i], link_url(items[i + 1]), items[i + 2]) for i in range(0, len(items), 3))
+
+
+def url_template(value: str, at: At) -> str:
+    """A link's URL template (``[site] pdf_url``, ``colab_url``), checked to run no script."""
+    return link_url(value.strip())
+
+
+#: A language tag as HTML's ``lang`` takes it (BCP 47's shape, d2lbook's ``zh_CN`` spelling too).
+LANGUAGE_TAG = re.compile(r"[A-Za-z]{2,8}(?:[-_][A-Za-z0-9]{1,8})*")
+
+
+def language(value: str, at: At) -> str:
+    """``[project] lang``: a language tag, or "" (English). It is written into every page's
+    ``<html lang="…">`` and Sphinx's choice of words, so anything else is refused."""
+    tag = value.strip()
+    if tag and not LANGUAGE_TAG.fullmatch(tag):
+        raise ValueError(f"{tag!r} is not a language tag (en, zh, zh-CN, pt_BR, ...)")
+    return tag
 
 
 def book_file(value: str, at: At) -> Path | None:

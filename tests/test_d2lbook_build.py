@@ -211,13 +211,33 @@ def test_tabbook_ini_at_the_root_is_the_default_overlay(tmp_path: Path, monkeypa
     assert config.framework("pytorch").has_env and config.framework("pytorch").python == "current"
 
 
-def test_executing_a_tab_without_environment_says_how_to_give_one(tmp_path: Path) -> None:
-    book, _ = make_book(tmp_path, eval_notebook=True)
-    proc = tabbook(book, None, "build", "--no-render")
+def test_a_tab_without_environment_runs_in_the_builder_s_python_as_under_d2lbook(tmp_path: Path) -> None:
+    """d2lbook runs every tab's code in the current kernel: a tab the book gives no environment
+    runs in the builder's Python, with one line saying how to pin one (issue 52)."""
+    book, overlay = make_book(tmp_path, eval_notebook=True)
+    overlay.write_text("[framework:pytorch]\nimport = json\n\n[framework:mxnet]\nimport = json\n")
+    proc = tabbook(book, overlay, "build", "--no-render")
+    assert proc.returncode == 0, proc.stderr
+    notes = [line for line in (proc.stdout + proc.stderr).splitlines() if "no environment given" in line]
+    assert [n.split(":")[0] for n in notes] == ["[env] pytorch", "[env] mxnet"], notes
+    assert f"the builder's Python ({sys.executable})" in notes[0] and "[framework:pytorch] a requirements" in notes[0]
+    assert set(statuses(book).values()) == {"executed"}
+
+
+def test_a_tab_whose_package_the_builder_s_python_lacks_names_the_import_key(tmp_path: Path) -> None:
+    book, overlay = make_book(tmp_path, eval_notebook=True)
+    proc = tabbook(book, None, "build", "--no-render")  # pytorch imports torch by default
     assert proc.returncode == 1
-    assert "config.ini:12: tab 'pytorch' has no environment to run its code" in proc.stderr  # [build] tabs
-    assert "--no-execute" in proc.stderr and "Traceback" not in proc.stderr
+    first = proc.stderr.splitlines()[0]
+    assert first.startswith("config.ini:12: the pytorch environment") and "cannot import torch" in first  # tabs
+    assert "what tab 'pytorch' imports by default: set [framework:pytorch] import = PACKAGE" in first
     assert not (book / "_freeze").exists()
+    overlay.write_text("[framework:pytorch]\nimport = json\n\n[framework:mxnet]\nimport = no_such_package\n")
+    proc = tabbook(book, overlay, "build", "--no-render")
+    assert proc.returncode == 1
+    first = proc.stderr.splitlines()[0]
+    assert first.startswith(f"{overlay}:5: the mxnet environment"), first  # the key's own line
+    assert "cannot import no_such_package ([framework:mxnet] import = no_such_package, set at" in first
 
 
 # --- item 5: execution off, and failures that do not stop the other pages ----------------------

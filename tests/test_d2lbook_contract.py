@@ -160,7 +160,8 @@ WANT = [
     "part/one.md:4: :numref: to undefined label 'sec_nowhere' [undefined-reference]",
     "part/one.md:9: image file ../img/absent.svg does not exist [missing-image]",
     "part/one.md:11: :end_tab: without a matching :begin_tab: [stray-end-tab]",
-    "part/two.md:6: duplicate label 'eq_twice' (also at part/one.md:14) [duplicate-label]",
+    "part/two.md:6: duplicate label 'eq_twice' (also at part/one.md:14): references to it go to part/one.md, "
+    "the first in the toc's order [duplicate-label]",
     "part/two.md:8: unknown framework 'pytorch' (config.ini tabs: python): shown in the book's one tab "
     "[unknown-tab]",
     "index.md:5: raw:: html :file: banner.html",  # present: no warning (checked below)

@@ -155,7 +155,8 @@ FAULTS = [
           "lib_file = ../torch.py", "[library-pytorch] lib_file names ../torch.py, which is outside the book's folder"),
     # --- bytes -------------------------------------------------------------------------------------
     Fault("not-utf8", FIRST, append("\nCaf\udce9 au lait.\n"), "Caf", "not UTF-8 text: byte 0xe9", column=4),
-    Fault("empty-page", SECOND, lambda _: "\n\n", "", "the file is empty"),
+    Fault("empty-page", SECOND, lambda _: "\n\n", "", "the file is empty: built as an empty page",
+          args=("build", "--strict"), kind="empty-page"),
     # --- the library -------------------------------------------------------------------------------
     Fault("save-not-top-level", SECOND, append(CELL + "if True:\n    def f():  #@save\n        return 1\n```\n"),
           "def f():  #@save", "#@save marks a statement that is not top-level"),
@@ -171,10 +172,10 @@ FAULTS = [
           "```{.python .input}\n%%tab pytorch\n#@raises ValueError", "did not raise"),
     # --- rendering (Sphinx's warnings, at the Markdown line) -----------------------------------------
     Fault("cite-key-missing", FIRST, append("\nAs :cite:`nobody2020` showed.\n"), ":cite:`nobody2020`",
-          'could not find bibtex key "nobody2020"',
+          "citation 'nobody2020' is in no bib file the book names",
           args=("build", "--strict"), kind="missing-citation"),
     Fault("cite-key-missing-after-code", SECOND, append("\nThen :cite:`nobody2021` said.\n"),
-          ":cite:`nobody2021`", 'could not find bibtex key "nobody2021"',
+          ":cite:`nobody2021`", "citation 'nobody2021' is in no bib file the book names",
           args=("build", "--strict"), kind="missing-citation"),
     Fault("unknown-document", CHAPTER, append("\nRead {doc}`nothing-here` too.\n"), "{doc}`nothing-here`",
           "unknown document",
@@ -186,8 +187,11 @@ FAULTS = [
           ".. image:: ../img/nothere.png", "nothere.png",
           args=("build", "--strict"), kind="missing-image"),
     # --- environments (the overlay, outside the book; its path is given relative to it) --------------
-    Fault("tab-without-environment", "OVERLAY", replace("[framework:mxnet]\npython = current\n", "[framework:mxnet]\n"),
-          "", "tab 'mxnet' has no environment to run its code", at="config.ini:12:"),
+    # A tab given no environment runs in the builder's Python (d2lbook's current kernel); one whose
+    # package that Python lacks fails at the key that names the package.
+    Fault("tab-without-environment-lacks-its-package", "OVERLAY",
+          replace("[framework:mxnet]\npython = current\nimport = json\n", "[framework:mxnet]\nimport = no_such_package\n"),
+          "", "cannot import no_such_package ([framework:mxnet] import = no_such_package", at="OVERLAY:6:"),
     Fault("lock-file-missing", "OVERLAY",
           replace("[framework:mxnet]\npython = current\n", "[framework:mxnet]\nrequirements = mx-lock.txt\n"),
           "", "[framework:mxnet] requirements names mx-lock.txt, which does not exist", at="OVERLAY:6:"),
@@ -297,7 +301,7 @@ def test_a_rendering_problem_is_reported_again_until_it_is_fixed(clean_book: tup
     first = book / FIRST
     first.write_text(first.read_text() + "\nAs :cite:`nobody2022` showed.\n")
     line = first.read_text().count("\n")  # the appended line
-    want = f'{FIRST}:{line}: could not find bibtex key "nobody2022"'
+    want = f"{FIRST}:{line}: citation 'nobody2022' is in no bib file the book names"
     for _ in range(2):  # the second build changes nothing, and still fails the same way
         proc = tabbook(book, overlay, "build", "--strict")
         assert proc.returncode == 1 and want in proc.stdout + proc.stderr, proc.stdout + proc.stderr

@@ -228,6 +228,8 @@ def test_a_gpu_entry_is_kept_and_marked_on_a_lesser_machine(tmp_path: Path) -> N
     second = build(book, 1, tmp_path)
     assert second.returncode == 0, second.stdout + second.stderr
     assert "warning: multi.md:4: [alpha] outputs kept from an earlier version of the code" in second.stdout
+    # and what a contributor without the GPUs can do about it (issue 52)
+    assert "open a pull request" in second.stdout and "--execute-here --only multi.md --frameworks alpha" in second.stdout
     assert entry.read_text() == json.dumps(stored, indent=1, sort_keys=True, ensure_ascii=False) + "\n" \
         or json.loads(entry.read_text()) == stored  # the entry is untouched
     html = (book / "build" / "html" / "multi.html").read_text()

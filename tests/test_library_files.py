@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import os
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from library_fixtures import (
 
 from tabbook.cli import main as cli_main
 from tabbook.config import Config, load_config
+from tabbook.errors import BookError
 from tabbook.library.generate import generate_library, stale_library, write_library
 
 
@@ -35,10 +37,44 @@ def config(tmp_path: Path) -> Config:
 # --- files --------------------------------------------------------------------------------------
 
 def test_init_has_the_version_and_imports_nothing(config: Config) -> None:
+    """Nothing but ``sys`` (loaded already) at import time; the plotting hint's own import of
+    importlib.metadata runs only when a plotting module is missing."""
     init = generate_library(config, [])["d2l/__init__.py"]
     tree = ast.parse(init)
-    assert not any(isinstance(n, (ast.Import, ast.ImportFrom)) for n in ast.walk(tree))
+    top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    assert [ast.unparse(n) for n in top] == ["import sys as _sys"]
     assert '__version__ = "1.2.3"' in init and "from d2l import torch as d2l" in ast.get_docstring(tree)
+
+
+def _import_matplotlib_without_it(site: Path) -> tuple[str, str]:
+    """Import the package at ``site`` in a Python without site-packages (so no matplotlib),
+    then matplotlib: the error's ``name`` and text."""
+    code = (f"import sys; sys.path.insert(0, {str(site)!r}); import d2l\n"
+            "try:\n    import matplotlib\nexcept ModuleNotFoundError as e:\n    print(e.name); print(e)")
+    proc = subprocess.run([sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    name, text = proc.stdout.strip().split("\n", 1)
+    return name, text
+
+
+def test_a_missing_plotting_module_names_the_plot_extra(config: Config, tmp_path: Path) -> None:
+    """Issue 52: ``use_svg_display()`` without the ``plot`` extra raised a bare
+    ``ModuleNotFoundError``; the error now says what to install, from the installed package's
+    own metadata (its name, version and extras), and is still a ModuleNotFoundError of that name."""
+    site = tmp_path / "site"
+    (site / "d2l").mkdir(parents=True)
+    (site / "d2l" / "__init__.py").write_text(generate_library(config, [])["d2l/__init__.py"])
+    name, text = _import_matplotlib_without_it(site)
+    assert name == "matplotlib" and "No module named 'matplotlib'" in text
+    assert "install matplotlib and matplotlib-inline" in text  # not installed as a distribution
+    info = site / "d2l-1.2.3.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: d2l\nVersion: 1.2.3\nProvides-Extra: plot\n"
+                                   "Provides-Extra: torch\n")
+    (info / "top_level.txt").write_text("d2l\n")
+    name, text = _import_matplotlib_without_it(site)
+    assert name == "matplotlib"
+    assert "pip install 'd2l[plot]==1.2.3'" in text, text
 
 
 def test_pyproject_reads_the_version_the_generator_writes() -> None:
@@ -185,3 +221,32 @@ def test_the_books_own_library_is_generated_and_clean() -> None:
     for path, text in files.items():
         proc = ruff_check(text, path)
         assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_docstrings_cite_the_sites_address_when_the_book_names_it(tmp_path: Path) -> None:
+    """Issue 52: a ``pip install d2l`` user's ``help()`` named a page by its path in the site
+    (``a.html``), which is no address. With ``[site] url`` the line gives the page's address;
+    the API page still reads its path from it. Without the key, nothing changes."""
+    from tabbook.render.apiref import _doc
+    from tabbook.render.ext.apidoc import _doc_lines
+
+    code = fence("def f():  #@save\n    '''Twice one.'''\n    return 2")
+    (tmp_path / "plain").mkdir()
+    bare = make_config(tmp_path / "plain")
+    plain = generate_library(bare, [section(bare, "a.md", "A", IMPORTS, code)])
+    assert 'Defined in "A" (a.html).\n' in plain["d2l/torch.py"]
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "config.ini").write_text(CONFIG + "\n[site]\nurl = https://example.org/book\n")
+    config = load_config(tmp_path / "site")
+    assert config.site.url == "https://example.org/book/"
+    text = generate_library(config, [section(config, "a.md", "A", IMPORTS, code)])["d2l/torch.py"]
+    assert 'Defined in "A" (a.html): https://example.org/book/a.html\n' in text
+    [node] = [n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == "f"]
+    assert _doc(node) == ("Twice one.", "A", "a")
+    assert _doc_lines(ast.get_docstring(node) or "") == ["Twice one.", "", "Defined in :doc:`A </a>`."]
+
+
+def test_the_sites_address_is_checked_where_it_is_written(tmp_path: Path) -> None:
+    (tmp_path / "config.ini").write_text(CONFIG + "\n[site]\nurl = https://example.org/a book/\n")
+    with pytest.raises(BookError, match=r"config.ini:\d+: .*not a site's address"):
+        load_config(tmp_path)

@@ -12,7 +12,7 @@ import pytest
 
 from tabbook.config import load_config
 from tabbook.errors import BookError
-from tabbook.render.package import Package, book_package, normalize, project_page, publish
+from tabbook.render.package import Package, book_package, normalize, project_page, publish, root_page
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "fixtures" / "book"
@@ -96,3 +96,68 @@ def test_publish_builds_once_and_replaces_an_old_wheel(tmp_path: Path) -> None:
     (book / "d2l" / "__init__.py").write_text('__version__ = "9.9"\n')  # not what the site would say
     with pytest.raises(BookError, match="the wheel's version is 9.9"):
         publish(config, site, said.append)
+
+
+def _wheel(folder: Path, version: str) -> Path:
+    """A minimal wheel of a project called d2l at ``version``; no dependencies, no extras."""
+    import base64
+    import hashlib
+
+    info = f"d2l-{version}.dist-info"
+    files = {"d2l/__init__.py": f'__version__ = "{version}"\n'.encode(),
+             f"{info}/METADATA": f"Metadata-Version: 2.1\nName: d2l\nVersion: {version}\n".encode(),
+             f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+
+    def record(name: str, data: bytes) -> str:
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        return f"{name},sha256={digest},{len(data)}"
+
+    wheel = folder / f"d2l-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        for name, data in files.items():
+            z.writestr(name, data)
+        z.writestr(f"{info}/RECORD", "\n".join([record(n, d) for n, d in files.items()] + [f"{info}/RECORD,,", ""]))
+    return wheel
+
+
+def _index(root: Path, package: Package, version: str) -> Path:
+    """A PEP 503 index on disk holding one d2l wheel, written as the site writes its own."""
+    project = root / "simple" / "d2l"
+    project.mkdir(parents=True)
+    wheel = _wheel(project, version)
+    (project / "index.html").write_text(project_page(package, wheel))
+    (root / "simple" / "index.html").write_text(root_page(package))
+    return root / "simple"
+
+
+def test_the_sites_install_line_takes_the_sites_wheel_over_a_higher_version_elsewhere(tmp_path: Path) -> None:
+    """Issue 52: with ``--extra-index-url``, pip takes the highest version either index has, so an
+    unpinned ``d2l`` is PyPI's (1.0.3, another project). The line the front page shows pins the
+    book's own local version, which only the site's index holds. Both indexes are folders
+    (``file://``): nothing leaves the machine."""
+    import os
+    import shlex
+    import subprocess
+    import sys
+
+    from tabbook.render.front import SITE_PLACEHOLDER, pip_command
+
+    book = Package("d2l", "0.1.0+gpus", ())
+    pypi = _index(tmp_path / "pypi", Package("d2l", "1.0.3", ()), "1.0.3")
+    site = _index(tmp_path / "site", book, "0.1.0+gpus")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    env.update(PIP_CONFIG_FILE=os.devnull, PIP_INDEX_URL=pypi.as_uri() + "/", PIP_DISABLE_PIP_VERSION_CHECK="1")
+
+    def downloads(argv: list[str]) -> list[str]:
+        dest = tmp_path / f"got{len(list(tmp_path.glob('got*')))}"
+        proc = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--dest", str(dest), *argv],
+                              capture_output=True, text=True, env=env, timeout=300)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        return sorted(p.name for p in dest.iterdir())
+
+    line = pip_command(book).replace(SITE_PLACEHOLDER, (tmp_path / "site").as_uri() + "/")
+    argv = shlex.split(line)
+    assert argv[:2] == ["pip", "install"] and argv[-1] == "d2l==0.1.0+gpus"
+    assert downloads(argv[2:]) == ["d2l-0.1.0+gpus-py3-none-any.whl"]
+    # the risk it guards against: the same indexes, the bare name, and pip takes the other project
+    assert downloads(["--extra-index-url", site.as_uri() + "/", "d2l"]) == ["d2l-1.0.3-py3-none-any.whl"]

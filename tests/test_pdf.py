@@ -287,3 +287,25 @@ def test_long_tracebacks_keep_the_books_frame_and_the_error() -> None:
                                   "RuntimeError: devices differ"]
     two = "Cell In[1], line 1\n----> 1 1 / 0\n\nZeroDivisionError: division by zero"
     assert shorten_traceback(two) == two
+
+
+@needs_tex
+def test_a_missing_image_is_a_placeholder_in_the_pdf_and_one_warning(tmp_path: Path) -> None:
+    """Issue 52: the HTML build warns about a missing image and goes on; xelatex stopped at
+    ``Unable to load picture`` and there was no PDF. Now the PDF shows a note where the figure
+    is, the warning is said once at the Markdown line, and no raw Sphinx line (naming
+    ``build/src/…``) repeats it."""
+    book = tmp_path / "book"
+    book.mkdir()
+    (book / "config.ini").write_text("[project]\nname = lost\n\n[build]\nnotebooks = *.md\n")
+    (book / "index.md").write_text("# Lost\n\n```toc\n:numbered:\n\npage\n```\n")
+    (book / "page.md").write_text("# Page\n\nBefore.\n\n![Gone.](img/none.png)\n:width:`200px`\n\n"
+                                  "Inline ![x](img/gone.png) too.\n")
+    proc = run_pdf(book)
+    said = proc.stdout + proc.stderr
+    assert proc.returncode == 0, said
+    assert said.count("page.md:5: image file img/none.png does not exist [missing-image]") == 1, said
+    assert said.count("page.md:8: image file img/gone.png does not exist [missing-image]") == 1, said
+    assert "build/src" not in said, said
+    text = pdftext(book / "build" / "pdf" / "lost-python.pdf")
+    assert "missing image: img/none.png" in text and "missing image: img/gone.png" in text

@@ -8,7 +8,18 @@ from typing import Any
 
 from tabbook.check import check_book
 from tabbook.config import load_config
-from tabbook.render.slides import Code, Renderer, build_deck, deck_html, lecture_code, marks, write_decks
+from tabbook.render.slides import (
+    Code,
+    Renderer,
+    Slide,
+    build_deck,
+    deck_html,
+    error_text,
+    lecture_code,
+    marks,
+    paginate,
+    write_decks,
+)
 from tabbook.source.dialect import unclosed_slide_marks
 from tabbook.source.model import Section
 from tabbook.source.read import read_section
@@ -177,3 +188,33 @@ def test_check_warns_at_the_line_of_an_unclosed_mark(tmp_path: Path) -> None:
     (tmp_path / "index.md").write_text("# B\n\nIntro.\n\nThe [**slide text\nruns on.\n")
     assert [w.shown() for w in check_book(load_config(tmp_path))] == [
         "index.md:5: slide mark [** is never closed by **]: the slides leave its text out [slide-mark]"]
+
+
+def test_an_error_on_a_slide_is_its_statement_not_its_frames() -> None:
+    """A traceback's frames filled whole slides (the `copying` decks): a slide shows the
+    exception's statement, the last one when its message holds another traceback (MXNet's)."""
+    frames = ["\x1b[0;31m---------\x1b[0m", "File /x/jax/_src/pjit.py:155, in _run\n    152   a = 1\n"
+              "--> 155   raise ValueError(msg)\n    156 except E:", "\x1b[0;31mValueError\x1b[0m: devices differ"]
+    page = Renderer(katex=None).output({"output_type": "error", "ename": "ValueError", "evalue": "devices differ",
+                                         "traceback": frames})
+    assert page == '<pre class="output error">ValueError: devices differ</pre>'
+    nested = {"output_type": "error", "ename": "MXNetError", "traceback": [
+        "File base.py:246", "\x1b[0;31mMXNetError\x1b[0m: Traceback (most recent call last):\n"
+        '  File "imperative.cc", line 81\nMXNetError: Operator ones is not implemented for GPU.']}
+    assert error_text(nested) == "MXNetError: Operator ones is not implemented for GPU."
+    assert error_text({"ename": "", "traceback": ["a", "b\nc", "d"]}) == "b\nc\nd"
+
+
+def test_a_slide_too_long_for_its_frame_is_cut_between_cells_under_its_heading() -> None:
+    """The `copying` decks' title slide held five cells, shrunk past reading: a slide longer than
+    a frame goes on over more slides, each with the heading, text kept with the code it leads to."""
+    cell = Code("\n".join(f"x{k} = f({k})" for k in range(12)), (stream("out\n" * 3),))
+    slide = Slide("Naming", ["Intro.", cell, "Then this:", cell, cell])
+    pages = paginate(slide)
+    assert [p.title for p in pages] == ["Naming"] * 3
+    assert [p.items for p in pages] == [["Intro.", cell], ["Then this:", cell], [cell]]
+    assert paginate(Slide("Short", ["One.", Code("x = 1")])) == [Slide("Short", ["One.", Code("x = 1")])]
+    # The title slide's overflow goes on under the deck's title; one huge cell is a slide of its own.
+    huge = Code("\n".join(["y = 2"] * 60))
+    assert [(p.title, p.items) for p in paginate(Slide("", ["Intro.", cell, huge]), first=True, heading="Deck")] \
+        == [("", ["Intro.", cell]), ("Deck", [huge])]

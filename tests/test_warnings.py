@@ -60,7 +60,8 @@ def test_a_bib_warning_is_located_at_the_entry_and_judged_by_strictness(tmp_path
     found = collect(config, records, mark=False)
     # d2lbook's contract: both are built past (a lost citation shows its key), each of its kind
     assert [w.shown() for w in found.warnings] == [
-        'Sphinx: could not find bibtex key "nokey" [bibtex.key_not_found] [missing-citation]',
+        "Sphinx: citation 'nokey' is in no bib file the book names ([pdf] bibfile, or a :bibliography: line "
+        "naming one): shown as its key [missing-citation]",
         "mini.bib:8: missing publisher in nopub74 [bibtex.missing_field] [bib-data]"]
     assert found.errors == []
     strict = collect(config, records, strict=True, mark=False)

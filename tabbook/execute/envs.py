@@ -115,18 +115,14 @@ def ensure_env(config: Config, fw: Framework, create: bool = True, log: Log = pr
         if not os.access(fw.interpreter, os.X_OK) or fw.interpreter.is_dir():
             raise BookError(f"the {fw.name} interpreter {fw.interpreter} is not an executable file")
         return Env(fw.name, fw.interpreter, lock_hash(fw))
-    if fw.python == "current":
+    if fw.builder_python:
+        if not fw.has_env:  # d2lbook runs every tab in the current kernel: so do we, and say how to pin one
+            where = config.overlay.name if config.overlay else "tabbook.ini"
+            log(f"[env] {fw.name}: no environment given: its code runs in the builder's Python "
+                f"({sys.executable}), as under d2lbook; to pin one, give [framework:{fw.name}] a requirements "
+                f"lock file in config.ini or the overlay ({where}), or --python {fw.name}=PATH")
         return Env(fw.name, Path(sys.executable), lock_hash(fw))
-    if fw.requirements is None:
-        from tabbook.settings import key_line
-
-        where = config.overlay.name if config.overlay else "tabbook.ini"
-        ini = config.root / "config.ini"
-        line = key_line(ini.read_text(encoding="utf-8"), "build", "tabs") if ini.is_file() else None
-        raise BookError(
-            f"tab {fw.name!r} has no environment to run its code: give [framework:{fw.name}] a "
-            f"requirements lock file in config.ini or an overlay ({where}), an existing interpreter "
-            f"(--python {fw.name}=PATH), or build with --no-execute", "config.ini", line)
+    assert fw.requirements is not None  # builder_python covers a tab with neither lock nor interpreter
     target = venv_dir(config, fw)
     python = target / "bin" / "python"
     if not _complete(target, fw, config, hashes):
@@ -224,7 +220,7 @@ def checked_env(config: Config, fw: Framework, env: Env) -> str:
     framework, one after another) only repeats the first answer. Should the venv break
     later, the kernel's own import fails and the unit reports it.
     """
-    if fw.python == "current" and fw.interpreter is None:
+    if fw.builder_python:
         return check_env(config, fw, env)
     if fw.interpreter is not None:  # not ours to write into: the record lives in build/
         stat = fw.interpreter.resolve().stat()
@@ -266,12 +262,48 @@ def check_env(config: Config, fw: Framework, env: Env) -> str:
         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
     )
     if proc.returncode != 0:
-        tail = "\n".join(proc.stderr.strip().splitlines()[-5:])
-        where = config.rel(fw.requirements) if fw.requirements else "config.ini"
+        # The import's own words, not the probe's traceback (its one frame is ``<string>``).
+        said = [line for line in proc.stderr.strip().splitlines()
+                if not line.startswith("Traceback (most recent call last)") and not line.startswith('  File "<string>"')]
+        tail = "\n".join(said[-5:])
+        where: str = config.rel(fw.requirements) if fw.requirements else "config.ini"
+        line: int | None = None
         if fw.interpreter is not None:
             where = str(fw.interpreter)
-        raise BookError(f"the {fw.name} environment cannot import {fw.import_name}:\n{tail}", where)
+        named = import_key(config, fw.name)
+        if named is not None:  # the book chose the import name: say where
+            why = f"[framework:{fw.name}] import = {fw.import_name}, set at {named[0]}:{named[1]}"
+        else:
+            why = (f"what tab {fw.name!r} imports by default: set [framework:{fw.name}] import = PACKAGE in "
+                   f"config.ini or the overlay ({config.overlay.name if config.overlay else 'tabbook.ini'}) "
+                   "when its package is another")
+        if fw.builder_python and not fw.has_env:
+            where, line = named or ("config.ini", _tabs_line(config))
+        raise BookError(f"the {fw.name} environment ({env.python}) cannot import {fw.import_name} ({why}):\n{tail}",
+                        where, line)
     return proc.stdout.strip().splitlines()[-1]
+
+
+def _tabs_line(config: Config) -> int | None:
+    """The line of ``[build] tabs`` in config.ini (None: not there)."""
+    from tabbook.settings import key_line
+
+    ini = config.root / "config.ini"
+    return key_line(ini.read_text(encoding="utf-8"), "build", "tabs") if ini.is_file() else None
+
+
+def import_key(config: Config, tab: str) -> tuple[str, int] | None:
+    """Where ``[framework:TAB] import`` is set: the overlay (which wins) or config.ini, as
+    (file, line); None when neither sets it (the import name is the tab's default)."""
+    from tabbook.settings import key_line
+
+    ini = config.root / "config.ini"
+    for path in (config.overlay, ini):
+        if path is not None and path.is_file():
+            line = key_line(path.read_text(encoding="utf-8"), f"framework:{tab}", "import")
+            if line is not None:
+                return config.rel(path), line
+    return None
 
 
 def jupyter_dir(config: Config) -> Path:

@@ -116,6 +116,7 @@ class UnitOutcome:
     origin: str | None = None
     current: bool = False  # its entry matches its key (a forced unit runs all the same)
     phases: dict[str, float] = field(default_factory=dict)  # when each step of its run happened (job.Result)
+    gpu_need: int = 0  # how many GPUs its code asks for ([build] gpus or its code: gpus.guess_need)
 
     @property
     def id(self) -> tuple[str, str]:
@@ -402,6 +403,7 @@ def _plan_unit(out: Plan, config: Config, section: Section, fw: str, entry: Entr
                                                             current=bool(matched))
     declared = config.declared_gpus(section.path)
     need = declared if declared is not None else guess_need("\n".join(c.source for c in cells))
+    record.gpu_need = need
     alone = config.runs_alone(section.path)
     record.placement = describe_need(need, alone)
     if matched and entry is not None and not (selection.force and selected):
@@ -418,15 +420,16 @@ def _plan_unit(out: Plan, config: Config, section: Section, fw: str, entry: Entr
         record.why, record.library_names = explain(entry, parts)
     held_back = None if selection.execute_here or not selected else lesser_host(entry, declared, host_gpus)
     if held_back and entry is not None:
-        _hold_back(out, store, record, entry, held_back, cells[0].cell.line)
+        _hold_back(out, store, record, entry, held_back, first_edited_line(entry, cells))
         if not selection.frozen_only:
             return []
     if selection.frozen_only:
         why = ("missing" if entry is None else f"not this page's ({miscounted})" if miscounted
                else f"stale ({', '.join(record.why)} changed)")
         rel = config.rel(store.path(section.path, fw))
-        # At the unit's first code cell: the store keeps no finer record of what changed.
-        return [BookError(f"[{fw}] freeze entry {rel} is {why}", section.path, cells[0].cell.line)]
+        # At the first cell whose code differs from the entry's (its first cell when none does).
+        line = first_edited_line(entry, cells) if entry is not None else cells[0].cell.line
+        return [BookError(f"[{fw}] freeze entry {rel} is {why}", section.path, line)]
     framework = config.framework(fw)
     unit = Unit(section=section.path, framework=fw, cells=tuple(cells), kernel_name=framework.kernel_name,
                 import_name=framework.import_name, cwd=(config.root / section.path).parent,
@@ -463,12 +466,32 @@ def _reuse(out: Plan, config: Config, store: FreezeStore, record: UnitOutcome, e
     record.why = [REUSE_WHY[matched]]
 
 
+def first_edited_line(entry: Entry, cells: list[FrameworkCell]) -> int:
+    """The Markdown line of the first code cell whose code differs from the one the entry ran:
+    where an author looks for what they changed (a cell added after the stored ones: the first
+    new one; a cell removed, or only the library or environment changed: the nearest cell)."""
+    stored = len(entry.cells)
+    _, first = with_book_code(entry.notebook, cells)
+    if first is None:
+        first = min(stored, len(cells) - 1) if stored != len(cells) else 0
+    return cells[first].cell.line
+
+
+def refresh_hint(section: str, fw: str) -> str:
+    """What a contributor without the GPUs can do about outputs kept from earlier code."""
+    return (f"to refresh them, open a pull request (the GPU run refreshes them), or run it on a GPU "
+            f"machine (`make gpu-bundle`, then scripts/gpu-build.sh there), or here on the CPU: "
+            f"`tabbook build --execute-here --only {section} --frameworks {fw}`")
+
+
 def _hold_back(out: Plan, store: FreezeStore, record: UnitOutcome, entry: Entry, held_back: str, line: int) -> None:
     """A stale entry this machine cannot stand in for: kept as it is, marked on the page and in
-    the report (a warning; ``--frozen`` fails on it)."""
+    the report (a warning; ``--frozen`` fails on it). Located at the first edited cell, with
+    what to do about it (:func:`refresh_hint`)."""
     record.state = UnitState.OUTDATED
     record.why = [*record.why, f"kept: {held_back} (--execute-here runs it anyway)"]
-    kept = BookError(f"[{record.framework}] outputs kept from an earlier version of the code: {held_back}",
+    kept = BookError(f"[{record.framework}] outputs kept from an earlier version of the code: {held_back}; "
+                     f"{refresh_hint(record.section, record.framework)}",
                      record.section, line, kind=Problem.OUTDATED_OUTPUTS)
     record.show(mark_outdated(entry, f"{', '.join(record.why[:-1])} changed; {held_back}"),
                 "outdated: " + store.signature(record.section, record.framework), UnitStatus.OUTDATED)

@@ -725,12 +725,29 @@ def unmet_raises(job: Job, cells: list[dict[str, Any]]) -> Failure | None:
     return None
 
 
+#: Modules a tab may name as its ``import`` that are Python itself, not a framework: the
+#: kernel's own packages (a tab of plain Python, d2lbook's one-language book, imports IPython
+#: only to check that its interpreter can run a kernel). Their version is not the tab's.
+KERNEL_MODULES = frozenset({"IPython", "ipykernel"})
+
+
+def framework_of(import_name: str) -> bool:
+    """Whether ``import_name`` is a framework whose version the provenance should record: not a
+    module of the standard library (``statistics``: its version is Python's, recorded anyway)
+    nor one of :data:`KERNEL_MODULES`."""
+    top = import_name.split(".")[0]
+    return top not in sys.stdlib_module_names and top not in KERNEL_MODULES
+
+
 def provenance(job: Job, info: dict[str, Any]) -> dict[str, Any]:
-    """Where the unit ran: each text one line, as the store's schema wants (``store.provenance_problem``)."""
+    """Where the unit ran: each text one line, as the store's schema wants (``store.provenance_problem``).
+    A tab whose ``import`` is no framework (:func:`framework_of`) records its version as "?"
+    (unknown), which the pages leave out rather than show IPython's version as the tab's."""
     gpus = [one_line(g) for g in info.get("gpus", [])][:256]
+    version = one_line(info.get("framework_version", "?")) if framework_of(job.import_name) else "?"
     out: dict[str, Any] = {
         "framework": job.framework,
-        "framework_version": one_line(info.get("framework_version", "?")),
+        "framework_version": version,
         "python": one_line(info.get("python", "?")),
         "cpu": one_line(cpu_model()),
         "gpus": gpus,

@@ -102,10 +102,12 @@ class Origin:
         stem = self.path[:-3] if self.path.endswith(".md") else self.path
         return stem + ".html"
 
-    def note(self) -> str:
-        """The docstring line that says where an object is defined (no quotes, no backslashes)."""
+    def note(self, site: str = "") -> str:
+        """The docstring line that says where an object is defined (no quotes, no backslashes):
+        the page's path in the site, and, when the site's address is known (``[site] url``), the
+        page's address, which a ``pip install d2l`` user can open from ``help()``."""
         title = (self.title or self.path).replace("\\", "/").replace('"', "'")
-        return f'Defined in "{title}" ({self.url}).'
+        return f'Defined in "{title}" ({self.url})' + (f": {site}{self.url}" if site else ".")
 
 
 @dataclass

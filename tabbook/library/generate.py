@@ -48,6 +48,7 @@ from tabbook.library.extract import (
     top_names,
 )
 from tabbook.library.imports import (
+    LAZY_ROOTS,
     Binding,
     bindings,
     body_uses,
@@ -82,6 +83,42 @@ def package_dir(config: Config) -> str:
     return Path(os.path.relpath(config.library_dir, config.root)).as_posix()
 
 
+#: The end of ``d2l/__init__.py``: a reader who installed the package without its ``plot`` extra
+#: and draws a figure gets a bare ``ModuleNotFoundError: No module named 'matplotlib'`` from
+#: inside the library (its plotting imports are deferred: tabbook.library.imports). A finder
+#: put last on ``sys.meta_path``, so consulted only once every other finder failed to find one
+#: of the deferred modules, raises that same error (same type and ``name``, so code that
+#: catches ImportError is unaffected) with the install line added, named from the installed
+#: distribution's own metadata: its name, version and whether it has a ``plot`` extra.
+PLOT_HINT = f'''
+
+class _PlottingHint:
+    """Names the install line when a module d2l plots with is missing (see find_spec)."""
+
+    MODULES = {sorted(LAZY_ROOTS)!r}
+
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        if name not in cls.MODULES:
+            return None
+        hint = "install matplotlib and matplotlib-inline"
+        try:
+            from importlib import metadata
+            dist = metadata.packages_distributions().get(__name__, [])[0]
+            if "plot" in (metadata.metadata(dist).get_all("Provides-Extra") or []):
+                hint = (f"install the plot extra: pip install '{{dist}}[plot]=={{__version__}}' "
+                        "(from the package index the book's front page names)")
+        except (IndexError, ImportError, OSError, ValueError):
+            pass
+        raise ModuleNotFoundError(f"No module named {{name!r}}: {{__name__}} draws figures with it; {{hint}}",
+                                  name=name)
+
+
+if not any(getattr(f, "__name__", "") == "_PlottingHint" for f in _sys.meta_path):
+    _sys.meta_path.append(_PlottingHint)
+'''
+
+
 def init_text(config: Config) -> str:
     """``d2l/__init__.py``: version and how to use the package; imports nothing."""
     pkg = package_dir(config)
@@ -107,7 +144,10 @@ def init_text(config: Config) -> str:
         f"so one installed framework is enough, and plotting needs the ``plot`` extra.\n"
         f'"""\n'
         f"\n"
+        f"import sys as _sys\n"
+        f"\n"
         f'__version__ = "{config.version}"\n'
+        f"{PLOT_HINT}"
     )
 
 
@@ -122,8 +162,9 @@ def _wrap(prefix: str, items: list[str], width: int = 100) -> list[str]:
     return lines
 
 
-def _render_piece(piece: Piece, lazy: dict[str, Binding]) -> str:
-    """A piece's final text: lazy imports put in, the 'Defined in' docstring line added."""
+def _render_piece(piece: Piece, lazy: dict[str, Binding], site: str = "") -> str:
+    """A piece's final text: lazy imports put in, the 'Defined in' docstring line added
+    (``site``: the site's address, ``[site] url``)."""
     lazy_names = set(lazy)
 
     def with_lazy(text: str) -> str:
@@ -137,18 +178,18 @@ def _render_piece(piece: Piece, lazy: dict[str, Binding]) -> str:
     if piece.kind == "stmt":
         return piece.text
     if piece.kind == "def":
-        return ps.add_docstring_line(with_lazy(piece.text), piece.origin.note())
+        return ps.add_docstring_line(with_lazy(piece.text), piece.origin.note(site))
     parts = [piece.text]
     prev_kind = None
     for m in piece.members:
         text = with_lazy(m.text) if m.kind == "def" else m.text
         if m.added:
-            text = ps.add_docstring_line(text, m.origin.note())
+            text = ps.add_docstring_line(text, m.origin.note(site))
         if prev_kind is not None and (m.kind != "stmt" or prev_kind != "stmt"):
             parts.append("")
         parts.append(ps.indent(text, piece.body_indent))
         prev_kind = m.kind
-    return ps.add_docstring_line("\n".join(parts), piece.origin.note())
+    return ps.add_docstring_line("\n".join(parts), piece.origin.note(site))
 
 
 def _assembled_text(piece: Piece) -> str:
@@ -463,7 +504,7 @@ def _assemble(config: Config, module: _Module) -> tuple[str, dict[int, Loc]]:
     for piece in lib.pieces:
         out += ["", ""]
         start = len(out) + 1
-        rendered = _render_piece(piece, module.lazy).split("\n")
+        rendered = _render_piece(piece, module.lazy, config.site.url).split("\n")
         for k, loc in enumerate(remap(_assembled_text(piece).split("\n"), piece.row_locs(), rendered)):
             row_loc[start + k] = loc
         out += rendered

@@ -16,7 +16,8 @@ import re
 
 from tabbook.config import Config
 
-_DEFINED = re.compile(r'^Defined in "(?P<title>.*)" \((?P<url>[^()]*)\.html\)\.\s*')
+# The page's path, then "." or ": ADDRESS" when the book names its site ([site] url).
+_DEFINED = re.compile(r'^Defined in "(?P<title>.*)" \((?P<url>[^()]*)\.html\)(?:\.|: \S+)\s*')
 
 
 def _signature(node: ast.FunctionDef | ast.AsyncFunctionDef, drop_self: bool) -> str:

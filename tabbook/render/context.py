@@ -74,6 +74,7 @@ class RenderContext:
     include_css: tuple[str, ...] = ()  # the files the globs name, checked
     include_js: tuple[str, ...] = ()
     header_links: tuple[tuple[str, str, str], ...] = ()  # (name, URL, Font Awesome icon)
+    raw_html: str = "allow"  # [html] raw_html: the pages' own HTML published (allow) or shown as text (escape)
     # [pdf]
     latex_logo: str = ""
     fonts: tuple[tuple[str, str], ...] = ()  # ("main_font", family) the book asks for
@@ -167,7 +168,7 @@ def _render_context(config: Config) -> RenderContext:
         favicon=str(config.html.favicon or ""), html_logo=str(config.html.html_logo or ""),
         include_css=_included(config, config.html.include_css, "include_css"),
         include_js=_included(config, config.html.include_js, "include_js"),
-        header_links=config.html.header_links, latex_logo=str(config.pdf.latex_logo or ""), fonts=fonts,
+        header_links=config.html.header_links, raw_html=config.html.raw_html, latex_logo=str(config.pdf.latex_logo or ""), fonts=fonts,
         pdf_url=config.site.pdf_url, repo=repo or config.repository, branch=config.site.branch,
         colab_url=colab if config.repository else "", front_page=config.site.front_page,
         trusted_outputs=config.site.trusted_outputs, libs=config.colab.libs,

@@ -24,14 +24,16 @@ are fixed.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tabbook.book import named_bibfiles
+from tabbook.book import book_markdown_files, named_bibfiles
 from tabbook.config import Config
 from tabbook.errors import BookError, judge
 from tabbook.files import BuildDir
@@ -57,6 +59,10 @@ _TYPED = {("bibtex", "key_not_found"): Problem.MISSING_CITATION, ("misc", "highl
           ("image", "not_readable"): Problem.MISSING_IMAGE, ("toc", "not_readable"): Problem.TOC_ENTRY}
 #: Message openings → kind, for the untyped ones.
 _WORDED = (("duplicate label", Problem.DUPLICATE_LABEL), ("undefined label", Problem.UNDEFINED_REFERENCE),
+           # docutils' words for a label given twice on one page (a heading's or figure's, an
+           # equation's): the check's duplicate label again, said once (build._not_said)
+           ("Duplicate explicit target name", Problem.DUPLICATE_LABEL),
+           ('Duplicate ID: "equation-', Problem.DUPLICATE_LABEL),
            ("Failed to create a cross reference. Any number is not assigned", Problem.UNNUMBERED_REFERENCE),
            ("image file not readable", Problem.MISSING_IMAGE),
            ("toctree contains reference to nonexisting document", Problem.TOC_ENTRY),
@@ -153,6 +159,8 @@ def kind_of(record: dict[str, Any]) -> Problem | None:
     """The kind of a recorded warning: tabbook's own extensions name theirs (``type="tabbook"``,
     ``subtype`` a kind's slug, or :data:`STOPS` for one that fails every build), Sphinx's typed
     ones and a few worded ones have their own; any other is :attr:`Problem.SPHINX`."""
+    if record.get("kind") in _SLUGS:  # a record :func:`short_message` reworded
+        return _SLUGS[str(record["kind"])]
     typed = (record.get("type"), record.get("subtype"))
     if typed == ("tabbook", STOPS):
         return None
@@ -166,9 +174,65 @@ def kind_of(record: dict[str, Any]) -> Problem | None:
     return next((kind for opening, kind in _WORDED if message.startswith(opening)), Problem.SPHINX)
 
 
-def to_error(config: Config, record: dict[str, Any], bibs: list[Path] | None = None) -> BookError:
+#: The language in Sphinx's (and older Sphinx's) words for a code block Pygments cannot lex.
+_LEXED_AS = re.compile(r'^(?:Lexing|Could not lex) literal_block .* as "(?P<lang>[^"]*)"', re.S)
+
+
+_MISSING_KEY = re.compile(r'^could not find bibtex key "(?P<key>[^"]*)"')
+_NO_BIB_KEY = re.compile(r"^citation '(?P<key>[^']*)': the book has no bib file")
+
+
+def unnamed_bibfiles(config: Config, named: list[Path]) -> list[Path]:
+    """The bib files of the book (beside the root or a page) that neither ``[pdf] bibfile`` nor a
+    ``:bibliography:`` line names: where an author may have put an entry no citation finds."""
+    folders = {config.root} | {p.parent for p in book_markdown_files(config)}
+    known = {n.resolve() for n in named}
+    return [bib for folder in sorted(folders) for bib in sorted(folder.glob("*.bib")) if bib.resolve() not in known]
+
+
+def missing_citation(config: Config, record: dict[str, Any], named: list[Path],
+                     unnamed: Callable[[], list[Path]] | None = None) -> dict[str, Any]:
+    """A key no bib file the book names has, said as a book without bib files says it (the
+    key is shown, :mod:`tabbook.render.ext.bib`), with the unnamed bib file that has it."""
+    typed = (record.get("type"), record.get("subtype"))
+    m = _MISSING_KEY.match(str(record.get("message", "")))
+    if typed == ("tabbook", Problem.MISSING_CITATION.slug):  # a book with no bib file (render/ext/bib.py)
+        m, message = _NO_BIB_KEY.match(str(record.get("message", ""))), str(record.get("message", ""))
+    elif typed == ("bibtex", "key_not_found") and m is not None:
+        message = (f"citation {m.group('key')!r} is in no bib file the book names ([pdf] bibfile, or a "
+                   ":bibliography: line naming one): shown as its key")
+    else:
+        return record
+    if m is None:
+        return record
+    key = m.group("key")
+    others = unnamed() if unnamed is not None else unnamed_bibfiles(config, named)
+    other = next((bib for bib in others if bib_entry_line(bib, key) is not None), None)
+    if other is not None:
+        message += f" ({config.rel(other)} has it: name it on a :bibliography: line or in [pdf] bibfile)"
+    return {**record, "message": message, "type": None, "subtype": None, "kind": Problem.MISSING_CITATION.slug}
+
+
+def short_message(record: dict[str, Any]) -> dict[str, Any]:
+    """A record whose message is one short line where Sphinx's is long: a code block Pygments
+    cannot lex is quoted whole by Sphinx (its ``repr``, ``\\n`` escapes and all), seven times
+    on d2lbook's own manual; it is said as ``code block is not valid LANG; shown without
+    highlighting``, at the block's line."""
+    if (record.get("type"), record.get("subtype")) != ("misc", "highlighting_failure"):
+        return record
+    m = _LEXED_AS.match(str(record.get("message", "")))
+    lang = m.group("lang") if m else "its language"
+    return {**record, "message": f"code block is not valid {lang}; shown without highlighting",
+            "type": None, "subtype": None, "kind": Problem.HIGHLIGHTING.slug}
+
+
+def to_error(config: Config, record: dict[str, Any], bibs: list[Path] | None = None,
+             unnamed: Callable[[], list[Path]] | None = None) -> BookError:
     """One recorded warning as an error at the Markdown source (or the bib entry, or where
-    Sphinx put it)."""
+    Sphinx put it). ``unnamed``: the book's bib files no key names, when first asked
+    (:func:`unnamed_bibfiles`; a run's warnings share one answer)."""
+    bibs = named_bibfiles(config) if bibs is None else bibs
+    record = missing_citation(config, short_message(record), bibs, unnamed)
     first, *rest = str(record.get("message", "")).split("\n")
     message = (first.strip() or "(no message)") + "".join(f"\n    {x}" for x in rest if x.strip())
     kind = (f" [{record['type']}.{record['subtype']}]" if record.get("type") not in (None, "tabbook")
@@ -176,7 +240,7 @@ def to_error(config: Config, record: dict[str, Any], bibs: list[Path] | None = N
     level = str(record.get("level", "WARNING")).lower()
     text = f"{message}{kind}" if level == "warning" else f"{level}: {message}{kind}"
     problem = kind_of(record)
-    bib = _bib_location(config, record, named_bibfiles(config) if bibs is None else bibs)
+    bib = _bib_location(config, record, bibs)
     if bib is not None:
         return BookError(text, *bib, kind=problem)
     location = record.get("location")
@@ -205,8 +269,9 @@ def collect(config: Config, records_file: Path, strict: bool = False, mark: bool
     everything = False
     problems = []
     bibs = named_bibfiles(config) if records else []
+    unnamed = functools.cache(lambda: unnamed_bibfiles(config, bibs))
     for record in records if isinstance(records, list) else []:
-        problem = to_error(config, record, bibs)
+        problem = to_error(config, record, bibs, unnamed)
         if not (problem.line == GENERATED and problem.kind is not None):
             problems.append(problem)
         if not mark:

@@ -29,13 +29,18 @@ from typing import Any
 from tabbook.config import Config
 from tabbook.execute.store import Entry as StoreEntry
 from tabbook.execute.store import FreezeStore
+from tabbook.render.merge import with_version
 from tabbook.render.myst import convert_roles, myst_text
-from tabbook.render.names import SYNC_GROUP
+from tabbook.render.names import GENERATED_HTML, SYNC_GROUP
 from tabbook.render.package import INDEX, Package, book_package
 from tabbook.render.site import NO_PDF_NOTE, compact_css, compact_js, zip_target
 from tabbook.source.dialect import ATTR_LINE, BEGIN_TAB, BIBLIOGRAPHY, END_TAB, strip_slide_marks
 from tabbook.source.model import Section
 from tabbook.source.toc import page_entries
+
+#: How the generated part opens a block of its own HTML: marked as the builder's, so that under
+#: ``[html] raw_html = escape`` it is still published (:mod:`tabbook.render.ext.rawhtml`).
+RAW_HTML = ("```{raw} html", f":class: {GENERATED_HTML}")
 
 #: The front page's own style, inlined into it so that no other page loads it.
 FRONT_CSS = Path(__file__).resolve().parent / "front.css"
@@ -172,14 +177,14 @@ def computed_lines(label: str, provs: Iterable[dict[str, Any]]) -> list[str]:
         # The entry's values are data: shown as text (myst_text), never read as MyST.
         cpu = myst_text(prov.get("cpu", ""))
         where = myst_text(prov.get("device", "?")) if prov.get("gpus") else (f"CPU only ({cpu})" if cpu else "CPU only")
-        key = (where, myst_text(prov.get("framework_version", "?")), myst_text(prov.get("python", "?")))
+        key = (where, str(prov.get("framework_version", "?")), myst_text(prov.get("python", "?")))
         groups.setdefault(key, []).append(str(prov.get("date", "?")))
     lines = []
     for (where, version, python), dates in sorted(groups.items(), key=lambda kv: -len(kv[1])):
         first, last = myst_text(min(dates)), myst_text(max(dates))
         span = first if first == last else f"{first} to {last}"
         n = len(dates)
-        lines.append(f"{where}, {label} {version}, Python {python}: {n} section{'s' * (n != 1)}, {span}")
+        lines.append(f"{where}, {with_version(label, version)}Python {python}: {n} section{'s' * (n != 1)}, {span}")
     if shown_without:
         lines.append(f"{shown_without} section{'s' * (shown_without != 1)} shown without outputs")
     return lines
@@ -342,7 +347,7 @@ def _pip_block(package: Package, extra: str = "") -> list[str]:
     """A console block whose command the front page's script completes with the site's address
     (``data-index``: the index, relative to the page); copied as shown."""
     command = html.escape(pip_command(package, extra))
-    return ["```{raw} html",
+    return [*RAW_HTML,
             f'<div class="highlight-bash notranslate tabbook-pip"><div class="highlight">'
             f'<pre data-index="{INDEX}/" data-placeholder="{SITE_PLACEHOLDER}">{command}</pre></div></div>', "```"]
 
@@ -361,7 +366,7 @@ def _install_lines(facts: FrontFacts, package: Package) -> list[str]:
                 out += [f":::{{tab-item}} {facts.labels[fw]}", f":sync: {fw}", "",
                         *_pip_block(package, facts.extras[fw]), ":::"]
         out += ["::::", ""]
-    out += ["```{raw} html", f'<p>The wheel itself: <a class="reference external" href="{INDEX}/{package.name}/index.html">'
+    out += [*RAW_HTML, f'<p>The wheel itself: <a class="reference external" href="{INDEX}/{package.name}/index.html">'
             f"this site's package index</a>.</p>", "```", ""]
     return out
 
@@ -370,10 +375,10 @@ def front_matter(facts: FrontFacts) -> str:
     """The MyST the root page gains (pure). Directives nest with colon fences, outermost longest,
     so no fence inside can close one around it."""
     style = compact_css(FRONT_CSS.read_text(encoding="utf-8"))
-    out = [":::::{only} html", "```{raw} html", f"<style>{style}</style>", _picker(facts), "```", ""]
+    out = [":::::{only} html", *RAW_HTML, f"<style>{style}</style>", _picker(facts), "```", ""]
     out += ["```{rubric} Contents", ":heading-level: 2", "```", ""]
     out += _contents(facts.contents) + [""]
-    out += ["```{rubric} Downloads", ":heading-level: 2", "```", "", "```{raw} html", _downloads(facts), "```", ""]
+    out += ["```{rubric} Downloads", ":heading-level: 2", "```", "", *RAW_HTML, _downloads(facts), "```", ""]
     if facts.install is not None:
         out += _install_lines(facts, facts.install)
     if facts.computed:

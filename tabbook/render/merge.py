@@ -40,6 +40,14 @@ def _md(source: str) -> dict[str, Any]:
     return {"cell_type": "markdown", "metadata": {}, "source": source}
 
 
+def with_version(label: str, version: str) -> str:
+    """"PyTorch 2.13.0, ": a framework's name and version in a provenance line, or "" when the
+    version is not known ("?": a tab of plain Python or of a standard-library module, whose
+    version is Python's, which the line gives anyway). ``version`` is the entry's own text,
+    escaped here (:func:`myst_text`)."""
+    return "" if version in ("", "?") else f"{label} {myst_text(version)}, "
+
+
 def describe_provenance(label: str, prov: dict[str, Any]) -> str:
     """One discreet line: where and with what a framework's outputs were computed. Every value
     comes from the entry, data anyone who can change ``_freeze/`` writes: it is shown as text
@@ -51,7 +59,7 @@ def describe_provenance(label: str, prov: dict[str, Any]) -> str:
         return f"{label}: code shown without outputs ({shown['not_executed']})."
     cpu = shown.get("cpu", "")
     where = shown.get("device", "?") if prov.get("gpus") else f"CPU only ({cpu})" if cpu else "CPU only"
-    line = (f"{label} outputs computed on {where}, {label} {shown.get('framework_version', '?')}, "
+    line = (f"{label} outputs computed on {where}, {with_version(label, str(prov.get('framework_version') or '?'))}"
             f"Python {shown.get('python', '?')}, {shown.get('date', '?')}.")
     if shown.get("outdated"):
         line = f"{label} outputs from an earlier version of this code ({shown['outdated']}): " + line

@@ -17,6 +17,11 @@ from typing import Any
 CELL_KEY = "tabbook"
 #: The directive a prose tab is written as: ``{tabbook-tab} jax 3`` (framework, run).
 PROSE_TAB = "tabbook-tab"
+#: The class of the raw HTML the front page's generated part is written with (its picker, its
+#: tables): under ``[html] raw_html = escape`` it is the one raw HTML published, and only in the
+#: root page's last ``{only} html`` block, which the sources step appends after everything the
+#: author wrote (:mod:`tabbook.render.ext.rawhtml`, which takes the class off again).
+GENERATED_HTML = "tabbook-generated"
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +32,10 @@ from tabbook.config import Config, config_error
 from tabbook.errors import BookError, Log, raise_all
 from tabbook.files import BuildDir, copy_atomic
 from tabbook.render.latex_conf import TEX_NAME, font_warnings
-from tabbook.render.sphinx import sphinx_command, sphinx_env
+from tabbook.render.sphinx import WARNINGS_ENV, sphinx_command, sphinx_env
+
+#: Which of a LaTeX run's problems were not reported yet (tabbook.build._not_said, handed down).
+Unsaid = Callable[[list[BookError]], list[BookError]]
 
 TOOLS = ("xelatex", "latexmk", "rsvg-convert")
 INSTALL_HINT = "run scripts/install-tex.sh (Debian packages, once)"
@@ -154,14 +158,31 @@ def _indent(text: str, by: str = "    ") -> str:
 
 # ---- the stages ------------------------------------------------------------
 
-def write_latex(config: Config, framework: str, log: Log = print) -> Path:
-    """Sphinx LaTeX builder → ``build/latex/<fw>/book.tex``, from the shared doctree cache."""
+def write_latex(config: Config, framework: str, log: Log = print, unsaid: Unsaid = list) -> Path:
+    """Sphinx LaTeX builder → ``build/latex/<fw>/book.tex``, from the shared doctree cache.
+
+    Its warnings are recorded (:mod:`tabbook.render.ext.diagnostics`) and said located, as the
+    build says them, and only those ``unsaid`` keeps (not the doctree build's again, given when
+    this run reads a page anew): they were Sphinx's own lines, naming ``build/src/…ipynb:100003``,
+    each a second time. Sphinx's stderr is shown only when it ran without recording (a crash)."""
+    from tabbook.render.diagnostics import collect
+
     out = tex_dir(config, framework)
     cmd = sphinx_command(config, "latex", out, {"tabbook_framework": framework})
-    proc = subprocess.run(cmd, env=sphinx_env(config), capture_output=True, text=True)
-    for line in proc.stderr.splitlines():
-        log(f"[pdf:{framework}] {line}")
+    records = BuildDir(config.build_dir).warnings / f"latex-pdf-{framework}.json"
+    records.unlink(missing_ok=True)
+    proc = subprocess.run(cmd, env={**sphinx_env(config), WARNINGS_ENV: str(records)}, capture_output=True, text=True)
+    if records.is_file():
+        found = collect(config, records, mark=False)
+        for problem in unsaid([*found.errors, *found.warnings]):
+            log(f"[pdf:{framework}] warning: {problem.shown()}")
+    else:
+        for line in proc.stderr.splitlines():
+            log(f"[pdf:{framework}] {line}")
     if proc.returncode != 0 or not (out / TEX_NAME).is_file():
+        if records.is_file():  # what it said on the way (a traceback): not shown above
+            for line in proc.stderr.strip().splitlines()[-15:]:
+                log(f"[pdf:{framework}] {line}")
         raise BookError(f"[{framework}] Sphinx's LaTeX builder failed (exit {proc.returncode}); "
                         "see the messages above")
     return out / TEX_NAME
@@ -212,9 +233,11 @@ def pdf_frameworks(config: Config, frameworks: tuple[str, ...] | None) -> tuple[
     return tuple(wanted)
 
 
-def write_pdfs(config: Config, wanted: tuple[str, ...], jobs: int = 0, log: Log = print) -> dict[str, Path]:
+def write_pdfs(config: Config, wanted: tuple[str, ...], jobs: int = 0, log: Log = print,
+               unsaid: Unsaid = list) -> dict[str, Path]:
     """Each framework's LaTeX from the doctree cache a ``latex`` build filled, typeset;
-    returns framework → PDF. (:func:`tabbook.build.build_pdfs` runs that build first.)"""
+    returns framework → PDF. (:func:`tabbook.build.build_pdfs` runs that build first;
+    ``unsaid``: of a LaTeX run's problems, those that build did not report.)"""
     workers = max(1, min(jobs or os.cpu_count() or 1, len(wanted), 2))
     for warning in font_warnings(config):  # [pdf] *_font not installed: tabbook's font instead
         log(f"warning: {warning.location_message()}")
@@ -224,7 +247,7 @@ def write_pdfs(config: Config, wanted: tuple[str, ...], jobs: int = 0, log: Log 
         futures = {}
         for fw in wanted:  # Sphinx runs one at a time: they share one doctree cache
             try:
-                tex = write_latex(config, fw, log=log)
+                tex = write_latex(config, fw, log=log, unsaid=unsaid)
                 post_latex(config, fw, tex, log=log)
             except BookError as err:
                 failures.append(err)

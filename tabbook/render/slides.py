@@ -8,6 +8,10 @@ it, with comments and ``#@save`` marks taken out and a cell without outputs show
 the next one; a section without marks has no deck. The outputs are the freeze store's, the
 same the page shows. A cell marked ``#@hide``/``#@hide_code`` is left out, ``#@hide_output``
 shows its code only. The first slide after a subsection's heading carries it as its title.
+A slide too long for its frame goes on over more slides under the same heading (:func:`paginate`,
+cut between cells by an estimate of their height), and the decks' script shrinks each slide to fit
+its 1100×700 frame (``slides_static/tabbook-slides.js``): a presenter sees all of it, unscrolled.
+An error output shows the exception's statement, not its frames (:func:`error_text`).
 
 The decks are plain HTML under ``build/html/_slides/<section>-<framework>.html``, written before
 Sphinx runs so the pages can link the ones that exist; reveal.js (from the npm registry, the
@@ -196,7 +200,61 @@ def build_deck(section: Section, framework: str, label: str, executed: dict[str,
         current.items.append(Code("\n\n".join(pending)))
     if not any_marks:
         return None
+    deck.slides = [page for i, slide in enumerate(deck.slides)
+                   for page in paginate(slide, first=i == 0, heading=deck.title if i == 0 else slide.title)]
     return deck
+
+
+# How tall a slide's parts are, in lines of the deck's body text (1100×700 at 32 px, see
+# tabbook-slides.css): a frame holds about 16. A line of code or output is 0.6 of one and holds
+# about 90 characters; a line of text about 55. Estimates only: the decks' script shrinks what
+# still does not fit, so these need only keep a slide from being shrunk past reading.
+FRAME_LINES = 16.0
+_TITLE_LINES = {True: 5.5, False: 1.8}  # the title slide's title, framework and link; a heading
+
+
+def item_lines(item: str | Code) -> float:
+    """The estimated height of a slide item (see :data:`FRAME_LINES`)."""
+    if isinstance(item, str):
+        return 0.6 + sum(max(1, -(-len(line) // 55)) for line in item.splitlines() or [""])
+    rows = nb_text(item.source).splitlines() + [
+        line for o in item.outputs for line in _output_rows(o)]
+    return 1.0 + 0.6 * sum(max(1, -(-len(line) // 90)) for line in rows)
+
+
+def _output_rows(out: dict[str, Any]) -> list[str]:
+    if out.get("output_type") == "stream":
+        return nb_text(out.get("text", "")).splitlines()
+    if out.get("output_type") == "error":
+        return error_text(out).splitlines()
+    data = out.get("data", {})
+    if any(mime in data for mime in SLIDE_IMAGES):
+        return [""] * 14  # an image: at most 360 px high
+    return nb_text(data.get("text/plain", "")).splitlines()
+
+
+def paginate(slide: Slide, first: bool = False, heading: str | None = None) -> list[Slide]:
+    """``slide`` as one slide or, when its items would not fit a frame at a readable size,
+    several, the later ones under ``heading`` (by default the slide's own; the title slide's
+    overflow goes under the deck's title). A slide is cut only between items, and a piece of text stays
+    with the code after it (it introduces that code); an item taller than a frame gets a
+    slide of its own."""
+    groups: list[list[str | Code]] = []
+    for item in slide.items:
+        if groups and isinstance(groups[-1][-1], str):
+            groups[-1].append(item)
+        else:
+            groups.append([item])
+    pages = [Slide(slide.title)]
+    used = _TITLE_LINES[first] if first or slide.title else 0.0
+    for group in groups:
+        height = sum(item_lines(i) for i in group)
+        if pages[-1].items and used + height > FRAME_LINES:
+            pages.append(Slide(slide.title if heading is None else heading))
+            used = _TITLE_LINES[False]
+        pages[-1].items.extend(group)
+        used += height
+    return pages
 
 
 # ---- HTML ---------------------------------------------------------------------------------------
@@ -253,8 +311,7 @@ class Renderer:
             text = _ANSI.sub("", nb_text(out.get("text", "")))
             return f'<pre class="output {html.escape(out.get("name", "stdout"))}">{html.escape(text)}</pre>'
         if kind == "error":
-            lines = [_ANSI.sub("", line) for line in out.get("traceback", [])]
-            return f'<pre class="output error">{html.escape(chr(10).join(lines[-3:]))}</pre>'
+            return f'<pre class="output error">{html.escape(error_text(out))}</pre>'
         data = out.get("data", {})
         for mime in SLIDE_IMAGES:
             if mime in data:
@@ -264,6 +321,18 @@ class Renderer:
         if "text/plain" in data:
             return f'<pre class="output">{html.escape(_ANSI.sub("", nb_text(data["text/plain"])))}</pre>'
         return ""
+
+
+def error_text(out: dict[str, Any]) -> str:
+    """What a slide shows of an error: the exception's own statement (``ValueError: …``), not the
+    frames above it, which a lecture does not read out and which filled whole slides. The last
+    line naming the exception starts it (an exception whose message holds another traceback, as
+    MXNet's do, ends with its real statement); at most three lines of it, or the traceback's last
+    three lines when no line names it."""
+    lines = [line for line in _ANSI.sub("", "\n".join(out.get("traceback", []))).splitlines() if line.strip()]
+    name = str(out.get("ename", ""))
+    starts = [i for i, line in enumerate(lines) if name and line.startswith(f"{name}:")]
+    return "\n".join(lines[starts[-1]:][:3] if starts else lines[-3:])
 
 
 def deck_html(deck: Deck, r: Renderer, katex_css: str = "") -> str:

@@ -87,7 +87,7 @@ def _page_key(config: Config, section: Section, labels: dict[str, str],
         elif section.code_cells and any(fw in c.tabs for c in section.code_cells):
             return None  # executed now (or unknown): merge it
     return hashlib.sha256(json.dumps([page, section.path, list(config.tabs), labels,
-                                      units, orphan]).encode()).hexdigest()
+                                      units, orphan, list(section.shadowed)]).encode()).hexdigest()
 
 
 @dataclass

@@ -33,8 +33,9 @@ import re
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from tabbook.config import Config
 from tabbook.errors import BookError
@@ -95,6 +96,8 @@ CONF_ERROR = re.compile(r"^\s*tabbook\.errors\.BookError: (.+)$", re.M)
 LEARN_ENV = "TABBOOK_LEARN_MODULES"
 #: Where a Sphinx run records its warnings (:mod:`tabbook.render.ext.diagnostics`).
 WARNINGS_ENV = "TABBOOK_WARNINGS"
+#: Where a Sphinx run says what it reads and writes as it goes (:mod:`tabbook.render.ext.progress`).
+PROGRESS_ENV = "TABBOOK_RENDER_PROGRESS"
 #: Set to "1": the run waits at ``builder-inited`` for :data:`GATE_GO` (:mod:`tabbook.render.ext.gate`).
 GATE_ENV = "TABBOOK_SPHINX_GATE"
 GATE_GO = "go"
@@ -236,6 +239,11 @@ class SphinxRun:
         self.stamp_file = (out or build.out(builder)) / STAMP
         self.records = (build.warnings /
                         f"{builder}-{hashlib.sha256(str(out).encode()).hexdigest()[:8]}.json")
+        # What the run reads and writes, as it goes (tabbook.render.progress); shown while it
+        # runs when ``log`` is set (``live``: as a live line on ``stream``, a terminal).
+        self.progress = build.warnings / f"{builder}-{hashlib.sha256(str(out).encode()).hexdigest()[:8]}.progress"
+        self.log: Callable[[str], Any] | None = None
+        self.live = False
         self.proc: SphinxProcess | None = None
         self.problems: list[BookError] = []  # the last finish's Sphinx warnings, each of its kind
         self.set_up_ahead = False  # the last finish let go a run set up before the build (a spare)
@@ -267,7 +275,7 @@ class SphinxRun:
 
     def _env(self) -> dict[str, str]:
         learn = learn_env(self.config) if self.builder == "html" else {}
-        return {**sphinx_env(self.config), WARNINGS_ENV: str(self.records), **learn}
+        return {**sphinx_env(self.config), WARNINGS_ENV: str(self.records), PROGRESS_ENV: str(self.progress), **learn}
 
     def start(self) -> None:
         """Start Sphinx now; it waits at ``builder-inited`` until :meth:`finish`."""
@@ -289,6 +297,21 @@ class SphinxRun:
             proc.kill()
             proc.wait()
             raise
+
+    def _showing_progress(self) -> AbstractContextManager[object]:
+        """The run's progress shown while it runs (:class:`tabbook.render.progress.RenderProgress`),
+        when the build gave a ``log``."""
+        if self.log is None:
+            return nullcontext()
+        from tabbook.render.progress import RenderProgress
+
+        return RenderProgress(self.progress, self.builder, self.log, sys.stdout, interactive=self.live)
+
+    def rendered_pages(self, pages: set[str]) -> list[str]:
+        """The pages the last run read again (:func:`tabbook.render.progress.read_pages`)."""
+        from tabbook.render.progress import read_pages
+
+        return read_pages(self.progress, pages)
 
     def finish(self, sources_changed: int | None = None) -> bool:
         """Render; returns False when it was skipped because its output is current.
@@ -315,13 +338,16 @@ class SphinxRun:
         self.set_up_ahead = set_up_for is not None and self.proc is not None
         self.stamp_file.unlink(missing_ok=True)
 
-        if self.proc is None:
-            self.records.unlink(missing_ok=True)
-            stderr = _communicate(proc := self.launch(self.cmd, self._env()), "")
-        else:
-            proc, self.proc = self.proc, None
-            self.records.unlink(missing_ok=True)  # written at the end of the run it lets go
-            stderr = _communicate(proc, GATE_GO + "\n")
+        self.progress.parent.mkdir(parents=True, exist_ok=True)
+        self.progress.unlink(missing_ok=True)  # opened by the run once it passes its gate
+        with self._showing_progress():
+            if self.proc is None:
+                self.records.unlink(missing_ok=True)
+                stderr = _communicate(proc := self.launch(self.cmd, self._env()), "")
+            else:
+                proc, self.proc = self.proc, None
+                self.records.unlink(missing_ok=True)  # written at the end of the run it lets go
+                stderr = _communicate(proc, GATE_GO + "\n")
         returncode = proc.returncode
         found = collect(self.config, self.records, strict=self.strict)
         self.problems = [*found.errors, *found.warnings]

@@ -10,6 +10,7 @@ read once, by the builder, never again here.
 from __future__ import annotations
 
 import ast
+import html
 import importlib.util
 import sys
 import types
@@ -114,6 +115,7 @@ def sphinx_settings(root: Path, context: RenderContext | None = None) -> dict[st
         # [build] index: the root page under any name (d2lbook's is "index"), in any folder.
         "root_doc": book.root_doc,
         "tabbook_root": book.root,  # tabbook.render.ext.paths: images stay inside the book
+        "tabbook_raw_html": book.raw_html,  # tabbook.render.ext.rawhtml: the pages' HTML, or its text
         "extensions": extensions,
         # Outputs come from the freeze store; Sphinx never executes anything.
         "nb_execution_mode": "off",
@@ -137,7 +139,9 @@ def sphinx_settings(root: Path, context: RenderContext | None = None) -> dict[st
         "exclude_patterns": ["**.ipynb_checkpoints", *book.not_pages],
         "html_theme": "furo",
         "html_theme_options": theme_options,
-        "html_title": book.title,
+        # Sphinx and furo paste html_title into pages as HTML (the sidebar's brand, the search
+        # page's <title>): the book's title is text.
+        "html_title": html.escape(book.title, quote=False),
         "html_favicon": book.favicon or str(STATIC / "favicon.svg"),
         "html_logo": book.html_logo or None,
         # Nothing from other origins: math is typeset at build time (tabbook.render.ext.math), and

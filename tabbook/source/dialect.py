@@ -99,8 +99,29 @@ def is_magic(line: str) -> bool:
 
 # --- prose ------------------------------------------------------------------------------------
 
-#: ``:begin_tab:`jax, mxnet```: framework-specific prose starts; group 1: the names.
-BEGIN_TAB = re.compile(r"^\s*:begin_tab:`([^`]*)`\s*$")
+#: ``:begin_tab:`jax, mxnet```: framework-specific prose starts; group 1: the names, group 2 any
+#: text after the marker on its line. d2lbook's pattern (a ``:name:`` mark at the line's start)
+#: also takes ``:begin_tab: `jax``` (a space before the backtick) and a marker followed by prose,
+#: so the dialect reads those as markers too (:func:`begin_tab_oddity` says what is unusual).
+BEGIN_TAB = re.compile(r"^\s*:begin_tab:[ \t]*`([^`]*)`[ \t]*(.*?)\s*$")
+#: The marker as d2lbook's documentation writes it: no space before the backtick, nothing after.
+_PLAIN_BEGIN_TAB = re.compile(r"^\s*:begin_tab:`[^`]*`\s*$")
+
+
+def begin_tab_oddity(line: str) -> str | None:
+    """What is unusual about a ``:begin_tab:`` line that :data:`BEGIN_TAB` matches (a space
+    before the backtick, prose after the marker), or None for the plain spelling."""
+    if _PLAIN_BEGIN_TAB.match(line):
+        return None
+    m = BEGIN_TAB.match(line)
+    if m is None:
+        return None
+    odd = []
+    if not line.lstrip().startswith(":begin_tab:`"):
+        odd.append("a space before its backtick")
+    if m.group(2):
+        odd.append("text after it on its line (kept as the tab's first line)")
+    return " and ".join(odd) or None
 #: ``:end_tab:``: the prose tab ends.
 END_TAB = re.compile(r"^\s*:end_tab:\s*$")
 #: ``<!-- solution 3 -->`` alone on a line: a solution starts; group 1: what follows "solution"

@@ -104,6 +104,9 @@ class Section:
     warnings: tuple[BookError, ...] = ()
     # Each solution's number -> (the text after "solution" in its opening line, that line).
     solutions: dict[int, tuple[str, int]] = field(default_factory=dict)
+    # Labels another page of the book owns (a toc page over a copy no toc lists): renamed on this
+    # page when it is rendered, so references go to the owner (tabbook.book.shadow_labels).
+    shadowed: tuple[str, ...] = ()
 
     @property
     def code_cells(self) -> tuple[Cell, ...]:

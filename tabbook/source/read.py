@@ -37,6 +37,7 @@ from tabbook.source.dialect import (
     TAB_MAGIC,
     TAB_NAME_SEP,
     TOC_OPTIONS,
+    begin_tab_oddity,
     dialect_parser,
     find_roles,
     is_code_info,
@@ -190,6 +191,71 @@ def _swallowed_cell(fence: _Fence) -> int | None:
     return None
 
 
+#: How many times a page with broken fences is mended and parsed again (each time mends every
+#: broken fence the last parse found); past it, what is left is read as the parse found it.
+MEND_ROUNDS = 8
+
+
+def _fences(tokens: list[Token]) -> list[_Fence]:
+    return [_Fence(t.map[0], t.map[1], t.info.strip(), t.content, t.markup, t.meta.get("dialect", "literal"))
+            for t in tokens if t.type == "fence" and t.map]
+
+
+def _mend_fences(lines: list[str], path: str, errors: list[BookError]
+                 ) -> tuple[list[str], list[Token], tuple[Block, ...], list[_Fence]]:
+    """Parse the page, mending the fences a code cell's lost opening left (d2lbook builds such a
+    page, garbled, and the rest of the book): the parse, and the rows it was made from.
+
+    A cell whose ```` ``` ```` was lost leaves its closing ```` ``` ```` to open a literal fence
+    that runs over the next cell's opening (:func:`_swallowed_cell`). Where the lost cell's
+    ``{.python .input}`` line is still there, in the prose before that stray fence, it is read as
+    the cell's opening; otherwise the stray fence line is dropped, so what it held is prose. Both
+    keep every row where it was, so every later ``file:LINE`` stays true; each is a warning of
+    kind :attr:`~tabbook.problems.Problem.BROKEN_FENCE`, and the page is parsed again.
+    """
+    lines = list(lines)
+    tokens, blocks = parse_blocks("\n".join(lines))
+    fences = _fences(tokens)
+    for round_ in range(MEND_ROUNDS + 1):
+        broken = [(i, swallowed) for i, fence in enumerate(fences) if fence.kind in ("literal", "rst")
+                  and (swallowed := _swallowed_cell(fence)) is not None]
+        if not broken:
+            break
+        if round_ == MEND_ROUNDS:  # a page of many: the rest as parsed, each still said
+            errors.extend(BookError(f"the fence opened here is not closed before the code cell at line {s + 1}",
+                                    path, fences[i].start + 1, kind=Problem.BROKEN_FENCE) for i, s in broken)
+            break
+        # Only the first: mending it changes how everything after it parses.
+        i, swallowed = broken[0]
+        fence = fences[i]
+        opener = _lost_opener(lines, fences[i - 1].end if i else 0, fence) if not fence.info else None
+        if opener is not None:
+            info = lines[opener].strip()
+            lines[opener] = fence.markup + info
+            errors.append(BookError(
+                f"a code cell's opening fence is missing: {info} is read as {lines[opener]}, "
+                f"closed at line {fence.start + 1}", path, opener + 1, kind=Problem.BROKEN_FENCE))
+        else:
+            errors.append(BookError(
+                f"the fence opened here is not closed before the code cell at line {swallowed + 1}: "
+                "the fence line is left out and what it held read as prose", path, fence.start + 1,
+                kind=Problem.BROKEN_FENCE))
+            lines[fence.start] = ""
+        tokens, blocks = parse_blocks("\n".join(lines))
+        fences = _fences(tokens)
+    return lines, tokens, blocks, fences
+
+
+def _lost_opener(lines: list[str], after: int, fence: _Fence) -> int | None:
+    """The row, between ``after`` and the stray ``fence``, of a bare ``{.python .input}`` line
+    (a code cell's info string whose fence was lost), the last one; None when there is none."""
+    for row in range(fence.start - 1, after - 1, -1):
+        s = lines[row]
+        if s.strip() and s == s.lstrip() and is_code_info(s.strip()) and s.rstrip().endswith("}"):
+            return row
+    return None
+
+
 def _tab_names(text: str, tabs: tuple[str, ...], where: tuple[str, int], errors: list[BookError]) -> tuple[str, ...]:
     """:func:`parse_tab_names`, the problem recorded instead of raised: reading goes on with the
     names that are known, as d2lbook does (a cell of no known tab is in none of its notebooks),
@@ -323,6 +389,9 @@ def _prose_cells(
     cells: list[Cell] = []
     buf: list[str] = []
     buf_start = start
+    # The buffer starts with text from a marker's own line (``:begin_tab:`x` Text``), which the
+    # page's parse took as part of the marker: its blocks are found by parsing the cell alone.
+    fresh = False
 
     def flush() -> None:
         lead = 0
@@ -331,8 +400,9 @@ def _prose_cells(
         text = "\n".join(buf).strip("\n")
         if text.strip() and state["tab"] != ():  # a prose tab of no known tab is left out
             first = buf_start + lead
-            cells.append(prose_cell(text, path, first + 1, state["tab"] or (),
-                                    cell_blocks(blocks, first, first + text.count("\n") + 1),
+            found = parse_blocks(text)[1] if fresh and lead == 0 else \
+                cell_blocks(blocks, first, first + text.count("\n") + 1)
+            cells.append(prose_cell(text, path, first + 1, state["tab"] or (), found,
                                     every_tab=state.get("tab_all", False), solution=state["solution"]))
 
     for i, raw in enumerate(lines):
@@ -343,6 +413,7 @@ def _prose_cells(
             flush()
             buf = []
             buf_start = row + 1
+            fresh = False
         if marker is not None and marker.type in ("dialect_begin_solution", "dialect_end_solution"):
             _solution_marker(marker, lineno, path, state)
         elif marker is not None and marker.type == "dialect_begin_tab":
@@ -354,6 +425,16 @@ def _prose_cells(
             state["tab"] = _tab_names(marker.info, tabs, (path, lineno), state["errors"])
             state["tab_all"] = _names_all(marker.info)
             state["tab_line"] = lineno
+            odd = begin_tab_oddity(raw)
+            if odd is not None:
+                # d2lbook's pattern reads such a line as a marker too, but loses its framework (a
+                # space before the backtick: the prose is shown to every framework) or the text
+                # after it; tabbook reads the marker as meant, and keeps the text.
+                state["errors"].append(BookError(f":begin_tab: with {odd}: read as :begin_tab:`{marker.info}`",
+                                                 path, lineno, kind=Problem.TAB_MARKER))
+            rest = BEGIN_TAB.match(raw)
+            if rest is not None and rest.group(2):
+                buf, buf_start, fresh = [rest.group(2)], row, True
         elif marker is not None:
             if state["tab"] is None:  # d2lbook drops the line (it ends a prose cell)
                 state["errors"].append(BookError(":end_tab: without a matching :begin_tab:", path, lineno,
@@ -495,11 +576,7 @@ def read_section(text: str, path: str, tabs: tuple[str, ...], default_tab: str) 
     tocs: list[TocBlock] = []
     state: dict[str, Any] = {"tab": None, "tab_line": 0, "errors": [], "solution": 0, "solutions": {},
                              "solution_rows": []}
-    tokens, blocks = parse_blocks(text)
-    fences = [
-        _Fence(t.map[0], t.map[1], t.info.strip(), t.content, t.markup, t.meta.get("dialect", "literal"))
-        for t in tokens if t.type == "fence" and t.map
-    ]
+    lines, tokens, blocks, fences = _mend_fences(lines, path, state["errors"])
     patterns = {"dialect_begin_tab": BEGIN_TAB, "dialect_end_tab": END_TAB,
                 "dialect_begin_solution": BEGIN_SOLUTION, "dialect_end_solution": END_SOLUTION}
     markers = {
@@ -510,13 +587,6 @@ def read_section(text: str, path: str, tabs: tuple[str, ...], default_tab: str) 
     for fence in fences:
         if not fence.closed:
             raise BookError("code fence is never closed", path, fence.start + 1)
-        if fence.kind in ("literal", "rst"):
-            swallowed = _swallowed_cell(fence)
-            if swallowed is not None:
-                raise BookError(
-                    f"the fence opened here is not closed before the code cell at line {swallowed + 1}",
-                    path, fence.start + 1,
-                )
         quoted.update(range(fence.start, fence.end))
     pos = 0
     for fence in fences:

@@ -6,7 +6,10 @@ what a build and its Sphinx run import (:mod:`.preload`), then listens on the bo
 (:mod:`.address`). For each build it:
 
 - refuses a peer of another user (``SO_PEERCRED``) and a request that does not arrive within
-  :data:`REQUEST_TIMEOUT` seconds (a stuck client must not stop it serving others);
+  :data:`REQUEST_TIMEOUT` seconds (a stuck client must not stop it serving others). It speaks
+  nothing HTTP-like: the socket is a Unix socket in a private folder, which no browser page can
+  reach, so there is no ``Host`` or ``Origin`` to check (``tests/test_serve_guard.py``); a
+  connection that does not open with its own request byte is closed unread;
 - forks (:func:`tabbook.warm.fork.run_in_fork`): the fork takes the command line's standard
   streams, folder, umask and environment, leads a process group of its own (the command line
   forwards signals to the group: the build's Sphinx fork stops with it) and runs the command

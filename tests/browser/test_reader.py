@@ -117,3 +117,81 @@ def test_images_have_words_and_a_size_before_they_load(browser: Any, real_server
         assert img["w"] and img["h"], f"no size: {img}"
         width, height = img["box"]
         assert height > 50 and abs(height - width * int(img["h"]) / int(img["w"])) < 2, img  # box kept
+
+
+# Every underlined piece of code on the page that is not a link: which token, which text.
+UNDERLINED_CODE = """() => [...document.querySelectorAll('article .highlight pre *')]
+  .filter(el => !el.closest('a') && getComputedStyle(el).textDecorationLine.includes('underline'))
+  .map(el => `${el.className}: ${el.textContent}`)"""
+
+
+@needs_book
+@pytest.mark.parametrize("how", ["toggle", "system"])
+def test_dark_mode_does_not_underline_code_like_links(browser: Any, real_server: Any, how: str) -> None:
+    """Furo's dark code style underlined module names (`from d2l import torch`): they read as
+    links. Dark by the theme toggle, or by the system's setting with the theme on auto."""
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900},
+                              color_scheme="dark" if how == "system" else "light")
+    try:
+        page = ctx.new_page()
+        page.goto(f"{real_server.url}/chapter_gpus/devices.html", wait_until="networkidle")
+        page.evaluate(f"document.body.dataset.theme = '{'dark' if how == 'toggle' else 'auto'}'")
+        assert page.evaluate("getComputedStyle(document.body).backgroundColor") != "rgb(255, 255, 255)"
+        modules = page.locator("article .highlight pre .nn")
+        assert modules.count() > 0 and "d2l" in modules.all_inner_texts()
+        assert page.evaluate(UNDERLINED_CODE) == []
+        assert modules.first.evaluate("el => getComputedStyle(el).color") != \
+            page.evaluate("getComputedStyle(document.querySelector('article .highlight pre')).color")  # still coloured
+    finally:
+        ctx.close()
+
+
+# For each code block with a copy button: where its first line's text is drawn under the button,
+# with the block scrolled to its start and to its end (text scrolled out of the box is not drawn).
+FIRST_LINE_UNDER_BUTTON = """() => {
+  const hits = [];
+  const blocks = [...document.querySelectorAll("div.highlight")]
+    .filter(b => b.querySelector(":scope > .tabbook-copy") && b.checkVisibility());
+  for (const block of blocks) {
+    const button = block.querySelector(":scope > .tabbook-copy").getBoundingClientRect();
+    const pre = block.querySelector("pre");
+    const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
+    const line = document.createRange();
+    let started = false, node;
+    while ((node = walker.nextNode())) {
+      const nl = node.data.indexOf("\\n");
+      if (!started) { line.setStart(node, 0); started = true; }
+      if (nl >= 0) { line.setEnd(node, nl); break; }
+      line.setEnd(node, node.data.length);
+    }
+    if (!started) continue;
+    for (const end of [false, true]) {
+      pre.scrollLeft = end ? pre.scrollWidth : 0;
+      const box = pre.getBoundingClientRect();
+      for (const r of line.getClientRects()) {
+        const left = Math.max(r.left, box.left), right = Math.min(r.right, box.right);
+        if (right > left && left < button.right && button.left < right && r.top < button.bottom && button.top < r.bottom)
+          hits.push(`${pre.textContent.split("\\n")[0].slice(0, 50)} (${end ? "scrolled to its end" : "at its start"})`);
+      }
+    }
+    pre.scrollLeft = 0;
+  }
+  return {blocks: blocks.length, hits: [...new Set(hits)]};
+}"""
+
+
+@needs_book
+@pytest.mark.parametrize("path", ["chapter_gpus/devices.html", "chapter_gpus/copying.html", "index.html"])
+def test_on_a_phone_the_copy_button_covers_no_first_line(browser: Any, real_server: Any, path: str) -> None:
+    """At 390 px on a touch screen the copy button, always shown there, sat over the end of a code
+    block's first line (where it reached the edge, or at the end of the block's scroll)."""
+    ctx = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    try:
+        page = ctx.new_page()
+        page.goto(f"{real_server.url}/{path}", wait_until="networkidle")
+        assert page.evaluate("matchMedia('(hover: none)').matches")
+        found = page.evaluate(FIRST_LINE_UNDER_BUTTON)
+    finally:
+        ctx.close()
+    assert found["blocks"] > 0
+    assert found["hits"] == [], found["hits"]

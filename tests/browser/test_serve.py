@@ -52,16 +52,22 @@ def test_the_watcher_takes_sources_and_ignores_what_the_build_writes(tmp_path: P
     watch, ignore, re_ignore = watch_rules(config)
     assert watch == [book, BUILDER_STATIC]
     ignored = filt.IgnoreFilter(ignore, re_ignore)  # what sphinx-autobuild does with --ignore/--re-ignore
+    # README.md and the like are pages under d2lbook's default notebooks (issue 52): watched
     for rel in ("other.md", "index.md", "part/deep/page.md", "config.ini", "conf.py", "references.bib",
-                "img/cat.png", "static/extra.css"):
+                "img/cat.png", "static/extra.css", "README.md", "Contributing.md"):
         assert not ignored(str(book / rel)), rel
     assert not ignored(str(BUILDER_STATIC / "tabbook.js"))
     for rel in ("build/src/other.md", "build/html/other.html", "build/report.json", "build/src/x.ipynb",
-                "_freeze/other.md/pytorch.json", "d2l/torch.py", "tests/book/page.md", "README.md", "Contributing.md",
+                "_freeze/other.md/pytorch.json", "d2l/torch.py", "tests/book/page.md",
                 ".git/index", ".other.md.swp", ".#other.md", "part/.page.md.swp", "other.md~",
                 "4913", "notes.txt", "tabbook/serve.py"):
         assert ignored(str(book / rel)), rel
     assert ignored(str(BUILDER_STATIC.parent / "ext" / "html.py"))
+    # ... and ignored once the book excludes them
+    (book / "config.ini").write_text((book / "config.ini").read_text().replace("[build]\n", "[build]\nexclusions = README.md\n"))
+    ignored = filt.IgnoreFilter(*watch_rules(load_config(book))[1:])
+    assert ignored(str(book / "README.md")) and ignored(str(book / "readme.md"))
+    assert not ignored(str(book / "Contributing.md")) and not ignored(str(book / "other.md"))
 
 
 def test_error_page_only_before_the_first_good_build(tmp_path: Path) -> None:

@@ -255,6 +255,62 @@ def test_search_terms_are_highlighted_without_linking_the_highlighter_everywhere
     assert page.watch.errors == []
 
 
+def _highlighted(page: Any) -> int:
+    page.wait_for_timeout(300)  # the highlighter marks the terms 10 ms after it runs
+    return page.locator("span.highlighted").count()
+
+
+def test_search_terms_are_highlighted_only_on_the_page_a_result_opened(page: Any, server: Server) -> None:
+    """Sphinx kept the terms for whichever page loaded next: after a search, a page reached from
+    the sidebar, or every page in the first window when results opened in new tabs, showed them
+    highlighted. The terms travel with each result's link instead."""
+    open_page(page, server, "search.html?q=framework")
+    page.wait_for_selector("#search-results li a", timeout=10_000)
+    open_page(page, server, "other.html")  # a search, then a page from the sidebar: no terms
+    assert _highlighted(page) == 0
+
+    open_page(page, server, "search.html?q=framework")
+    page.wait_for_selector("#search-results li a", timeout=10_000)
+    result = page.locator("#search-results li a", has_text="Another Page").first
+    href = result.get_attribute("href")
+    assert "highlight=framework" in href, href
+
+    # A result opened in another tab is highlighted there; this window's next page is not.
+    other = page.context.new_page()
+    other.goto(result.evaluate("a => a.href"), wait_until="networkidle")
+    assert _highlighted(other) > 0
+    other.close()
+    open_page(page, server, "tabs.html")  # as from the sidebar, after the search
+    assert _highlighted(page) == 0
+
+    # After following a result, the pages read next are not highlighted.
+    open_page(page, server, "search.html?q=framework")
+    page.wait_for_selector("#search-results li a", timeout=10_000)
+    with page.expect_navigation():
+        page.locator("#search-results li a", has_text="Another Page").first.click()
+    assert _highlighted(page) > 0
+    assert "highlight=" not in page.url  # Sphinx takes the terms off the address: a reload shows none
+    page.locator("a[href='tabs.html']").first.click()
+    page.wait_for_load_state("networkidle")
+    assert _highlighted(page) == 0
+    page.reload(wait_until="networkidle")
+    assert _highlighted(page) == 0
+    assert page.watch.errors == []
+
+
+def test_search_snippets_are_prose_not_code_or_outputs(page: Any, server: Server) -> None:
+    """A snippet showed the code a term was found in, or its output; now the page's prose."""
+    for query, code in (("greet", ("def greet", "hello from", "return f")), ("total", ("sum(range", "total 45"))):
+        open_page(page, server, f"search.html?q={query}")
+        page.wait_for_selector("#search-results li p.context", timeout=10_000)
+        snippets = page.locator("#search-results li p.context").all_inner_texts()
+        assert snippets, query
+        for text in snippets:
+            assert not any(c in text for c in code), f"{query}: {text}"
+            assert text.strip(), query
+    assert page.watch.errors == []
+
+
 def test_script_in_output_is_shown_as_text(page: Any, server: Server) -> None:
     open_page(page, server, "tabs.html")
     out = page.locator(".cell_output:visible", has_text="<script>alert(1)</script>")

@@ -35,7 +35,8 @@ from sphinx.util.nodes import nested_parse_with_titles
 
 logger = logging.getLogger(__name__)
 
-_DEFINED = re.compile(r'^Defined in "(?P<title>.*)" \((?P<url>[^()]*)\.html\)\.\s*')
+# The page's path, then "." or ": ADDRESS" when the book names its site ([site] url).
+_DEFINED = re.compile(r'^Defined in "(?P<title>.*)" \((?P<url>[^()]*)\.html\)(?:\.|: \S+)\s*')
 
 
 @dataclass

@@ -64,10 +64,41 @@ class NoCitations(Domain):
         """Nothing kept per document."""
 
 
+def _keys_shown(domain_class: type[Domain]) -> type[Domain]:
+    """sphinxcontrib-bibtex's ``cite`` domain, but a key that no bib file the book names has is
+    shown as ``[key]`` (``tabbook-unresolved``), as in a book with no bib file at all, where the
+    domain renders an empty ``[]`` (or drops the key from a citation of several). Its warning,
+    at the citation's line, stays (reworded by :mod:`tabbook.render.diagnostics`)."""
+    from sphinxcontrib.bibtex.citation_target import parse_citation_targets
+
+    class KeysShown(domain_class):  # type: ignore[valid-type, misc]
+        def resolve_xref(self, env: Any, fromdocname: str, builder: Any, typ: str, target: str,
+                         node: Any, contnode: Any) -> Any:
+            result = super().resolve_xref(env, fromdocname, builder, typ, target, node, contnode)
+            wanted = [t.key for t in parse_citation_targets(target)]
+            found = {cit.key for cit in self.citations if cit.key in wanted
+                     and self.bibliographies[cit.bibliography_key].list_ == "citation"}
+            missing = [key for key in wanted if key not in found]
+            if not missing:
+                return result
+            shown = nodes.inline(target, f"[{', '.join(missing)}]", classes=["tabbook-unresolved"])
+            if not found:
+                return shown
+            result += [nodes.Text(" "), shown]
+            return result
+
+    KeysShown.__name__ = KeysShown.__qualname__ = domain_class.__name__
+    return KeysShown
+
+
 def _fallback(app: Sphinx, config: Config) -> None:
     if "sphinxcontrib.bibtex" not in app.extensions and not is_directive_registered("bibliography"):
         app.add_directive("bibliography", NoBibliography)
         app.add_domain(NoCitations)
+    elif "sphinxcontrib.bibtex" in app.extensions:
+        from sphinxcontrib.bibtex.domain import BibtexDomain
+
+        app.add_domain(_keys_shown(BibtexDomain), override=True)
 
 
 def setup(app: Sphinx) -> dict[str, Any]:

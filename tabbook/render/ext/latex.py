@@ -31,6 +31,8 @@ from sphinx.transforms.post_transforms import SphinxPostTransform
 from tabbook.render.ext.tabs import builder_format
 from tabbook.render.names import APPENDIX_CAPTION, PROVENANCE_CLASS, UNSUPPORTED_CLASS
 
+#: The class of the note that stands for a missing image in a PDF.
+MISSING_IMAGE_CLASS = "tabbook-missing-image"
 OBJECT_REPR = re.compile(r"^<[\w.]+ object(?: at 0x[0-9a-fA-F]+)?>$")
 
 
@@ -74,6 +76,38 @@ def _drop_module_sections(document: nodes.document, modules: set[str]) -> None:
         targets = [section, *(c for c in section.children if isinstance(c, nodes.target))]
         if section.parent is not None and any(ids & set(t.get("ids", [])) for t in targets):
             section.parent.remove(section)
+
+
+class MissingImages(SphinxPostTransform):
+    """LaTeX: an image whose file does not exist becomes a framed note naming it.
+
+    The HTML build shows a broken image and the build warns (``missing-image``, at the Markdown
+    line); xelatex stopped at ``Unable to load picture``, so the whole PDF was lost for one
+    figure. The build's warning is the same; the PDF shows where the figure is missing."""
+
+    default_priority = 190  # before Sphinx's image converters (200) look for the file
+    builders = ("latex",)
+
+    def run(self, **kwargs: Any) -> None:
+        import os
+
+        for image in list(self.document.findall(nodes.image)):
+            uri = str(image.get("uri", ""))
+            if not uri or "://" in uri or uri.startswith("data:"):
+                continue
+            candidates = image.get("candidates") or {}
+            paths = [str(p) for p in candidates.values() if p and p != "?"] or [uri]
+            if any(os.path.isfile(os.path.join(self.env.srcdir, p)) for p in paths):
+                continue
+            # As the author wrote it (img/x.png): build/src mirrors the book's folder.
+            shown = full = os.path.normpath(os.path.join(self.env.srcdir, uri))
+            for base in (str(self.env.srcdir), str(getattr(self.config, "tabbook_root", "") or "")):
+                if base and not os.path.relpath(full, base).startswith(".."):
+                    shown = os.path.relpath(full, base)
+                    break
+            note = nodes.literal("", f"missing image: {shown}", classes=[MISSING_IMAGE_CLASS])
+            image.replace_self(nodes.inline("", "", nodes.raw("", "\\fbox{", format="latex"), note,
+                                            nodes.raw("", "}", format="latex")))
 
 
 class LatexAppendix(SphinxPostTransform):
@@ -255,6 +289,7 @@ def setup_latex(app: Sphinx) -> None:
     app.add_post_transform(OneFramework)
     app.add_post_transform(PrintableOutputs)
     app.add_post_transform(LatexAppendix)
+    app.add_post_transform(MissingImages)
     app.connect("config-inited", _latex_edition)
 
 

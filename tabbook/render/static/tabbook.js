@@ -15,8 +15,9 @@
 // window would, with a "storage" event.
 //
 // Sphinx's search-term highlighter (sphinx_highlight.js) is needed only by a reader who arrives
-// from a search (terms in localStorage, or ?highlight=): it is not linked from content pages
-// (tabbook.render.ext.html) and is loaded from here, beside this script, when there are terms.
+// from a search (?highlight=, which the search page writes into its result links): it is not
+// linked from content pages (tabbook.render.ext.html) and is loaded from here, beside this script,
+// when there are terms.
 (() => {
   "use strict";
 
@@ -329,11 +330,54 @@
     });
   }
 
-  function loadHighlighter() {
-    if (typeof SphinxHighlight !== "undefined" || !HERE) return; // linked by the page itself
-    let terms = storage.get("sphinx_highlight_terms");
+  // ---- search terms highlighted on the page a search result opened, and there only ----------------
+  // Sphinx's search page keeps the terms in localStorage for the next page that loads its
+  // highlighter: whichever page that is (one reached from the sidebar after a search, one opened
+  // much later, in any window), and in a window that shows them, every page after a search when a
+  // result opens in a new tab. Here the terms travel with the result's link instead (?highlight=,
+  // which Sphinx's highlighter reads and then takes off the address): the search page writes them
+  // into every result link and forgets the stored ones, and any other page forgets them unread.
+  const TERMS_KEY = "sphinx_highlight_terms";
+
+  function forgetTerms() {
     try {
-      terms = terms || new URL(window.location.href).searchParams.get("highlight");
+      window.localStorage.removeItem(TERMS_KEY);
+    } catch (err) {
+      /* storage blocked: nothing was stored either */
+    }
+  }
+
+  function linkResults() {
+    const results = document.getElementById("search-results");
+    if (!results || typeof URL === "undefined") return;
+    const mark = () => {
+      const terms = storage.get(TERMS_KEY) || new URL(window.location.href).searchParams.get("q") || "";
+      forgetTerms();
+      if (terms) results.dataset.tabbookTerms = terms.toLowerCase();
+      const words = results.dataset.tabbookTerms;
+      if (!words) return;
+      results.querySelectorAll("a[href]").forEach((a) => {
+        const url = new URL(a.href, window.location.href);
+        if (url.origin !== window.location.origin || url.searchParams.get("highlight") === words) return;
+        url.searchParams.set("highlight", words);
+        a.href = url.href;
+      });
+    };
+    new MutationObserver(mark).observe(results, {childList: true, subtree: true});
+    window.addEventListener("pagehide", forgetTerms);
+    mark();
+  }
+
+  function loadHighlighter() {
+    if (document.getElementById("search-results")) { // the search page: the terms go into its links
+      linkResults();
+      return;
+    }
+    forgetTerms(); // stored by a search this page was not opened from
+    if (typeof SphinxHighlight !== "undefined" || !HERE) return; // linked by the page itself
+    let terms = null;
+    try {
+      terms = new URL(window.location.href).searchParams.get("highlight");
     } catch (err) {
       // no URL support: nothing to highlight from the address
     }
@@ -388,9 +432,11 @@
   // adjacent elements' words ran together ("NotebooksPyTorchJAXTensorFlowMXNet PDFnot in this
   // build") and a formula came twice (KaTeX's MathML beside its HTML). The page is cleaned before
   // Sphinx takes its text: no downloads line, tab labels, copy buttons or provenance, one
-  // rendering of each formula, and a space after every block.
+  // rendering of each formula, and a space after every block. A snippet is prose: code cells,
+  // their outputs (tracebacks) and code blocks are left out, so a term found only in code shows
+  // the page's opening prose rather than a line of code or a traceback.
   const NOT_PROSE = ".tabbook-downloads, .tabbook-provenance, .sd-tab-label, .tabbook-copy, .katex-mathml, " +
-    ".tabbook-picker, .headerlink";
+    ".tabbook-picker, .headerlink, div.cell, .cell_output, div[class*='highlight-'], pre";
   const BLOCKS = "p, li, dt, dd, h1, h2, h3, h4, h5, h6, td, th, pre, figcaption, caption, div, section, label";
 
   function cleanSearchSnippets() {
