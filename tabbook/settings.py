@@ -241,8 +241,14 @@ def leads_outside(root: Path, path: Path) -> Path | None:
     Why: the builder reads pages, resources and entries to publish them, and writes the store,
     the library and the sources under the book; a link inside the book that leads out (a page
     linked from elsewhere, ``static/etc -> /etc``, ``_freeze/x -> /tmp/x``) would publish or
-    overwrite files that are not the book's. The one rule: what counts is where a path leads."""
+    overwrite files that are not the book's. The one rule: what counts is where a path leads.
+
+    The book's ``.git`` folder counts as outside: it is the repository's, not the book's, and on
+    a CI machine its ``config`` can hold the checkout's credentials (a ``{download}`` of
+    ``.git/config`` would publish them)."""
     real, base = Path(os.path.realpath(path)), Path(os.path.realpath(root))
+    if real.is_relative_to(base / ".git"):
+        return real
     return None if real == base or real.is_relative_to(base) else real
 
 
@@ -638,6 +644,8 @@ def book_patterns(value: str, at: At) -> tuple[str, ...]:
             raise ValueError(f"names {pattern}, which is outside the book's folder (patterns are relative "
                              "to the book's root and stay inside it)")
         for path in at.root.glob(pattern):
+            if path.is_relative_to(at.root / ".git"):
+                continue  # a glob's match in the repository's metadata: left out (Config.non_notebook_files)
             if (real := leads_outside(at.root, path)) is not None:
                 raise ValueError(f"matches {path.relative_to(at.root).as_posix()}, a symbolic link that leads "
                                  f"outside the book's folder (to {real})")

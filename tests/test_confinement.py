@@ -101,6 +101,19 @@ def test_a_symbolic_link_out_of_the_book_is_outside(tmp_path: Path) -> None:
     assert _published(out) == []
 
 
+@pytest.mark.parametrize("page", ["# P\n\n{download}`../../../.git/config`\n",
+                                  "# P\n\n```{literalinclude} ../../../.git/config\n```\n"],
+                         ids=["download", "literalinclude"])
+def test_the_books_git_folder_is_not_the_books(tmp_path: Path, page: str) -> None:
+    """A CI checkout keeps its credentials in ``.git/config``: inside the book's folder, never the book's."""
+    book, src = _book(tmp_path)
+    (book / ".git").mkdir()
+    (book / ".git" / "config").write_text(f"[http]\n\textraheader = AUTHORIZATION: basic {SECRET}\n", encoding="utf-8")
+    warnings, out = _sphinx(book, src, page)
+    assert "page.md:3:" in warnings and "is in the repository's .git folder" in warnings, warnings
+    assert _published(out) == []
+
+
 def test_files_inside_the_book_are_read_as_before(tmp_path: Path) -> None:
     book, src = _book(tmp_path)
     (book / "data").mkdir()

@@ -69,7 +69,10 @@ COPIED = (nodes.image, addnodes.download_reference)
 
 
 def _book(env: Any) -> Path | None:
-    root = env.config.tabbook_root
+    """The book's folder, or None where this extension is not loaded: MyST's include class is
+    replaced for the whole process, so another Sphinx application in it (a test's, a book's
+    second run without tabbook) reaches the check without the config value."""
+    root = getattr(env.config, "tabbook_root", "")
     return Path(root) if root else None
 
 
@@ -89,6 +92,9 @@ def refusal(what: str, named: str, real: Path | None) -> str:
     """The one wording of a refused path (``real``: where it leads; None: a URL)."""
     if real is None:
         return f"{what} names the URL {named}: the builder fetches nothing from the network (put the file in the book)"
+    if ".git" in real.parts:
+        return (f"{what} {named} is in the repository's .git folder (it leads to {real}): the builder "
+                "publishes nothing of the repository's own metadata")
     return (f"{what} {named} is outside the book's folder (it leads to {real}): the builder reads no file "
             "outside the book")
 
@@ -252,7 +258,7 @@ class BookRaw(Raw):
     def run(self) -> list[nodes.Node]:
         named = self.options.get("file")
         env = self.state.document.settings.env
-        root = env.config.tabbook_root
+        root = getattr(env.config, "tabbook_root", "")
         if not named or not root:
             return super().run()
         here = Path(self.state.document.current_source or "").parent / named
