@@ -309,3 +309,23 @@ def test_a_missing_image_is_a_placeholder_in_the_pdf_and_one_warning(tmp_path: P
     assert "build/src" not in said, said
     text = pdftext(book / "build" / "pdf" / "lost-python.pdf")
     assert "missing image: img/none.png" in text and "missing image: img/gone.png" in text
+
+
+@needs_tex
+def test_a_citation_in_a_figure_caption_typesets(tmp_path: Path) -> None:
+    """A ``:cite:`` in a caption became ``\\hyperlink`` inside ``\\caption`` (a moving argument,
+    written to the list of figures), where LaTeX stopped with "Undefined control sequence" and
+    there was no PDF; the chapter's figures had to name their sources in words."""
+    book = tmp_path / "book"
+    (book / "img").mkdir(parents=True)
+    shutil.copy(ROOT / "img" / "async-timeline.svg", book / "img" / "t.svg")
+    (book / "config.ini").write_text("[project]\nname = cited\n\n[build]\nnotebooks = *.md\n")
+    (book / "refs.bib").write_text("@misc{doe2026,\n  title = {A demonstration},\n  author = {Doe, Jane},\n"
+                                   "  year = {2026}\n}\n")
+    (book / "index.md").write_text("# Cited\n\n```toc\n:numbered:\n\npage\n```\n")
+    (book / "page.md").write_text("# Page\n\n![A timeline, after :cite:`doe2026`.](img/t.svg)\n:label:`fig_t`\n\n"
+                                  "See :numref:`fig_t`.\n\n:bibliography:`refs.bib`\n")
+    proc = run_pdf(book)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    text = pdftext(book / "build" / "pdf" / "cited-python.pdf")
+    assert "A timeline, after [Doe, 2026]." in text, text

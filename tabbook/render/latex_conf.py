@@ -73,6 +73,13 @@ def font_warnings(config: Config) -> list[BookError]:
             for key, family in chosen_fonts(render_context(config).fonts)[1]]
 
 
+#: A citation or reference in a figure's or table's caption is a ``\\hyperlink`` in a moving
+#: argument (the caption is written to the list of figures), where hyperref's fragile macro
+#: stops LaTeX ("Undefined control sequence"); made robust in the preamble every book gets, so a
+#: book's own ``tabbook.sty`` cannot lose it.
+ROBUST_LINKS = "\\usepackage{etoolbox}\\robustify{\\hyperlink}\\robustify{\\hyperref}\n"
+
+
 def fonts_preamble(wanted: tuple[tuple[str, str], ...]) -> str:
     text = FONTS
     for key, family in chosen_fonts(wanted)[0].items():
@@ -147,7 +154,7 @@ def latex_settings(book: RenderContext) -> dict[str, Any]:
             "releasename": "Version",
             "sphinxsetup": SPHINXSETUP,
             "preamble": ("\\newcommand{\\tabbooklogo}{\\sphinxlogo\\vspace{12pt}}\n" if logo else "")
-            + "\\usepackage{tabbook}\n",
+            + "\\usepackage{tabbook}\n" + ROBUST_LINKS,
             "printindex": "",  # the book has no index entries; no empty "Index" chapter
             "makeindex": "",
             "figure_align": "htbp",
