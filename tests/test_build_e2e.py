@@ -72,6 +72,7 @@ def test_llms_files_hold_every_page_per_framework_with_its_outputs(built: Path) 
     assert "```text\n42\n```" in beta and "42" not in alpha  # beta's own cell, its kernel's output
     assert "ZeroDivisionError: division by zero" in alpha and "ZeroDivisionError: division by zero" in beta
     assert "Alpha-only prose." in alpha and "Beta-only prose." not in alpha
+    assert "*Alpha outputs computed on CPU only" in alpha and "*Beta outputs computed on CPU only" in beta
     assert "Beta-only prose." in beta and "Alpha-only prose." not in beta
     assert "slide only" not in full and "keeps slide text" in full and "tab.selected" not in full
     assert (html / "_llms" / "beta" / "sec.md").read_text() in beta

@@ -134,6 +134,21 @@ def test_a_page_for_one_framework_has_its_prose_code_and_outputs_and_no_other_fr
     assert "**Solution the first**\n\n```python\nprint('answer')" in torch
 
 
+def test_a_page_ends_saying_where_its_outputs_were_computed() -> None:
+    prov = {"device": "1\u00d7 NVIDIA H200", "gpus": ["NVIDIA H200"], "framework_version": "2.11.0",
+            "python": "3.12.3", "date": "2026-11-28", "cpu": "Xeon\x1b[31m"}
+    torch = {**TORCH, "metadata": {"tabbook": {"provenance": prov}}}
+    text = page_markdown(section(), "torch", torch, "PyTorch")
+    assert text.endswith("*PyTorch outputs computed on 1\u00d7 NVIDIA H200, PyTorch 2.11.0, Python 3.12.3, "
+                         "2026-11-28.*\n")
+    cpu = {**TORCH, "metadata": {"tabbook": {"provenance": {**prov, "gpus": [], "cpu": "Xeon\x1b[31m\nx"}}}}
+    assert "*PyTorch outputs computed on CPU only (Xeon x), PyTorch 2.11.0," in page_markdown(section(), "torch", cpu, "PyTorch")
+    off = {**TORCH, "metadata": {"tabbook": {"provenance": {"not_executed": "execution is off"}}}}
+    assert page_markdown(section(), "torch", off, "PyTorch").endswith(
+        "*PyTorch: code shown without outputs (execution is off).*\n")
+    assert "outputs computed" not in page_markdown(section(), "torch", TORCH, "PyTorch")  # none recorded
+
+
 def test_a_page_without_its_notebook_is_its_prose() -> None:
     text = page_markdown(section(), "jax", None)
     assert "JAX-only words." in text and "print(" not in text

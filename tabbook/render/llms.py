@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from tabbook.config import Config
+from tabbook.execute.store import Entry
 from tabbook.execute.store import text as nb_text
 from tabbook.files import BuildDir, write_if_changed
 from tabbook.render.merge import solution_summary
@@ -228,11 +229,33 @@ def code_markdown(cell: dict[str, Any]) -> str:
     return "\n\n".join(parts)
 
 
-def page_markdown(section: Section, fw: str, executed: dict[str, Any] | None) -> str:
+def provenance_line(label: str, executed: dict[str, Any] | None) -> str:
+    """Where the outputs of a page were computed, in one line of text ("" when no entry says):
+    what the page's own provenance line says, from the entry, as plain text. Pure."""
+    if not executed:
+        return ""
+    entry = Entry(executed)
+    prov = {k: " ".join(_plain(str(v)).split()) for k, v in entry.provenance.items() if v and k != "gpus"}
+    if not prov:
+        return ""
+    if prov.get("not_executed"):
+        return f"*{label}: code shown without outputs ({prov['not_executed']}).*"
+    where = prov.get("device", "?") if entry.gpus else \
+        f"CPU only ({prov['cpu']})" if prov.get("cpu") else "CPU only"
+    version = prov.get("framework_version", "")
+    line = (f"{label} outputs computed on {where}, {f'{label} {version}, ' if version not in ('', '?') else ''}"
+            f"Python {prov.get('python', '?')}, {prov.get('date', '?')}.")
+    if prov.get("outdated"):
+        line = f"{label} outputs from an earlier version of this code ({prov['outdated']}): {line}"
+    return f"*{line}*"
+
+
+def page_markdown(section: Section, fw: str, executed: dict[str, Any] | None, label: str = "") -> str:
     """One page as one framework's reader sees it, in plain Markdown: shared prose and ``fw``'s
     prose tabs, and ``fw``'s code cells with their stored outputs (``executed``: the notebook
     the page shows for ``fw``, whose k-th cell is the k-th code cell ``fw`` runs; None: prose
-    only). A solution keeps its content under a "Solution" line. Pure."""
+    only). A solution keeps its content under a "Solution" line; the last line says where the
+    outputs were computed (``label``: the framework's name there). Pure."""
     ran = executed.get("cells", []) if executed else []
     ordinal = 0
     parts: list[str] = []
@@ -253,6 +276,8 @@ def page_markdown(section: Section, fw: str, executed: dict[str, Any] | None) ->
         ordinal += 1
         if isinstance(executed_cell, dict):
             parts.append(code_markdown(executed_cell))
+    if ordinal:
+        parts.append(provenance_line(label or fw, executed))
     return "\n\n".join(p for p in parts if p.strip()) + "\n"
 
 
@@ -365,7 +390,7 @@ def write_llms(config: Config, sections: Sequence[Section], notebooks: Mapping[t
                 pass  # gone or damaged: made again
         if executed is None and has_code and (section.path, fw) in notebooks:
             executed = notebooks[(section.path, fw)]
-        texts[rel] = page_markdown(section, fw, executed)
+        texts[rel] = page_markdown(section, fw, executed, labels[fw])
         result.written += write_if_changed(path, texts[rel])
     result.written += write_if_changed(html_dir / INDEX, index_text(config.title, line, pages, config.tabs, labels))
     parts = [(fw, section.path[:-3], texts[rel]) for fw, section, rel, _, _ in units]
