@@ -63,7 +63,20 @@ JAX-only words.
 
 ```python
 :label:`not_a_label` and :numref:`kept` in a literal fence
+
+
+two blank lines above, kept
 ```
+
+: Bandwidths of links
+| link | GB/s |
+| --- | --- |
+| PCIe | 64 |
+:label:`tab_bw`
+
+<!-- a note to authors -->
+
+<div>shown</div>
 
 ```{.python .input}
 %%tab all
@@ -128,7 +141,11 @@ def test_a_page_for_one_framework_has_its_prose_code_and_outputs_and_no_other_fr
     assert "[figure: Copying between devices.]" in torch and "../img/copy.svg" not in torch
     assert "$$t = b / w$$" in torch
     # a literal fence is shown as written, roles and all
-    assert "\n```python\n:label:`not_a_label` and :numref:`kept` in a literal fence\n```\n" in torch
+    assert "\n```python\n:label:`not_a_label` and :numref:`kept` in a literal fence\n\n\ntwo blank lines above, " \
+           "kept\n```\n" in torch
+    # a table under its caption; an author's comment left out, other HTML kept
+    assert "\n\nTable: Bandwidths of links\n\n| link | GB/s |\n| --- | --- |\n| PCIe | 64 |\n\n<div>shown</div>" in torch
+    assert "a note to authors" not in torch and ":label:`tab_bw`" not in torch and "\n\n\n\n" not in torch
     # #@hide_output: the code, not its output; a solution under its line
     assert "quiet = 1" in torch and "not shown" not in torch
     assert "**Solution the first**\n\n```python\nprint('answer')" in torch

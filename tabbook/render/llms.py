@@ -35,7 +35,7 @@ from tabbook.execute.store import Entry
 from tabbook.execute.store import text as nb_text
 from tabbook.files import BuildDir, write_if_changed
 from tabbook.render.merge import solution_summary
-from tabbook.source.dialect import ATTR_LINE, BEGIN_TAB, END_TAB, MATH_EQLABEL, sub_roles
+from tabbook.source.dialect import ATTR_LINE, BEGIN_TAB, END_TAB, MATH_EQLABEL, TABLE_CAPTION, sub_roles
 from tabbook.source.model import Cell, Section
 
 #: The folder of the per-page files, under the HTML output (``_llms/<framework>/<page>.md``).
@@ -50,6 +50,7 @@ _DROPPED = frozenset({"attr", "marker", "bibliography", "toc"})
 _VERBATIM = frozenset({"literal", "code", "indented", "rst", "html"})
 
 _IMAGE = re.compile(r"!\[(?P<alt>(?:[^\]]|\](?!\())*)\]\((?P<src>[^)\s]+)(?:\s+\"[^\"]*\")?\)", re.S)
+_COMMENT = re.compile(r"\s*<!--(?:(?!-->).)*-->\s*", re.S)  # one HTML comment, nothing else
 _FENCE_OPEN = re.compile(r"^[ \t]*(`{3,}|~{3,})")
 #: Terminal control sequences (CSI, OSC), then any control character but tab and newline: an
 #: output is shown as text, and a file a reader may ``cat`` carries no escapes.
@@ -101,26 +102,42 @@ def prose_markdown(cell: Cell) -> str:
             kinds[r] = block.kind
     if not cell.blocks:
         kinds = _guess_kinds(rows)
-    out: list[str] = []
+    for block in cell.blocks:
+        if block.kind == "html" and _COMMENT.fullmatch("\n".join(rows[block.start:block.end])):
+            kinds[block.start:block.end] = ["marker"] * (block.end - block.start)  # an author's note
+    captions = {block.start for block, after in zip(cell.blocks, cell.blocks[1:], strict=False)
+                if block.kind == "text" and block.end - block.start == 1 and after.kind == "table"
+                and after.start == block.end and TABLE_CAPTION.match(rows[block.start])}
+    out: list[tuple[str, bool]] = []  # each row, and whether it is verbatim
     run: list[str] = []  # consecutive rows of prose, rewritten together (an image's alt spans rows)
 
     def flush() -> None:
         if run:
-            out.extend(_text_rows(run))
+            out.extend((row, False) for row in _text_rows(run))
             run.clear()
 
-    for row, kind in zip(rows, kinds, strict=True):
+    for index, (row, kind) in enumerate(zip(rows, kinds, strict=True)):
         if kind in _DROPPED:
             continue
         if kind in _VERBATIM:
             flush()
-            out.append(row)
+            out.append((row, True))
             continue
         if kind == "math":
             row = MATH_EQLABEL.sub("$$", row)
+        if index in captions and (m := TABLE_CAPTION.match(row)):
+            run += [f"Table: {m.group(1)}", ""]  # its own paragraph, above the table
+            continue
         run.append(row)
     flush()
-    return re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip("\n")
+    # A dropped line leaves its blank neighbours: one blank line between blocks of prose (a
+    # verbatim block's own blank lines are kept).
+    kept: list[str] = []
+    for row, verbatim in out:
+        if not verbatim and not row.strip() and (not kept or not kept[-1].strip()):
+            continue
+        kept.append(row)
+    return "\n".join(kept).strip("\n")
 
 
 def _guess_kinds(rows: list[str]) -> list[str | None]:
