@@ -331,6 +331,11 @@ def _render(config: Config, book: Book, opts: Options, notebooks: Notebooks, ori
         from tabbook.render.site import available_pdfs
 
         publish(config, BuildDir(config.build_dir).html, log)
+        from tabbook.render.llms import write_llms
+
+        # llms.txt and llms-full.txt: the pages as plain Markdown per framework (render/llms.py),
+        # from the same pages and published notebooks as the site.
+        write_llms(config, book.sections, notebooks, origins, BuildDir(config.build_dir).html)
 
         if not available_pdfs(render_context(config)):
             log("[html] the site has no PDFs (none in build/pdf): its pages say \"PDF: not in "

@@ -500,6 +500,7 @@ class BuildDir:
         "sources": "sources-memo.json",  # what each page of build/src was made from
         "slides": "slides-cache.json",  # what each deck was made from (tabbook.render.slides)
         "package": "package-memo.json",  # the wheel the site serves (tabbook.render.package)
+        "llms": "llms-memo.json",  # what each page of llms-full.txt was made from (tabbook.render.llms)
     }
 
     def __init__(self, path: Path) -> None:

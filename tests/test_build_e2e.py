@@ -54,6 +54,31 @@ def test_cold_build_executes_each_framework_and_renders_tabs(built: Path) -> Non
     assert "tab.selected" not in html
 
 
+def test_llms_files_hold_every_page_per_framework_with_its_outputs(built: Path) -> None:
+    """llms.txt and llms-full.txt at the site's root (render/llms.py): every toc page for every
+    framework, the stored outputs, no other framework's prose tab; llms.txt's links resolve."""
+    from tabbook.render.linkcheck import broken_links
+
+    html = built / "build" / "html"
+    index = (html / "llms.txt").read_text()
+    assert index.startswith("# Fixture Book\n\n> ")
+    for fw in ("alpha", "beta"):
+        for page in ("index", "sec"):
+            assert f"](_llms/{fw}/{page}.md)" in index
+    full = (html / "llms-full.txt").read_text()
+    alpha, beta = full.split("<!-- Beta: index.md", 1)
+    assert "<!-- Alpha: index.md" in alpha and "<!-- Alpha: sec.md" in alpha and "<!-- Beta: sec.md" in beta
+    assert "```text\nframework: alpha\n```" in alpha and "```text\nframework: beta\n```" in beta
+    assert "```text\n42\n```" in beta and "42" not in alpha  # beta's own cell, its kernel's output
+    assert "ZeroDivisionError: division by zero" in alpha and "ZeroDivisionError: division by zero" in beta
+    assert "Alpha-only prose." in alpha and "Beta-only prose." not in alpha
+    assert "*Alpha outputs computed on CPU only" in alpha and "*Beta outputs computed on CPU only" in beta
+    assert "Beta-only prose." in beta and "Alpha-only prose." not in beta
+    assert "slide only" not in full and "keeps slide text" in full and "tab.selected" not in full
+    assert (html / "_llms" / "beta" / "sec.md").read_text() in beta
+    assert broken_links(html) == []
+
+
 def test_freeze_store_and_library_written(built: Path) -> None:
     for fw in ("alpha", "beta"):
         nb = json.loads((built / "_freeze" / "sec" / f"{fw}.ipynb").read_text())

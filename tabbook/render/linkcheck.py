@@ -3,7 +3,8 @@ external one.
 
 This walks ``build/html`` with the standard library's HTML parser and checks ``href``/``src``
 targets inside the site: the file exists and, for ``#fragment``, an element with that id (or
-a named anchor) exists in the target page. ``tabbook linkcheck [DIR]``, offline.
+a named anchor) exists in the target page. ``tabbook linkcheck [DIR]``, offline. The Markdown
+links of ``llms.txt`` at the site's root (:mod:`tabbook.render.llms`) are checked as well.
 
 ``--external`` (``tabbook linkcheck --external``, ``tabbook build linkcheck --external``) also
 asks every distinct ``http``/``https`` address the pages link to, a few at a time: a HEAD
@@ -14,6 +15,7 @@ of tabbook that uses the network, and only when asked: a build never does.
 
 from __future__ import annotations
 
+import re
 import sys
 import urllib.error
 import urllib.request
@@ -68,6 +70,29 @@ def broken_links(site: Path) -> list[str]:
             frag = unquote(parts.fragment)
             if frag and target.suffix == ".html" and frag not in _parse(target, cache).ids:
                 problems.append(f"{where}: missing anchor #{frag} in {target.relative_to(site)}")
+    return problems + _broken_markdown_links(site, "llms.txt")
+
+
+#: A Markdown inline link's target: ``[text](target)`` (text without brackets, as llms.txt writes it).
+_MD_LINK = re.compile(r"\[(?:[^\]\\]|\\.)*\]\(([^)\s]+)\)")
+
+
+def _broken_markdown_links(site: Path, name: str) -> list[str]:
+    """``llms.txt:LINE: broken link target`` for each link of a Markdown file at the site's root
+    whose target inside the site is not a file (none when the site has no such file)."""
+    path = site / name
+    if not path.is_file():
+        return []
+    problems = []
+    for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+        for m in _MD_LINK.finditer(line):
+            link = m.group(1)
+            parts = urlsplit(link)
+            if parts.scheme or parts.netloc or link.startswith(("mailto:", "#")):
+                continue
+            target = (site / unquote(parts.path)).resolve()
+            if not target.is_file() or site not in target.parents:
+                problems.append(f"{name}:{number}: broken link {link}")
     return problems
 
 
