@@ -69,7 +69,8 @@ class Problem(Enum):
         "the same")
     # -- pages, labels, references, the toc ----------------------------------------------------
     ENCODING = Rule(
-        "`the file starts with a byte-order mark` / `CRLF (Windows) line ends`", "read through", "the same")
+        "`the file starts with a byte-order mark` / `CRLF (Windows) line ends` / `a NUL byte (U+0000)`",
+        "read through (a NUL as U+FFFD, code included)", "the same, without a word on NUL bytes")
     DUPLICATE_LABEL = Rule(
         "`duplicate label 'x' (also at page.md:LINE)`",
         "references go where Sphinx sends them (the label read last)", "the same (Sphinx's warning)")
