@@ -414,6 +414,21 @@ def dialect_plugin(md: MarkdownIt) -> None:
     md.core.ruler.push("dialect_fences", _classify_fences)
 
 
+# How deep blocks may nest (a quote in a quote counts one level, a list two: the list and its
+# item). markdown-it's CommonMark preset stops at 20 and drops the rest of the page without a
+# word (MyST included: a list ten deep and everything after it vanished from the HTML). Past
+# this the page is an error at the block's line (read.py); below it every parser of the book's
+# prose (ours, MyST's through render/ext/nesting.py) is given room (``max_nesting``), well
+# inside what Python's recursion limit allows markdown-it and docutils.
+MAX_NESTING = 100
+
+
+def max_nesting(margin: int = 2) -> int:
+    """The ``maxNesting`` option a parser of the book's prose gets: past :data:`MAX_NESTING`, so
+    that a page at the limit parses whole and one past it is seen to be (and refused)."""
+    return MAX_NESTING + margin
+
+
 def dialect_parser() -> MarkdownIt:
     """CommonMark with pipe tables and the dialect's constructs: the one parser of the book's prose.
 
@@ -421,6 +436,6 @@ def dialect_parser() -> MarkdownIt:
     """
     from markdown_it import MarkdownIt
 
-    md = MarkdownIt("commonmark").enable("table").use(dialect_plugin)
+    md = MarkdownIt("commonmark", {"maxNesting": max_nesting()}).enable("table").use(dialect_plugin)
     md.disable("inline")
     return md
