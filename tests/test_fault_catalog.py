@@ -599,6 +599,23 @@ def test_19_processes_of_a_killed_worker_are_ended_by_the_runner(clean_book: tup
     assert gone(lambda: left_by(book), 10) == []
 
 
+@pytest.mark.parametrize("written", ["{\"cells\": 5}", "{\"cells\": [], \"metadata\": {}, \"nbformat\": 4, "
+                                     "\"nbformat_minor\": 5}"])
+def test_a_cell_that_writes_another_pages_entry_is_an_error_at_that_entry(clean_book: tuple[Path, Path],
+                                                                        tmp_path: Path, written: str) -> None:
+    """Issue 49: a cell overwrote the entry of a page the build reused; Sphinx read it while
+    publishing the downloads and stopped with its "please report" banner. The build sees the
+    entry change while its units ran and stops at that file, before anything renders."""
+    book, overlay = copied(clean_book, tmp_path)
+    other = next(p for p in sorted((book / "_freeze").rglob("*.ipynb")) if p != book / SECOND_ENTRY)
+    _with_cells(book, f"open({str(other)!r}, 'w').write({written!r})")
+    proc = tabbook(book, overlay, "build")
+    out = proc.stdout + proc.stderr
+    shown = other.relative_to(book).as_posix()
+    assert proc.returncode == 1 and f"{shown}: changed while the build ran (a cell that ran wrote it)" in out, out
+    assert "please open an issue" not in out and "Traceback" not in out, out
+
+
 def test_19_a_build_killed_while_sphinx_writes_takes_sphinx_with_it(clean_book: tuple[Path, Path],
                                                                     tmp_path: Path) -> None:
     """Sphinx held past its reading (a book extension that waits before the pages are written):
