@@ -151,7 +151,8 @@ def decode_page(data: bytes, rel: str) -> tuple[str, list[BookError]]:
     """A page's bytes as text, and warnings about how they were written.
 
     Anything can be in a file: bytes that are not UTF-8 are an error at their line and
-    column; a byte-order mark (some Windows editors write one) and CRLF line ends are read
+    column; a byte-order mark (some Windows editors write one), CRLF line ends and NUL bytes
+    (which markdown-it would turn into U+FFFD without a word, code cells included) are read
     through, each with a warning; an empty (or blank) file is an error, since a page needs
     at least its title: read as a page that has only one, made from the file's name (d2lbook
     builds it as an empty page, and Sphinx warns it has no title), with a warning.
@@ -171,6 +172,14 @@ def decode_page(data: bytes, rel: str) -> tuple[str, list[BookError]]:
     if "\r" in text:
         line = text.count("\n", 0, text.index("\r")) + 1
         warnings.append(BookError("CRLF (Windows) line ends, read as LF", rel, line, kind=Problem.ENCODING))
+    if "\0" in text:
+        at = text.index("\0")
+        line, column = text.count("\n", 0, at) + 1, at - (text.rfind("\n", 0, at) + 1) + 1
+        count = text.count("\0")
+        text = text.replace("\0", "\ufffd")
+        warnings.append(BookError(f"{'a NUL byte' if count == 1 else f'{count:,} NUL bytes'} (U+0000) at column "
+                                  f"{column}{'' if count == 1 else ' and after'}: read as U+FFFD, as CommonMark "
+                                  "says (in code too)", rel, line, column, kind=Problem.ENCODING))
     if not text.strip():
         title = empty_page_title(rel)
         warnings.append(BookError(f"the file is empty: built as an empty page titled {title!r} (give it a # title)",

@@ -255,6 +255,24 @@ def _write_library(config: Config, book: Book, log: Callable[[str], Any]) -> lis
     return changed
 
 
+def _kept_unchanged(store: FreezeStore, kept: dict[tuple[str, str], str], written: list[tuple[str, str]]) -> None:
+    """The store entries this build reuses, as they were when it planned, and those it wrote,
+    still entries: a cell may write one (``open('_freeze/other/…ipynb', 'w')``), and the page,
+    its downloads and Sphinx would then read what no plan checked (Sphinx stopped with its
+    "please report" banner). A changed reused entry is an error at its file; a written one is
+    read and checked again (:meth:`FreezeStore.load`), a damaged one an error at its file."""
+    problems = [BookError("changed while the build ran (a cell that ran wrote it): its page would show "
+                          "what no plan checked; restore it (git checkout) or delete it, and build again",
+                          store.shown(store.path(section, fw)))
+                for (section, fw), sign in sorted(kept.items()) if store.signature(section, fw) != sign]
+    for section, fw in written:
+        try:
+            store.load(section, fw)
+        except BookError as exc:
+            problems.append(exc)
+    raise_all(problems)
+
+
 def _execute(config: Config, book: Book, opts: Options, execute: bool, strict: bool, site: SphinxRun | None,
              result: BuildResult, log: Callable[[str], Any],
              runners: list[Runner]) -> tuple[Plan, Notebooks, list[BookError]]:
@@ -284,9 +302,14 @@ def _execute(config: Config, book: Book, opts: Options, execute: bool, strict: b
             site.start()  # code will run, so pages will change: Sphinx sets itself up meanwhile
         if execute:
             made = runner
+            # Entries the build itself rewrites: the units it runs, the keys it re-stamps.
+            written = {(u.section, u.framework) for u, _ in the_plan.todo} | {(s, f) for s, f, _ in the_plan.upgrades}
+            kept = {(u.section, u.framework): store.signature(u.section, u.framework)
+                    for u in the_plan.units if (u.section, u.framework) not in written} if the_plan.todo else {}
             notebooks, failed = plan.run(config, the_plan, store,
                                          lambda: made or _runner(config, the_plan, opts, log))
             failures += result.report(failed, strict, log)
+            _kept_unchanged(store, kept, sorted(written) if the_plan.todo else [])
         else:
             notebooks = plan.skip_execution(the_plan)
     finally:

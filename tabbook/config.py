@@ -26,7 +26,7 @@ import configparser
 import difflib
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -755,14 +755,59 @@ def _parse_ini(parser: configparser.ConfigParser, text: str, shown: str) -> None
         raise BookError(f"cannot parse: {' '.join(what.split())}", shown, line) from None
 
 
+MAX_EXPANDED = 1_000_000  # characters a value may grow to through %(name)s references
+
+
+class _TooLarge(Exception):
+    """A value whose ``%(name)s`` references expand past :data:`MAX_EXPANDED` characters."""
+
+
+_REFERENCE = re.compile(r"%(?:(%)|\(([^)]+)\)s)?")
+
+
+class _BoundedInterpolation(configparser.BasicInterpolation):
+    """configparser's interpolation with the expanded size measured first. Each level of
+    ``%(name)s`` may repeat the one below, so nine short lines of ten references each expand to
+    10⁹ characters: configparser builds them (minutes, gigabytes, no message). The size is a
+    sum over the references, each name measured once, so measuring is linear in the file."""
+
+    def before_get(self, parser: Any, section: str, option: str, value: str, defaults: Any) -> str:
+        memo: dict[str, int] = {}
+
+        def size(text: str, depth: int) -> int:
+            if depth > configparser.MAX_INTERPOLATION_DEPTH and "%" in text:
+                return 0  # configparser's own depth error says it, below
+            total = 0
+            for match in _REFERENCE.finditer(text):
+                if match.group(2) is None:
+                    total += 1  # %% (or a lone %, configparser's syntax error below)
+                    continue
+                name = parser.optionxform(match.group(2))
+                if name not in memo:
+                    memo[name] = 0  # a loop: configparser's depth error says it
+                    memo[name] = size(defaults.get(name, ""), depth + 1) if name in defaults else 0
+                total += memo[name]
+                if total > MAX_EXPANDED:
+                    raise _TooLarge
+            total += len(text) - sum(len(m.group(0)) for m in _REFERENCE.finditer(text))
+            if total > MAX_EXPANDED:
+                raise _TooLarge
+            return total
+
+        size(value, 1)
+        return str(super().before_get(parser, section, option, value, defaults))
+
+
 class _Parser(configparser.ConfigParser):
     """configparser as d2lbook reads ``config.ini``: with interpolation (``%%`` is ``%``). A value
     interpolation cannot read (a lone ``%``, on which d2lbook stops) is read as written, and
-    noted in ``unreadable`` for a warning at its line."""
+    noted in ``unreadable`` for a warning at its line. A value that would expand past
+    :data:`MAX_EXPANDED` characters is an error at its line (``locate``: the key's place)."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, locate: Callable[[str, str, str], BookError]) -> None:
+        super().__init__(interpolation=_BoundedInterpolation())
         self.unreadable: set[tuple[str, str]] = set()
+        self.locate = locate
 
     def get(self, section: str, option: str, **kwargs: Any) -> Any:  # type: ignore[override]
         try:
@@ -770,6 +815,9 @@ class _Parser(configparser.ConfigParser):
         except configparser.InterpolationError:
             self.unreadable.add((section, option))
             return super().get(section, option, **{**kwargs, "raw": True})
+        except _TooLarge:
+            raise self.locate(section, option, f"expands to more than {MAX_EXPANDED:,} characters through "
+                              "its %(name)s references: write the value out, or use %% for a literal %") from None
 
 
 class _Files:
@@ -783,7 +831,7 @@ class _Files:
         self.problems: list[BookError] = []  # what was read past (tabbook.problems)
         if not self.path.is_file():
             raise BookError("no config.ini here; run from the book's root", str(self.path))
-        self.parser = _Parser()
+        self.parser = _Parser(self.error)
         self.text = _ini_text(self.path, "config.ini")
         _parse_ini(self.parser, self.text, "config.ini")
         self.overlay = overlay

@@ -175,6 +175,11 @@ def write_beside(path: Path, data: str | bytes) -> Path:
                 ft.write(data)
                 ft.flush()
                 _sync_file(ft.fileno())
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        if exc.filename is None:  # a write's error names no file (a full disk): name the target
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
+        raise
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

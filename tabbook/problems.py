@@ -83,7 +83,8 @@ class Problem(Enum):
         "built as a page with only a title, made from its file's name",
         "builds an empty page; Sphinx warns it has no title")
     ENCODING = Rule(
-        "`the file starts with a byte-order mark` / `CRLF (Windows) line ends`", "read through", "the same")
+        "`the file starts with a byte-order mark` / `CRLF (Windows) line ends` / `a NUL byte (U+0000)`",
+        "read through (a NUL as U+FFFD, code included)", "the same, without a word on NUL bytes")
     DUPLICATE_LABEL = Rule(
         "`duplicate label 'x' (also at page.md:LINE): references to it go to page.md, the page in the toc`",
         "said at each duplicate; references go to the page in the toc (the first in its order; else the first "

@@ -79,3 +79,20 @@ def test_check_and_toc_agree_on_external_toc_entries(book: Path) -> None:
     index.write_text(index.read_text().replace("https://example.org/more\n", "nowhere\n"))
     msgs = [p.location_message() for p in check_book(load_config(book))]
     assert len(msgs) == 1 and "toc entry 'nowhere': nowhere.md does not exist" in msgs[0]  # reported once
+
+
+def test_nul_bytes_are_a_located_encoding_warning_and_read_as_u_fffd() -> None:
+    """markdown-it turns U+0000 into U+FFFD (CommonMark), in code cells too, so a NUL pasted into a
+    page changed a saved function's text without a word. Now it is an [encoding] warning at the
+    first NUL's line and column, and the page's text holds U+FFFD everywhere, as markdown-it's does."""
+    from tabbook.book import decode_page
+    from tabbook.problems import Problem
+
+    data = b"# Title\n\nSome\x00 prose.\n\n```{.python .input}\nx = 1  # a\x00b\n```\n"
+    text, warnings = decode_page(data, "page.md")
+    assert "\0" not in text and text.count("\ufffd") == 2
+    assert [(w.shown(), w.column, w.kind) for w in warnings] == [
+        ("page.md:3:5: 2 NUL bytes (U+0000) at column 5 and after: read as U+FFFD, as CommonMark says (in code "
+         "too) [encoding]", 5, Problem.ENCODING)]
+    assert [w.message for w in decode_page(b"# T\n\x00\n", "p.md")[1]] == [
+        "a NUL byte (U+0000) at column 1: read as U+FFFD, as CommonMark says (in code too)"]

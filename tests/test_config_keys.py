@@ -114,6 +114,29 @@ def test_config_ini_is_read_with_d2lbooks_interpolation(tmp_path: Path, monkeypa
         "here) [config-value]"]
 
 
+def test_an_interpolation_bomb_is_an_error_at_the_keys_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each line of ten ``%(name)s`` references to the line above multiplies the value by ten:
+    configparser would build 10⁷ characters here and 10⁹ for nine lines (minutes, gigabytes, no
+    message). The size is measured before anything is expanded, so both fail at once, at the
+    line of the key read; a value that stays small is interpolated as before."""
+    monkeypatch.delenv(OVERLAY_ENV, raising=False)
+    (tmp_path / "index.md").write_text("# Notes\n")
+
+    def write(levels: int) -> None:
+        chain = "".join(f"a{i} = {f'%(a{i - 1})s' * 10}\n" for i in range(1, levels + 1))
+        (tmp_path / "config.ini").write_text(f"[project]\na0 = xxxxxxxxxx\n{chain}"
+                                             f"author = small %(a1)s\ntitle = T %(a{levels})s\n")
+
+    for levels in (5, 6, 9):
+        write(levels)
+        assert _error(tmp_path) == (
+            f"config.ini:{levels + 4}: [project] title expands to more than 1,000,000 characters through its "
+            "%(name)s references: write the value out, or use %% for a literal %")
+    write(4)
+    config = load_config(tmp_path)
+    assert (len(config.title), config.author) == (2 + 10 ** 5, "small " + "x" * 100)
+
+
 def test_a_file_a_key_names_that_does_not_exist_is_read_past(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """d2lbook goes on without a favicon, a logo or a stylesheet its config.ini names but the
     book lacks (d2l-java's, fetched by its build script): so does tabbook, with a warning at the key."""

@@ -583,18 +583,41 @@ def test_18_an_error_output_is_capped_too(clean_book: tuple[Path, Path], tmp_pat
 def test_19_processes_of_a_killed_worker_are_ended_by_the_runner(clean_book: tuple[Path, Path],
                                                                  tmp_path: Path) -> None:
     """A cell starts a process in a session of its own, then kills its worker: the worker can
-    end nothing, so the runner finds the unit's processes by the token they inherited."""
+    end nothing, so the runner finds the unit's processes by the token they inherited. The
+    report names the cell (the worker recorded it as it started), and the kernel's connection
+    file, with its HMAC key, is gone with the unit's private folder (issue 49)."""
     book, overlay = copied(clean_book, tmp_path)
-    pid_file = tmp_path / "sleeper.pid"
+    pid_file, connection = tmp_path / "sleeper.pid", tmp_path / "connection.txt"
     _with_cells(book, f"import os, signal, subprocess, time\np = subprocess.Popen(['sleep', '300'], "
                       f"start_new_session=True)\nopen({str(pid_file)!r}, 'w').write(str(p.pid))\n"
+                      "from ipykernel import get_connection_file\n"
+                      f"open({str(connection)!r}, 'w').write(get_connection_file())\n"
                       "os.kill(os.getppid(), signal.SIGKILL)\ntime.sleep(30)")
+    line = max(i for i, t in enumerate((book / SECOND).read_text().splitlines(), 1) if t == "```{.python .input}")
     proc = tabbook(book, overlay, "build", "--no-render")
     out = proc.stdout + proc.stderr
-    assert proc.returncode == 1 and "chapter_a/second.md: [pytorch] execution worker exited with -9" in out, out
+    assert proc.returncode == 1 and f"chapter_a/second.md:{line}: [pytorch] execution worker exited with -9" in out, out
+    assert connection.read_text().endswith(".json") and not Path(connection.read_text()).exists()
     sleeper = pid_file.read_text()
     assert gone(lambda: [sleeper] if alive(sleeper) else [], 10) == []
     assert gone(lambda: left_by(book), 10) == []
+
+
+@pytest.mark.parametrize("written", ["{\"cells\": 5}", "{\"cells\": [], \"metadata\": {}, \"nbformat\": 4, "
+                                     "\"nbformat_minor\": 5}"])
+def test_a_cell_that_writes_another_pages_entry_is_an_error_at_that_entry(clean_book: tuple[Path, Path],
+                                                                        tmp_path: Path, written: str) -> None:
+    """Issue 49: a cell overwrote the entry of a page the build reused; Sphinx read it while
+    publishing the downloads and stopped with its "please report" banner. The build sees the
+    entry change while its units ran and stops at that file, before anything renders."""
+    book, overlay = copied(clean_book, tmp_path)
+    other = next(p for p in sorted((book / "_freeze").rglob("*.ipynb")) if p != book / SECOND_ENTRY)
+    _with_cells(book, f"open({str(other)!r}, 'w').write({written!r})")
+    proc = tabbook(book, overlay, "build")
+    out = proc.stdout + proc.stderr
+    shown = other.relative_to(book).as_posix()
+    assert proc.returncode == 1 and f"{shown}: changed while the build ran (a cell that ran wrote it)" in out, out
+    assert "please open an issue" not in out and "Traceback" not in out, out
 
 
 def test_19_a_build_killed_while_sphinx_writes_takes_sphinx_with_it(clean_book: tuple[Path, Path],

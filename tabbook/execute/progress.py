@@ -40,7 +40,8 @@ def record_cell(path: Path, where: str) -> None:
         pass  # progress is a courtesy: it never fails a unit
 
 
-def _current_cell(path: Path) -> dict[str, Any] | None:
+def current_cell(path: Path) -> dict[str, Any] | None:
+    """What the worker recorded of the cell it runs (``where``, ``since``); None: nothing yet."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -105,7 +106,7 @@ class LiveStatus:
         for r in self._running.values():
             if now - r.started < min_age:
                 continue
-            cell = _current_cell(r.cell_file)
+            cell = current_cell(r.cell_file)
             if cell and isinstance(cell.get("where"), str):
                 since = float(cell.get("since", r.started))
                 parts.append(f"{cell['where']} [{r.framework}] {_seconds(now - since)} (unit {_seconds(now - r.started)})")

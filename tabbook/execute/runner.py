@@ -34,7 +34,7 @@ from typing import Any
 from tabbook.execute import spares
 from tabbook.execute.gpus import Devices, Held, Placement
 from tabbook.execute.job import ErrorKind, Failure, Job, Result
-from tabbook.execute.progress import LiveStatus
+from tabbook.execute.progress import LiveStatus, current_cell
 from tabbook.execute.store import new_notebook
 from tabbook.execute.worker import UNIT_ENV, WRITTEN, end_marked
 from tabbook.files import WORKER_PARENT_ENV
@@ -71,9 +71,15 @@ class Unit:
                    timeout=self.timeout, gpu_probe=self.gpu_probe, stderr_filters=self.stderr_filters,
                    max_output_bytes=self.max_output_bytes, memory_limit=self.memory_limit, progress=progress)
 
-    def failed(self, kind: ErrorKind, why: str) -> UnitResult:
-        """A result of this unit that says why it has no outputs, at its page."""
-        return UnitResult(unit=self, failure=Failure(kind, f"[{self.framework}] {why}", self.section))
+    def failed(self, kind: ErrorKind, why: str, where: str | None = None) -> UnitResult:
+        """A result of this unit that says why it has no outputs, at its page (``where``: the
+        cell that was running, ``file.md:LINE``, when it is known)."""
+        path, line = self.section, None
+        if where is not None:
+            file, _, number = where.rpartition(":")
+            if file and number.isdigit():
+                path, line = file, int(number)
+        return UnitResult(unit=self, failure=Failure(kind, f"[{self.framework}] {why}", path, line))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -295,7 +301,10 @@ class Runner:
             else:
                 tail = "\n".join((log or "").strip().splitlines()[-20:])
                 why = "interrupted" if self._stopping else f"worker exited with {proc.returncode}"
-                result = UnitResult.of(unit, unit.failed(ErrorKind.WORKER, f"execution {why}\n{tail}"), seconds)
+                running = current_cell(cell)  # the cell it was running: where the report points
+                at_cell = running.get("where") if running else None
+                result = UnitResult.of(unit, unit.failed(ErrorKind.WORKER, f"execution {why}\n{tail}",
+                                                         at_cell if isinstance(at_cell, str) else None), seconds)
         if spare is not None:
             shutil.rmtree(spare.folder, ignore_errors=True)
         status = "ok" if result.ok else "FAIL"

@@ -15,6 +15,7 @@ import os
 import platform
 import signal
 import sys
+import tempfile
 import time
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -853,6 +854,11 @@ def main(argv: list[str]) -> int:
     end_with_parent(signal.SIGTERM, WORKER_PARENT_ENV)
     become_subreaper()
     _stop_when_orphaned()
+    # The kernel's connection file (its HMAC key: whoever reads it can run code in the kernel)
+    # is a temporary file of this process (jupyter_client's mkstemp): made in the job's private
+    # folder, which the runner removes however this worker ends, a cell that kills it included
+    # (it was left in /tmp).
+    tempfile.tempdir = str(Path(argv[3] if argv[0] == PRESTART else argv[0]).parent)
     started: NotebookClient | None = None
     clients: list[NotebookClient] = []
     try:

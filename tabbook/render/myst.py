@@ -108,7 +108,8 @@ def _targets(blocks: Sequence[Block]) -> dict[int, Block | None]:
         if block.kind != "attr":
             continue
         target = None
-        for prev in reversed(blocks[:k]):
+        for j in range(k - 1, -1, -1):  # no slice: copying blocks[:k] per line was quadratic
+            prev = blocks[j]
             if prev.level < block.level:
                 break  # the container's start: nothing before the line in it
             if prev.level == block.level and prev.kind != "attr":
@@ -145,22 +146,31 @@ class RowWriter:
     def __init__(self) -> None:
         self.out: list[str] = []
         self.owner: list[int] = []
+        # source row -> output index of its first row: anchor() scanned every row for every
+        # label (100,000 labelled headings: quadratic); kept as rows are added and replaced.
+        self.first: dict[int, int] = {}
 
     def add(self, text: str, row: int) -> None:
+        self.first.setdefault(row, len(self.out))
         self.out.append(text)
         self.owner.append(row)
 
     def anchor(self, row: int) -> int:
         """Output index of the first row owned by source row ``row`` (0 when there is none)."""
-        return next((k for k, o in enumerate(self.owner) if o == row), 0)
+        return self.first.get(row, 0)
 
     def replace_from(self, at: int, rows: list[str], row: int | list[int]) -> None:
         """Output rows ``at`` onwards become ``rows``, all owned by ``row`` (or each by its own)."""
         owners = row if isinstance(row, list) else [row] * len(rows)
         if len(owners) != len(rows):
             raise ValueError("one owner per row")
+        for k in range(at, len(self.owner)):
+            if self.first.get(self.owner[k]) == k:
+                del self.first[self.owner[k]]
         self.out[at:] = rows
         self.owner[at:] = owners
+        for k, owner in enumerate(owners, at):
+            self.first.setdefault(owner, k)
 
     def result(self) -> tuple[str, list[int]]:
         """The text (blank rows at either end dropped) and each of its lines' source row."""
@@ -380,11 +390,10 @@ class _Emitter:
     def _label(self, at: int, t_row: int, value: str) -> None:
         """A ``(label)=`` target above the block the label names (a blank row before it)."""
         w = self.w
-        w.out.insert(at, f"({value})=")
-        w.owner.insert(at, t_row)
-        if at > 0 and w.out[at - 1].strip():
-            w.out.insert(at, "")
-            w.owner.insert(at, t_row)
+        rows = ["", f"({value})="] if at > 0 and w.out[at - 1].strip() else [f"({value})="]
+        # Through replace_from, which keeps the first-row index (the rows after ``at`` are the
+        # labelled block's, a few); a list insert would shift it.
+        w.replace_from(at, rows + w.out[at:], [t_row] * len(rows) + w.owner[at:])
 
 
 def _table(caption: str, name: str | None, body: list[tuple[str, int]], head: int,

@@ -155,20 +155,32 @@ def site_stamp(config: Config, cmd: list[str]) -> str:
 
 
 #: An operating system error in Sphinx's report: ``[Errno 28] No space left on device: 'PATH'``.
-OS_ERROR = re.compile(r"\[Errno (\d+)\] ([^:\n]+?)(?:: '([^'\n]+)')?$", re.M)
+#: A copy's error names both files (``'src' -> 'dst'``, the one written last), and an extension's
+#: handler's is wrapped in Sphinx's ``ExtensionError(... (exception: …))``.
+OS_ERROR = re.compile(r"\[Errno (\d+)\] ([^:\n]+?)(?:: '([^'\n]+)'(?: -> '([^'\n]+)')?)?\)?$", re.M)
 #: Where Sphinx saved the traceback of a crash.
 CRASH_LOG = re.compile(r"traceback has been saved in:\s*(\S+)")
 
 
-def os_error_of(stderr: str, root: Path) -> BookError | None:
+#: Sphinx's theme error gives the errno without a file, and the page it was writing.
+OS_ERROR_OF_PAGE = re.compile(r"rendering the page (\S+?)\.?\n\s*Reason: OSError\((\d+), '([^'\n]+)'\)")
+
+
+def os_error_of(stderr: str, root: Path, out: Path | None = None) -> BookError | None:
     """The one-line error for a Sphinx run that an operating system error stopped (a full disk,
     a folder it may not write), naming the file; None when its report shows none. Why: Sphinx
     reports these as its own crash ("please open an issue"), traceback and all; the user's
     problem is the disk, and the file tells which."""
     found = OS_ERROR.search(stderr)
-    if found is None:
+    page = OS_ERROR_OF_PAGE.search(stderr)
+    if found is not None:
+        number, why, source, target = found.groups()
+        where = target or source
+    elif page is not None:  # writing a page (``out``: the builder's folder; the HTML builder's suffix)
+        number, why = page.group(2), page.group(3)
+        where = str((out or root / "build") / f"{page.group(1)}.html")
+    else:
         return None
-    number, why, where = found.groups()
     if where and Path(where).is_relative_to(root):
         where = Path(where).relative_to(root).as_posix()
     crash = CRASH_LOG.search(stderr)
@@ -352,7 +364,7 @@ class SphinxRun:
         found = collect(self.config, self.records, strict=self.strict)
         self.problems = [*found.errors, *found.warnings]
         conf_error = CONF_ERROR.search(stderr) if returncode != 0 else None
-        os_error = os_error_of(stderr, self.config.root) if returncode != 0 else None
+        os_error = os_error_of(stderr, self.config.root, self.stamp_file.parent) if returncode != 0 else None
         if conf_error:
             # A key's value failed while conf.py ran (sphinx_configs, an include_css name): the
             # located message alone, not Sphinx's crash report around it.

@@ -46,7 +46,7 @@ own length, so a ```` ````toc ```` example sits inside a ```` ``` ```` block and
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # markdown-it is imported where a page is parsed: a no-op build parses none
@@ -214,27 +214,85 @@ TOC_OPENER = "```toc"
 TOC_OPTIONS = {"maxdepth": int, "numbered": None, "hidden": None, "caption": str, "name": str, "titlesonly": None,
                "glob": None, "reversed": None, "includehidden": None, "class": str}
 
-_SLIDE_ONLY = re.compile(r"\((~~)(.+?)\1\)|\[(~~)(.+?)\3\](?!\()", re.S)
-_SLIDE_KEEP = re.compile(r"\(\*\*(.+?)\*\*\)|\[\*\*(.+?)\*\*\](?!\()", re.S)
-
-
-_SLIDE_ANY = re.compile(r"\[(\*\*|~~)(.+?)\1\]|\((\*\*|~~)(.+?)\3\)", re.S)
-_SLIDE_OPEN = re.compile(r"[\[(](?:\*\*|~~)")
-_CODE_SPAN = re.compile(r"(`+)(?!`).+?(?<!`)\1(?!`)", re.S)
+_SLIDE_OPENER = re.compile(r"[\[(](\*\*|~~)")
 _FENCED = re.compile(r"^[ \t]*(```|~~~).*?^[ \t]*\1[ \t]*$", re.S | re.M)
+_TICKS = re.compile(r"`+")
+
+
+def _slide_spans(text: str, markers: tuple[str, ...], linked: bool) -> Iterator[tuple[int, int, str]]:
+    """The slide marks of ``text``, left to right, not overlapping: (start, end, marker) of each
+    ``[MtextM]`` / ``(MtextM)`` for a marker M of ``markers`` (``**``, ``~~``), ``text`` at least
+    one character, lines included; with ``linked`` false a ``[…]`` mark followed by ``(`` (a
+    link's text) closes only at a later closer. What the regular expression
+    ``\\[(M)(.+?)\1\\]`` found, in linear time: its lazy match scanned to the end of the text
+    from every opener that has no closer (20,000 ``[**`` took a minute). Each closer's next
+    occurrence is remembered, and openers only move right, so each is looked for once."""
+    nexts: dict[str, int] = {}  # closer -> its next occurrence at or after the last start asked
+    pos = 0
+    while (m := _SLIDE_OPENER.search(text, pos)) is not None:
+        start, marker = m.start(), m.group(1)
+        if marker not in markers:
+            pos = start + 1
+            continue
+        closer = marker + ("]" if text[start] == "[" else ")")
+        at = start + 4  # past the opener and the one character the text needs at least
+        found = nexts.get(closer, -2)
+        if found != -1 and found < at:
+            found = text.find(closer, at)
+            while found >= 0 and not linked and closer[-1] == "]" and text.startswith("(", found + 3):
+                found = text.find(closer, found + 1)
+            nexts[closer] = found
+        if found < 0:
+            pos = start + 1
+            continue
+        yield start, found + 3, marker
+        pos = found + 3
+
+
+def _code_spans(text: str) -> Iterator[tuple[int, int]]:
+    """Code spans (``` `` ```, any length, lines included): each run of backticks opens one that
+    the next run of the same length closes; a run with none after it is text. Linear: the next
+    run of each length is found from the end once (a regular expression tried every run from
+    every position: a line of 80,000 backticks took a minute)."""
+    runs = [(m.start(), m.end()) for m in _TICKS.finditer(text)]
+    after: list[int] = [-1] * len(runs)
+    last: dict[int, int] = {}
+    for i in range(len(runs) - 1, -1, -1):
+        length = runs[i][1] - runs[i][0]
+        after[i] = last.get(length, -1)
+        last[length] = i
+    i = 0
+    while i < len(runs):
+        j = after[i]
+        if j < 0:
+            i += 1
+            continue
+        yield runs[i][0], runs[j][1]
+        i = j + 1
+
+
+def _blank(text: str, spans: Iterable[tuple[int, int]]) -> str:
+    """``text`` with each span's characters but line breaks made spaces (rows stay where they are)."""
+    out, pos = [], 0
+    for start, end in spans:
+        out += [text[pos:start], re.sub(r"[^\n]", " ", text[start:end])]
+        pos = end
+    return "".join(out) + text[pos:]
 
 
 def unclosed_slide_marks(text: str) -> list[tuple[int, str]]:
     """Slide marks opened and never closed in a piece of prose: (0-based row, the opener), so
     the author learns why text is missing from the slides. Code (fenced or in backticks) is not
     prose; ``[**text**](url)``, a link with bold text, counts as closed."""
-    def blank(m: re.Match[str]) -> str:
-        return re.sub(r"[^\n]", " ", m.group(0))  # keep the rows where they are
-
-    text = _FENCED.sub(blank, text)
-    text = _CODE_SPAN.sub(blank, text)
-    text = _SLIDE_ANY.sub(blank, text)
-    return [(text.count("\n", 0, m.start()), m.group(0)) for m in _SLIDE_OPEN.finditer(text)]
+    text = _FENCED.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+    text = _blank(text, _code_spans(text))
+    text = _blank(text, ((s, e) for s, e, _ in _slide_spans(text, ("**", "~~"), linked=True)))
+    rows, row, pos = [], 0, 0
+    for m in _SLIDE_OPENER.finditer(text):
+        row += text.count("\n", pos, m.start())
+        pos = m.start()
+        rows.append((row, m.group(0)))
+    return rows
 
 
 def is_toc_opener(line: str) -> bool:
@@ -243,9 +301,19 @@ def is_toc_opener(line: str) -> bool:
 
 
 def strip_slide_marks(text: str) -> str:
-    """Drop slide-only text ``(~~…~~)``/``[~~…~~]``; unwrap ``(**…**)``/``[**…**]``."""
-    text = _SLIDE_ONLY.sub("", text)
-    return _SLIDE_KEEP.sub(lambda m: m.group(1) if m.group(1) is not None else m.group(2), text)
+    """Drop slide-only text ``(~~…~~)``/``[~~…~~]``; unwrap ``(**…**)``/``[**…**]`` (a ``[…]``
+    mark followed by ``(`` is a link's text, not a mark). Slide-only text goes first, so a
+    kept mark that encloses one loses it."""
+    out, pos = [], 0
+    for start, end, _ in _slide_spans(text, ("~~",), linked=False):
+        out += [text[pos:start]]
+        pos = end
+    text = "".join(out) + text[pos:]
+    out, pos = [], 0
+    for start, end, _ in _slide_spans(text, ("**",), linked=False):
+        out += [text[pos:start], text[start + 3:end - 3]]
+        pos = end
+    return "".join(out) + text[pos:]
 
 
 # --- the markdown-it plugin -------------------------------------------------------------------
@@ -435,6 +503,21 @@ def dialect_plugin(md: MarkdownIt) -> None:
     md.core.ruler.push("dialect_fences", _classify_fences)
 
 
+# How deep blocks may nest (a quote in a quote counts one level, a list two: the list and its
+# item). markdown-it's CommonMark preset stops at 20 and drops the rest of the page without a
+# word (MyST included: a list ten deep and everything after it vanished from the HTML). Past
+# this the page is an error at the block's line (read.py); below it every parser of the book's
+# prose (ours, MyST's through render/ext/nesting.py) is given room (``max_nesting``), well
+# inside what Python's recursion limit allows markdown-it and docutils.
+MAX_NESTING = 100
+
+
+def max_nesting(margin: int = 2) -> int:
+    """The ``maxNesting`` option a parser of the book's prose gets: past :data:`MAX_NESTING`, so
+    that a page at the limit parses whole and one past it is seen to be (and refused)."""
+    return MAX_NESTING + margin
+
+
 def dialect_parser() -> MarkdownIt:
     """CommonMark with pipe tables and the dialect's constructs: the one parser of the book's prose.
 
@@ -442,6 +525,6 @@ def dialect_parser() -> MarkdownIt:
     """
     from markdown_it import MarkdownIt
 
-    md = MarkdownIt("commonmark").enable("table").use(dialect_plugin)
+    md = MarkdownIt("commonmark", {"maxNesting": max_nesting()}).enable("table").use(dialect_plugin)
     md.disable("inline")
     return md

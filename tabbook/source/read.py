@@ -30,6 +30,7 @@ from tabbook.source.dialect import (
     IMAGE_PARAGRAPH,
     LABEL_LINE,
     LEGACY_TAB,
+    MAX_NESTING,
     RAISES_LINE,
     REF_ROLE,
     SAVE_MARK,
@@ -577,6 +578,10 @@ def read_section(text: str, path: str, tabs: tuple[str, ...], default_tab: str) 
     state: dict[str, Any] = {"tab": None, "tab_line": 0, "errors": [], "solution": 0, "solutions": {},
                              "solution_rows": []}
     lines, tokens, blocks, fences = _mend_fences(lines, path, state["errors"])
+    if (deep := next((t.map[0] for t in tokens if t.level > MAX_NESTING and t.map and t.type != "inline"),
+                     None)) is not None:
+        raise BookError(f"blocks nested more than {MAX_NESTING} deep (a quote counts one level, a list two): "
+                        "no Markdown parser keeps what is deeper; flatten it", path, deep + 1)
     patterns = {"dialect_begin_tab": BEGIN_TAB, "dialect_end_tab": END_TAB,
                 "dialect_begin_solution": BEGIN_SOLUTION, "dialect_end_solution": END_SOLUTION}
     markers = {
