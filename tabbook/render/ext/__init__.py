@@ -12,8 +12,10 @@ book without bib files), :mod:`.apidoc` (autodoc of the book's own library, read
 :mod:`.navtree` (furo's sidebar tree made once per folder, not once per page), :mod:`.learn`
 (what the run imported, for the warm processes to import before their next fork), :mod:`.paths`
 (an image outside the book is refused before Sphinx copies it into the site), :mod:`.access`
-(alt text, image sizes, header cells and landmark names: what every reader needs) and
-:mod:`.solutions` (exercise solutions behind a summary a reader opens; out of the PDFs). Each
+(alt text, image sizes, header cells and landmark names: what every reader needs),
+:mod:`.solutions` (exercise solutions behind a summary a reader opens; out of the PDFs) and
+:mod:`.incremental` (an incremental run ends where a clean one does: duplicate labels,
+references whose target changed, files of removed pages). Each
 module is also an extension on its own, so a test or a book can load just the parts it needs.
 """
 
@@ -32,7 +34,7 @@ PARTS = ("tabbook.render.ext.tabs", "tabbook.render.ext.latex", "tabbook.render.
          "tabbook.render.ext.bib", "tabbook.render.ext.apidoc", "tabbook.render.ext.diagnostics",
          "tabbook.render.ext.gate", "tabbook.render.ext.purge", "tabbook.render.ext.navtree",
          "tabbook.render.ext.learn", "tabbook.render.ext.paths", "tabbook.render.ext.access",
-         "tabbook.render.ext.solutions")
+         "tabbook.render.ext.solutions", "tabbook.render.ext.incremental")
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
