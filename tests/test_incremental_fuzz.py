@@ -34,27 +34,40 @@ def test_a_duplicate_label_added_and_removed_again_leaves_the_label_defined(tmp_
     steps = [lambda m: setattr(_page(m, "beta"), "heading_label", "sec_one"),
              lambda m: setattr(_page(m, "beta"), "heading_label", original),
              lambda m: None]  # the no-op build after it replays no problem the sources lack
-    assert fuzz.replay(tmp_path, model, steps) is None
+    assert (found := fuzz.replay(tmp_path, model, steps)) is None, found
 
 
 def test_a_page_referring_to_a_label_that_now_has_another_owner_is_written_again(tmp_path: Path) -> None:
     """gamma (after alpha by name) takes sec_one too: a clean build resolves beta's :numref:
     to gamma; the incremental one kept beta's page pointing at alpha."""
     model = fuzz.start_model(fuzz.random.Random(0))
-    assert fuzz.replay(tmp_path, model, [lambda m: setattr(_page(m, "gamma"), "heading_label", "sec_one")]) is None
+    assert (found := fuzz.replay(tmp_path, model, [lambda m: setattr(_page(m, "gamma"), "heading_label", "sec_one")])) is None, found
 
 
 def test_a_renumbered_section_renumbers_the_references_to_it(tmp_path: Path) -> None:
     """The toc reordered: beta keeps its number, alpha's changes; beta's :numref: to alpha said
     the old number."""
     model = fuzz.start_model(fuzz.random.Random(0))
-    assert fuzz.replay(tmp_path, model, [lambda m: setattr(m, "toc", ["gamma", "beta", "alpha"])]) is None
+    assert (found := fuzz.replay(tmp_path, model, [lambda m: setattr(m, "toc", ["gamma", "beta", "alpha"])])) is None, found
 
 
 def test_a_title_change_reaches_every_pages_navigation(tmp_path: Path) -> None:
     """furo's sidebar and the next/previous links on other pages kept the old title."""
     model = fuzz.start_model(fuzz.random.Random(0))
-    assert fuzz.replay(tmp_path, model, [lambda m: setattr(_page(m, "beta"), "title", "Renamed")]) is None
+    assert (found := fuzz.replay(tmp_path, model, [lambda m: setattr(_page(m, "beta"), "title", "Renamed")])) is None, found
+
+
+def test_a_toc_no_longer_numbered_takes_the_numbers_off_every_page(tmp_path: Path) -> None:
+    """Sphinx writes section numbers into each page's toc and never takes them away: with
+    ``:numbered:`` removed, every page's navigation still said "2. Beta"."""
+    model = fuzz.start_model(fuzz.random.Random(0))
+    assert (found := fuzz.replay(tmp_path, model, [lambda m: setattr(m, "numbered", False)])) is None, found
+
+
+def test_a_config_change_leaves_no_copy_of_sphinxs_old_stamp(tmp_path: Path) -> None:
+    """A changed configuration made Sphinx keep ``.buildinfo.bak`` in the site."""
+    model = fuzz.start_model(fuzz.random.Random(0))
+    assert (found := fuzz.replay(tmp_path, model, [lambda m: setattr(m, "title", fuzz.TITLES[1])])) is None, found
 
 
 def test_removed_pages_images_and_notebooks_leave_the_site(tmp_path: Path) -> None:
@@ -70,14 +83,24 @@ def test_removed_pages_images_and_notebooks_leave_the_site(tmp_path: Path) -> No
         _page(m, "gamma").blocks.clear()
         m.images.clear()
 
-    assert fuzz.replay(tmp_path, model, [remove_alpha, drop_figure]) is None
+    assert (found := fuzz.replay(tmp_path, model, [remove_alpha, drop_figure])) is None, found
 
 
 def test_a_citation_removed_leaves_the_bibliography(tmp_path: Path) -> None:
     """The bibliography page lists what pages cite; sphinxcontrib-bibtex re-writes it only when
     its own source changes, so a removed citation stayed listed."""
     model = fuzz.start_model(fuzz.random.Random(0))
-    assert fuzz.replay(tmp_path, model, [lambda m: _page(m, "beta").blocks.pop()]) is None
+    assert (found := fuzz.replay(tmp_path, model, [lambda m: _page(m, "beta").blocks.pop()])) is None, found
+
+
+def test_pages_not_written_again_keep_their_search_index_entries(tmp_path: Path) -> None:
+    """Sphinx adds a page's index entries while writing it, after saving its environment, and
+    never reads them back: the API page's functions left the search once another page changed."""
+    model = fuzz.start_model(fuzz.random.Random(0))
+    saved = "%%tab all\n#@save\ndef alpha_f1(x):\n    return x + 1\n\nprint(alpha_f1(1))"
+    steps = [lambda m: _page(m, "alpha").blocks.append(("code", None, saved)),
+             lambda m: setattr(_page(m, "alpha"), "heading_label", "sec_three")]
+    assert (found := fuzz.replay(tmp_path, model, steps)) is None, found
 
 
 def test_sphinxs_duplicate_label_is_said_once_wherever_sphinx_places_it() -> None:

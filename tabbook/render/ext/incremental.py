@@ -20,7 +20,9 @@ each left a site that only ``tabbook clear`` mended (``tests/incremental_fuzz.py
    numbered the sections).
 3. **The navigation every page shows.** furo's sidebar and the previous/next links hold the
    whole toc's titles and numbers; Sphinx re-writes the pages whose own toctree changed, not
-   the others. When the toc's tree, titles or numbers change, every page is written again.
+   the others. When the toc's tree, titles or numbers change, every page is written again; the
+   numbers Sphinx wrote into the pages' tocs and titles are cleared before it numbers them again, since it
+   never takes one away (:func:`_forget_section_numbers`).
 4. **The search index.** Sphinx's index keeps a word whose pages are all gone, with no pages
    (:func:`_prune_search_terms` drops them), and loses the index entries of every page it does
    not write again (:func:`_restore_index_entries` puts them back).
@@ -204,6 +206,20 @@ def _bibliographies(env: BuildEnvironment, citations: dict[str, Any]) -> dict[st
     return pages
 
 
+def _forget_section_numbers(app: Sphinx, env: BuildEnvironment) -> list[str]:
+    """Every page's table of contents without the section numbers the last run gave it, before
+    Sphinx numbers them again. Sphinx writes a number into the toc of each page a numbered
+    toctree holds, and never takes one away: with ``:numbered:`` removed, the pages not read
+    again kept "2. Beta" in every page's navigation."""
+    for toc in env.tocs.values():
+        for reference in toc.findall(nodes.reference):
+            reference.attributes.pop("secnumber", None)
+    for titles in (env.titles, env.longtitles):  # the page's title: <title>, previous and next links
+        for title in titles.values():
+            title.attributes.pop("secnumber", None)
+    return []
+
+
 def _referrers(app: Sphinx, env: BuildEnvironment) -> list[str]:
     """The pages whose references resolve otherwise than when they were last written."""
     before: dict[str, str] = getattr(env, "tabbook_resolved", {})
@@ -252,6 +268,7 @@ def _remove_stale(app: Sphinx, exception: BaseException | None) -> None:
         for path in images.iterdir():
             if path.is_file() and path.name not in keep:
                 path.unlink()
+    (out / ".buildinfo.bak").unlink(missing_ok=True)  # Sphinx's copy of an older .buildinfo
     downloads = out / "_downloads"
     if downloads.is_dir():
         keep = {dest for _docs, dest in env.dlfiles.values()}
@@ -336,6 +353,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("env-merge-info", _merge)
     app.connect("env-before-read-docs", _reading, priority=400)
     app.connect("env-updated", _reconcile, priority=100)  # before any handler that reads labels
+    app.connect("env-get-updated", _forget_section_numbers, priority=400)  # before the toctree collector
     app.connect("env-get-updated", _referrers, priority=900)  # after the toctree collector numbers
     app.connect("html-page-context", _rendered)
     app.connect("doctree-resolved", _resolved)
