@@ -122,3 +122,27 @@ def test_one_random_sequence_builds_incrementally_as_it_builds_clean(tmp_path: P
     """A fixed seed of the harness (``make fuzz-incremental`` runs thousands)."""
     outcome = fuzz.run_sequence(7, 6, tmp_path, fuzz.Cleans(tmp_path))
     assert outcome.failure is None, fuzz.report(outcome)
+
+
+def test_only_what_sphinx_made_for_no_current_page_is_removed(tmp_path: Path) -> None:
+    """Stale outputs go (a removed page, an image and a download no page names); what tabbook
+    publishes beside Sphinx's (the PDFs, the notebooks) and the pages this run generated stay."""
+    from types import SimpleNamespace
+
+    from tabbook.render.ext.incremental import _remove_stale
+
+    out = tmp_path / "html"
+    for rel in ("index.html", "gone.html", "genindex.html", "_static/x.html", "_images/dot.svg",
+                "_images/old.svg", "_downloads/pdf/book-plain.pdf", "_downloads/notebooks/gone-plain.ipynb",
+                f"_downloads/{'a' * 32}/kept.py", f"_downloads/{'b' * 32}/old.py", ".buildinfo.bak"):
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        (out / rel).write_text("x")
+    env = SimpleNamespace(found_docs={"index"}, images={"img/dot.svg": ({"index"}, "dot.svg")},
+                          dlfiles={"kept.py": ({"index"}, f"{'a' * 32}/kept.py")})
+    app = SimpleNamespace(builder=SimpleNamespace(format="html", name="html", out_suffix=".html"), env=env,
+                          outdir=str(out), tabbook_rendered={"genindex"})
+    _remove_stale(app, None)  # type: ignore[arg-type]
+    left = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    assert left == [f"_downloads/{'a' * 32}/kept.py", "_downloads/notebooks/gone-plain.ipynb",
+                    "_downloads/pdf/book-plain.pdf", "_images/dot.svg", "_static/x.html", "genindex.html",
+                    "index.html"]

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,8 @@ from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.environment import BuildEnvironment
 
+#: The folder Sphinx copies a ``{download}`` file into: the MD5 of its source path.
+_SPHINX_DOWNLOAD = re.compile(r"[0-9a-f]{32}")
 #: A page's definitions: (domain, name) → what the domain held for it after the page was read:
 #: for "std", [labels entry or None, anonlabels entry or None]; for "math", the equation entry.
 Definitions = dict[tuple[str, str], Any]
@@ -273,8 +276,8 @@ def _remove_stale(app: Sphinx, exception: BaseException | None) -> None:
     if downloads.is_dir():
         keep = {dest for _docs, dest in env.dlfiles.values()}
         for folder in downloads.iterdir():
-            if not folder.is_dir() or folder.name == "notebooks":
-                continue  # tabbook's notebooks: render/site.py publish_downloads
+            if not folder.is_dir() or not _SPHINX_DOWNLOAD.fullmatch(folder.name):
+                continue  # tabbook's own (notebooks, PDFs): render/site.py publish_downloads
             for path in folder.iterdir():
                 if path.is_file() and f"{folder.name}/{path.name}" not in keep:
                     path.unlink()
