@@ -15,7 +15,7 @@ BUILDER_STAMP := $(VENV)/.installed-$(shell cat envs/builder.txt packaging/tabbo
 TEST_STAMP := $(VENV)/.extra-test-$(shell cat envs/builder-test.txt envs/builder-dask.txt 2>/dev/null | sha256sum | cut -c1-12)
 export TF_CPP_MIN_LOG_LEVEL := 2
 
-.PHONY: bytecode html site test check lib envs clean serve unit frozen-site freeze-check exec-check lint typecheck pdf tex libtest dist browser axe bench d2lbook-book d2l-side-by-side wheelhouse d2lbook-venv differential gpu-bundle corpus
+.PHONY: bytecode html site test check lib envs clean serve unit frozen-site freeze-check exec-check lint typecheck pdf tex libtest dist browser axe bench d2lbook-book d2l-side-by-side wheelhouse d2lbook-venv differential gpu-bundle corpus fuzz-incremental
 
 html: $(BUILDER_STAMP) bytecode
 	$(TB) build $(if $(FORCE),--force)
@@ -180,6 +180,14 @@ REPEAT ?= 3
 d2l-side-by-side: $(BUILDER_STAMP)
 	@test -n "$(BOOK)" || { echo "usage: make d2l-side-by-side BOOK=/path/to/book [REPEAT=3]" >&2; exit 2; }
 	$(VPY) bench/d2l_side_by_side.py --book $(BOOK) --repeat $(REPEAT) --overlay $(or $(OVERLAY),books/d2l-en/tabbook.ini)
+
+# Incremental = clean (issue 49): random sequences of edits to a small book (pages, labels and
+# duplicates, references, citations, toc, code cells, #@save, images, config keys), each build
+# compared with a clean build of the same sources (tests/incremental_fuzz.py). A difference prints
+# its seed and edits; SEED=N replays that one sequence, step by step:
+#   make fuzz-incremental [SEEDS=2000] [FIRST=0] [LENGTH=8] [SEED=N]
+fuzz-incremental: $(BUILDER_STAMP)
+	TABBOOK_WARM=0 nice -n 19 $(VPY) tests/incremental_fuzz.py $(if $(SEED),--seed $(SEED),--seeds $(or $(SEEDS),2000) --first $(or $(FIRST),0)) --length $(or $(LENGTH),8)
 
 # The corpus (issue 44; not in CI: the books are not ours): every d2lbook book in a folder (one per
 # subfolder with a config.ini, or its docs/), copied and built unchanged by tabbook with execution

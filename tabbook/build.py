@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 import time
@@ -198,13 +199,27 @@ def _build(config: Config, opts: Options, log: Callable[[str], Any]) -> BuildRes
 CHECKED = frozenset({Problem.DUPLICATE_LABEL, Problem.TOC_ENTRY, Problem.MISSING_IMAGE, Problem.UNDEFINED_REFERENCE})
 
 
+#: The label a duplicate-label message names, the check's (``duplicate label 'x' (also at …)``)
+#: or Sphinx's (``duplicate label x, other instance in …``, ``… label of equation x, …``).
+_DUPLICATE = re.compile(r"duplicate label (?:of equation )?'?([^'\s,]+)")
+
+
+def _duplicated(problem: BookError) -> str | None:
+    found = _DUPLICATE.search(problem.message) if problem.kind is Problem.DUPLICATE_LABEL else None
+    return found.group(1) if found else None
+
+
 def _not_said(rendered: list[BookError], result: BuildResult) -> list[BookError]:
-    """Sphinx's problems less those the check reported already."""
+    """Sphinx's problems less those the check reported already. A duplicate label the check
+    reported is left out wherever Sphinx placed it: Sphinx warns at the page it read second,
+    which in an incremental run is whichever was re-read, not the second in name order."""
     said = {(p.kind, p.path, p.line) for _, p in result.problems}
     pages = {(p.kind, p.path) for _, p in result.problems if p.kind in CHECKED}
     kinds = {p.kind for _, p in result.problems if p.kind in CHECKED}
+    labels = {label for _, p in result.problems if (label := _duplicated(p))}
     return [p for p in rendered if (p.kind, p.path, p.line) not in said and (p.kind, p.path) not in pages
-            and not (p.path is None and p.kind in kinds)]  # Sphinx names no page for an equation's
+            and not (p.path is None and p.kind in kinds)  # Sphinx names no page for an equation's
+            and _duplicated(p) not in labels]
 
 
 def _read_and_check(config: Config, opts: Options, execute: bool, strict: bool, result: BuildResult,

@@ -312,6 +312,14 @@ def publish_downloads(opts: RenderContext, docnames: list[str], outdir: Path) ->
         if fw in dirty or published != before or not zipped.is_file():
             write_zip(zipped, files)
         count += 1
+    # What an earlier build published and no page offers now (a page removed or renamed, a
+    # framework gone): a clean build would not have it.
+    zips = {zip_target(opts.name, fw) for fw in per_fw}
+    folder = outdir / DOWNLOADS / "notebooks"
+    for path in folder.iterdir() if folder.is_dir() else ():
+        target = path.relative_to(outdir).as_posix()
+        if path.is_file() and target not in published and target not in zips:
+            path.unlink()
     memo.save(published)
     if not opts.pdf_url:
         for fw in sorted(available_pdfs(opts)):
