@@ -117,6 +117,11 @@ def sphinx_settings(root: Path, context: RenderContext | None = None) -> dict[st
         "tabbook_root": book.root,  # tabbook.render.ext.paths: images stay inside the book
         "tabbook_raw_html": book.raw_html,  # tabbook.render.ext.rawhtml: the pages' HTML, or its text
         "extensions": extensions,
+        # Sphinx's own default, as a dict of this run's: Sphinx merges the extensions' suffixes
+        # into the default's one dict in place (registry.merge_source_suffix), so after an
+        # earlier application in the same process (a test's, a warm process's) ``.md`` would
+        # still map to that run's parser ("Source parser for markdown not registered").
+        "source_suffix": {".rst": "restructuredtext"},
         # Outputs come from the freeze store; Sphinx never executes anything.
         "nb_execution_mode": "off",
         "nb_merge_streams": True,
