@@ -150,12 +150,15 @@ def _check_prose(config: Config, section: Section, problems: list[BookError]) ->
 
 def _check_bibliography(config: Config, section: Section, cell: Cell, problems: list[BookError]) -> None:
     """A ``:bibliography:`` line's file outside the book is an error at the line: the bib files
-    are read into the site and the PDFs (:func:`tabbook.book.named_bibfiles` leaves such a file out)."""
+    are read into the site and the PDFs (:func:`tabbook.book.named_bibfiles` leaves such a file out).
+    A name that leads nowhere reads nothing and stays as d2lbook has it (its line names a file
+    d2lbook never opens: a root page's ``../d2l.bib`` is common), so only a file there counts."""
     rows = cell.prose.split("\n") if cell.blocks else []
     for block in (b for b in cell.blocks if b.kind == "bibliography"):
         m = BIBLIOGRAPHY.match(rows[block.start]) if block.start < len(rows) else None
         named = m.group(1).strip() if m else ""
-        if named and (real := leads_outside(config.root, config.root / Path(section.path).parent / named)) is not None:
+        real = leads_outside(config.root, config.root / Path(section.path).parent / named) if named else None
+        if real is not None and real.exists():
             line = cell.source_lines[block.start] if block.start < len(cell.source_lines) else cell.line + block.start
             problems.append(BookError(f"bibliography file {named} is outside the book's folder (it leads to {real}): "
                                       "the builder reads no file outside the book", section.path, line))
