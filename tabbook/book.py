@@ -448,6 +448,32 @@ def _uses_after_definitions(names: list[tuple[set[str], set[str]]]) -> list[int]
     return order
 
 
+def _own_labels(pages: dict[str, Section], toc: list[str], problems: list[BookError]) -> dict[str, tuple[str, int]]:
+    """Each label's page and line. A label defined on several pages belongs to the first in the
+    toc's order, then to the first of the pages no toc lists: Sphinx would send references to the
+    page it read last (a book's *_origin.md copy no toc lists: unnumbered, "()" for an equation).
+    The others are renamed where they are rendered (:func:`shadow_labels`, ``pages`` updated),
+    each said at its line."""
+    labels: dict[str, tuple[str, int]] = {}
+    in_toc = {rel: i for i, rel in enumerate(toc)}
+    shadowed: dict[str, list[str]] = {}
+    for section in sorted(pages.values(), key=lambda s: (s.path not in in_toc, in_toc.get(s.path, 0))):
+        for name, line in section.labels.items():
+            if name in labels:
+                owner = "{}:{}".format(*labels[name])
+                first = labels[name][0]
+                why = ("the page in the toc" if first in in_toc and section.path not in in_toc else
+                       "the first in the toc's order" if first in in_toc else "the first page read")
+                problems.append(BookError(f"duplicate label {name!r} (also at {owner}): references to it go to "
+                                          f"{first}, {why}", section.path, line, kind=Problem.DUPLICATE_LABEL))
+                shadowed.setdefault(section.path, []).append(name)
+            else:
+                labels[name] = (section.path, line)
+    for rel, names in shadowed.items():
+        pages[rel] = replace(pages[rel], shadowed=tuple(sorted(names)))
+    return labels
+
+
 def read_book(config: Config, extra_files: bool = True, whole_library: bool = False) -> Book:
     """Read every page once. ``extra_files``: also read book Markdown that no toc lists (``check``).
     ``whole_library`` (a partial build): read the book's other pages too, for the library only."""
@@ -496,27 +522,7 @@ def read_book(config: Config, extra_files: bool = True, whole_library: bool = Fa
     toc, toc_problems = walk_toc(root, read, lambda rel: rst_page(config, rel) is not None
                                  or notebook_page(config, rel) is not None or page_exists(config.root / rel))
     problems.extend(toc_problems)
-    # A label defined on several pages belongs to the first in the toc's order, then to the first
-    # of the pages no toc lists: Sphinx would send references to the page it read last (a
-    # book's *_origin.md copy no toc lists: unnumbered, "()" for an equation). The others are
-    # renamed where they are rendered (:func:`shadow_labels`), each said at its line.
-    labels: dict[str, tuple[str, int]] = {}
-    in_toc = {rel: i for i, rel in enumerate(toc)}
-    shadowed: dict[str, list[str]] = {}
-    for section in sorted(pages.values(), key=lambda s: (s.path not in in_toc, in_toc.get(s.path, 0))):
-        for name, line in section.labels.items():
-            if name in labels:
-                owner = "{}:{}".format(*labels[name])
-                first = labels[name][0]
-                why = ("the page in the toc" if first in in_toc and section.path not in in_toc else
-                       "the first in the toc's order" if first in in_toc else "the first page read")
-                problems.append(BookError(f"duplicate label {name!r} (also at {owner}): references to it go to "
-                                          f"{first}, {why}", section.path, line, kind=Problem.DUPLICATE_LABEL))
-                shadowed.setdefault(section.path, []).append(name)
-            else:
-                labels[name] = (section.path, line)
-    for rel, names in shadowed.items():
-        pages[rel] = replace(pages[rel], shadowed=tuple(sorted(names)))
+    labels = _own_labels(pages, toc, problems)
     problems.sort(key=lambda e: (e.path or "", e.line or 0))
     cache.save(config.root)
     book = Book(config, pages, [rel for rel in toc if rel in pages], labels, problems, page_hashes=hashes,

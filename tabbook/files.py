@@ -178,7 +178,7 @@ def write_beside(path: Path, data: str | bytes) -> Path:
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         if exc.filename is None:  # a write's error names no file (a full disk): name the target
-            raise OSError(exc.errno, exc.strerror, str(path)) from exc
+            raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
         raise
     except BaseException:
         tmp.unlink(missing_ok=True)

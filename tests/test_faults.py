@@ -93,7 +93,8 @@ def test_framework_that_cannot_import_is_a_clear_error(tmp_path: Path) -> None:
                                            "import = no_such_framework_xyz\npython = current\n\n[framework:beta]"))
     proc = _run(book)
     assert proc.returncode == 1
-    assert "the alpha environment cannot import no_such_framework_xyz" in proc.stderr
+    assert "the alpha environment (" in proc.stderr and "cannot import no_such_framework_xyz" in proc.stderr
+    assert "[framework:alpha] import = no_such_framework_xyz, set at config.ini:" in proc.stderr
     assert "ModuleNotFoundError" in proc.stderr
 
 

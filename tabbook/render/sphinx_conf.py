@@ -86,6 +86,13 @@ def leave_out_myst_nb_execution() -> list[str]:
     return replaced
 
 
+#: Sphinx's own default, given as a dict of each run's: Sphinx merges the extensions' suffixes
+#: into its default's one dict in place (``registry.merge_source_suffix``), so after an earlier
+#: application in the same process (a test's, a warm process's) ``.md`` would still map to that
+#: run's parser ("Source parser for markdown not registered").
+SOURCE_SUFFIX = {".rst": "restructuredtext"}
+
+
 def sphinx_settings(root: Path, context: RenderContext | None = None) -> dict[str, Any]:
     """The Sphinx settings of the book at ``root``; evaluated by its ``conf.py``, in the Sphinx
     process, from the render context the builder handed it (:func:`tabbook.render.context.received`)."""
@@ -117,11 +124,7 @@ def sphinx_settings(root: Path, context: RenderContext | None = None) -> dict[st
         "tabbook_root": book.root,  # tabbook.render.ext.paths: images stay inside the book
         "tabbook_raw_html": book.raw_html,  # tabbook.render.ext.rawhtml: the pages' HTML, or its text
         "extensions": extensions,
-        # Sphinx's own default, as a dict of this run's: Sphinx merges the extensions' suffixes
-        # into the default's one dict in place (registry.merge_source_suffix), so after an
-        # earlier application in the same process (a test's, a warm process's) ``.md`` would
-        # still map to that run's parser ("Source parser for markdown not registered").
-        "source_suffix": {".rst": "restructuredtext"},
+        "source_suffix": dict(SOURCE_SUFFIX),
         # Outputs come from the freeze store; Sphinx never executes anything.
         "nb_execution_mode": "off",
         "nb_merge_streams": True,
@@ -182,8 +185,12 @@ def sphinx_settings(root: Path, context: RenderContext | None = None) -> dict[st
         # ---- LaTeX / PDF (tabbook.render.latex_conf; owned by the PDF work) ----
         **latex_settings(book),
     }
-    # [build] sphinx_configs: Python statements d2lbook pastes into conf.py; run after tabbook's
-    # settings, so they win (and may change tabbook's lists in place).
+    return _with_sphinx_configs(book, settings)
+
+
+def _with_sphinx_configs(book: RenderContext, settings: dict[str, Any]) -> dict[str, Any]:
+    """``settings`` after ``[build] sphinx_configs``, the Python statements d2lbook pastes into
+    conf.py: run after tabbook's settings, so they win (and may change tabbook's lists in place)."""
     if book.sphinx_configs:
         namespace: dict[str, Any] = dict(settings)
         try:
