@@ -16,6 +16,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -160,7 +161,12 @@ def test_lifespan_passes_through() -> None:
     async def app(scope: dict, receive: object, send: object) -> None:
         seen.append(scope["type"])
 
-    asyncio.run(LocalOnly(app, "127.0.0.1", 8000)({"type": "lifespan"}, None, None))
+    # On a loop of its own in a thread: in the full suite an earlier test leaves an event loop
+    # marked running in the main thread, where asyncio.run refuses to start.
+    worker = threading.Thread(target=lambda: asyncio.run(
+        LocalOnly(app, "127.0.0.1", 8000)({"type": "lifespan"}, None, None)))
+    worker.start()
+    worker.join(30)
     assert seen == ["lifespan"]
 
 
