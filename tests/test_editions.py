@@ -101,6 +101,7 @@ def test_the_versions_key_reads_labels_refs_and_titles() -> None:
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     repo = make_repo(tmp_path_factory.mktemp("editions") / "book")
+    tabbook(repo, "build")  # the working tree built first: its Sphinx state must not outlive the site
     tabbook(repo, "site", "--no-pdfs")
     return repo
 
@@ -177,3 +178,13 @@ def test_a_ref_that_is_no_commit_is_an_error_at_the_key(tmp_path: Path) -> None:
     assert proc.returncode == 1
     line = config.read_text(encoding="utf-8").splitlines().index("versions = now main Current edition") + 1
     assert f"config.ini:{line}: [site] versions names 'v9' (edition v1), which is no commit" in proc.stderr
+
+
+def test_a_later_build_renders_the_working_tree_again(built: Path) -> None:
+    """Last in the module (it changes the fixture): the editions' pages do not survive a build of
+    the working tree, though its Sphinx state from before the site says every page is current
+    (the default edition's ``.buildinfo``, copied with its site, names another configuration,
+    so Sphinx writes every page again)."""
+    tabbook(built, "build")
+    page = (built / "build" / "html" / "part" / "kept.html").read_text(encoding="utf-8")
+    assert "output of the current edition" in page and "tabbook-editions" not in page
