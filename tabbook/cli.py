@@ -137,7 +137,7 @@ def _other_parsers(sub: argparse._SubParsersAction) -> None:
     pdf.add_argument("--frozen", action="store_true", help="never execute; fail if the store is stale")
     pdf.add_argument("--force", action="store_true", help="re-execute every unit first")
     pdf.add_argument("--jobs", type=int, default=0, help="parallel units / LaTeX runs (default: cores)")
-    st = sub.add_parser("site", help="the complete site: the PDFs, then the HTML with them inside")
+    st = sub.add_parser("site", help="the complete site: the PDFs, then the HTML with them inside ([site] versions: every edition, each from its commit)")
     st.add_argument("--frozen", action="store_true", help="never execute; fail if the store is stale")
     st.add_argument("--force", action="store_true", help="re-execute every unit first")
     st.add_argument("--jobs", type=int, default=0, help="parallel units / LaTeX runs (default: cores)")
@@ -379,7 +379,8 @@ def _merge_stores(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Co
 def _site(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
     """The published site: every framework's PDF first (``pdf``), then the HTML build, which
     copies them into the site and links them from every page. Fails without TeX: a complete
-    site is what this command promises."""
+    site is what this command promises (``--no-pdfs``: the HTML alone, said so on every page).
+    With ``[site] versions``, every edition, each built from its commit (:mod:`tabbook.editions`)."""
     from tabbook.build import Options, build, build_pdfs, locked
     from tabbook.execute.plan import Selection
 
