@@ -43,17 +43,16 @@ def _pages(labels: dict[str, list[str]], dates: dict[str, int] | None = None) ->
 
 # ---- mapping ------------------------------------------------------------------------------------
 
-def test_pages_map_by_path_first_then_by_their_first_label_the_sibling_has() -> None:
+def test_pages_map_by_path_first_then_by_their_own_label() -> None:
     own = _pages({"index": [], "a/moved": ["sec_moved", "fig_x"], "same": ["sec_same"],
-                  "figs": ["fig_only_here", "fig_x"], "alone": ["sec_alone"]})
+                  "part": ["sec_renamed_there", "subsec_shared"], "alone": ["sec_alone"], "bare": []})
     other = _pages({"index": [], "b/renamed": ["sec_moved"], "same": ["sec_other_name"],
-                    "elsewhere": ["fig_x"]})
+                    "elsewhere": ["sec_elsewhere", "fig_x", "subsec_shared"]})
     assert match(own, other) == {
         "index": "index",
-        "a/moved": "b/renamed",  # its first label, not fig_x's page
+        "a/moved": "b/renamed",  # its own label, not fig_x's page
         "same": "same",  # the path wins over the labels
-        "figs": "elsewhere",  # fig_only_here is not there; fig_x is
-    }  # "alone": no counterpart, no guess
+    }  # "part": only a subsection went there; "alone", "bare": no counterpart, no guess
 
 
 def test_the_fixture_books_map_both_ways(tmp_path: Path) -> None:

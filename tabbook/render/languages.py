@@ -9,8 +9,10 @@ pages (never builds it, never publishes any of its files) and maps every page of
 the same page there:
 
 1. by its source path (``chapter_preliminaries/ndarray.md`` in both books), else
-2. by its labels, in the order the page defines them: the first of them the sibling defines
-   names its page there (a page renamed in a translation keeps its ``:label:``).
+2. by its own label, the first ``:label:`` of its file (the one under its title): the sibling's
+   page that defines it (a page renamed in a translation keeps its label). Only that one: a
+   subsection's or a figure's label names where that part went, not the page (on d2l-en and
+   d2l-zh, matching by any label sent two pages to pages that share one subsection with them).
 
 A page with no counterpart links nothing for that language: no guess at a parent page (a
 reader who follows a language link lands on the same text, or is not offered one).
@@ -134,15 +136,15 @@ def commit_dates(folder: Path, ref: str = "HEAD") -> dict[str, int]:
 
 def match(own: Pages, other: Pages) -> dict[str, str]:
     """This book's document → the sibling's page for it: the same path, else the page that
-    defines the first of its labels the sibling has."""
+    defines this page's own (first) label."""
     found = {}
     for doc in own.files:
         if doc in other.files:
             found[doc] = doc
             continue
-        target = next((other.owners[label] for label in own.page_labels[doc] if label in other.owners), None)
-        if target is not None:
-            found[doc] = target
+        label = next(iter(own.page_labels[doc]), None)
+        if label is not None and label in other.owners:
+            found[doc] = other.owners[label]
     return found
 
 
