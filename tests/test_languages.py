@@ -227,6 +227,13 @@ def test_two_built_sites_side_by_side_link_each_other_page_for_page(tmp_path: Pa
     assert "tabbook-languages" not in (site / "en" / "extra.html").read_text()  # no French page
     gradients = (site / "fr" / "basics" / "gradients.html").read_text()
     assert 'href="../../en/basics/autograd.html" hreflang="en" lang="en">English</a>' in gradients
+    intro = (site / "en" / "intro.html").read_text()
+    assert 'href="../fr/intro.html" hreflang="fr"' in intro  # (no "./" before it)
+    # a page the sibling gains is linked by the next (incremental) build, as a clean one would
+    assert "tabbook-languages" not in (en / "build" / "html" / "extra.html").read_text()
+    (fr / "plus.md").write_text("# En plus\n:label:`sec_extra`\n\nSeulement ici.\n", encoding="utf-8")
+    _build(en)
+    assert 'href="../fr/plus.html" hreflang="fr" lang="fr">Français</a>' in (en / "build" / "html" / "extra.html").read_text()
     # the search stays per language: each site indexes its own pages only
     for lang, own, other in (("en", "Tensors", "Tenseurs"), ("fr", "Tenseurs", "Tensors")):
         index = (site / lang / "searchindex.js").read_text()

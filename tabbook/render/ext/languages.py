@@ -28,7 +28,7 @@ def _translations(app: Sphinx, pagename: str, templatename: str, context: dict[s
     links = RenderContext.from_dict(data).translations.get(pagename)
     if not links:
         return
-    to_root = relative_uri(app.builder.get_target_uri(pagename), "")
+    to_root = relative_uri(app.builder.get_target_uri(pagename), "").removeprefix("./")
     context["metatags"] = (context.get("metatags") or "") + head_html(links, to_root)
     context["body"] = nav_html(links, to_root) + (context.get("body") or "")
 
