@@ -191,6 +191,10 @@ def test_the_visible_line_names_each_other_language_in_its_own_language_with_its
         '<span class="tabbook-languages-newer">(newer: changed 2024-03-01, after this page (2024-02-02); '
         'this translation may be behind)</span></p></nav>')
     assert nav_html(LINKS[:1] + LINKS[-1:], "") == ""  # no other language: no line
+    french = nav_html((("other", "en", "../en/a.html", ""), ("self", "fr", "a.html", "")), "")
+    assert french == ('<nav class="tabbook-downloads tabbook-languages" aria-label="Traductions"><p>'
+                      '<span class="tabbook-downloads-kind">Traductions</span> '
+                      '<a href="../en/a.html" hreflang="en" lang="en">English</a></p></nav>')
 
 
 def test_the_link_checker_leaves_another_languages_site_to_it(tmp_path: Path) -> None:

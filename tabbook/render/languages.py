@@ -51,6 +51,12 @@ NAMES = {
     "ru": "Русский", "tr": "Türkçe", "vi": "Tiếng Việt", "it": "Italiano", "ar": "العربية", "fa": "فارسی",
     "hi": "हिन्दी", "id": "Bahasa Indonesia", "pl": "Polski", "uk": "Українська",
 }
+#: The line's name ("Translations") in the page's own language (a language not listed: English).
+LINE_NAMES = {
+    "en": "Translations", "zh": "其他语言", "ja": "他の言語", "ko": "다른 언어", "fr": "Traductions",
+    "de": "Übersetzungen", "es": "Traducciones", "pt": "Traduções", "ru": "Переводы", "tr": "Çeviriler",
+    "vi": "Bản dịch", "it": "Traduzioni",
+}
 #: Right-to-left scripts: their name is written with ``dir="rtl"``.
 RTL = ("ar", "fa", "he", "ur")
 
@@ -265,10 +271,14 @@ def _note(note: str) -> str:
 
 
 def nav_html(links: Iterable[Link], to_root: str) -> str:
-    """The visible line at the top of a page: each other language's name, written in that
-    language (``lang``) and linking the same page there (``hreflang``), with its note."""
+    """The visible line at the top of a page, named in the page's language: each other
+    language's name, written in that language (``lang``) and linking the same page there
+    (``hreflang``), with its note (in English)."""
     items = []
+    own = "en"
     for role, tag, url, note in links:
+        if role == SELF:
+            own = html_tag(tag).lower()
         if role != OTHER:
             continue
         t = html.escape(html_tag(tag))
@@ -277,5 +287,6 @@ def nav_html(links: Iterable[Link], to_root: str) -> str:
                      f"{html.escape(language_name(tag))}</a>{_note(note)}")
     if not items:
         return ""
-    return ('<nav class="tabbook-downloads tabbook-languages" aria-label="Translations"><p>'
-            '<span class="tabbook-downloads-kind">Translations</span> ' + " ".join(items) + "</p></nav>")
+    name = LINE_NAMES.get(own) or LINE_NAMES.get(own.split("-")[0]) or LINE_NAMES["en"]
+    return (f'<nav class="tabbook-downloads tabbook-languages" aria-label="{name}"><p>'
+            f'<span class="tabbook-downloads-kind">{name}</span> ' + " ".join(items) + "</p></nav>")

@@ -33,7 +33,7 @@ def test_a_reader_goes_to_the_same_page_in_the_other_language_and_back(page: Any
     nav.get_by_role("link", name="Français").click()
     page.wait_for_url(f"{sites.url}/fr/basics/gradients.html")
     assert page.locator("h1").first.inner_text().startswith("Différentiation automatique")
-    page.get_by_role("navigation", name="Translations").get_by_role("link", name="English").click()
+    page.get_by_role("navigation", name="Traductions").get_by_role("link", name="English").click()
     page.wait_for_url(f"{sites.url}/en/basics/autograd.html")
     page.goto(f"{sites.url}/en/extra.html")  # no French page: no line
     assert page.get_by_role("navigation", name="Translations").count() == 0
@@ -48,7 +48,7 @@ def test_the_translations_line_is_accessible(browser: Any, sites: Any, path: str
     try:
         page = ctx.new_page()
         page.goto(f"{sites.url}/{path}", wait_until="networkidle")
-        assert page.get_by_role("navigation", name="Translations").count() == 1
+        assert page.get_by_role("navigation", name=("Traductions" if path.startswith("fr") else "Translations")).count() == 1
         page.add_script_tag(content=script.read_text(encoding="utf-8"))
         violations = page.evaluate(RUN)
     finally:
