@@ -99,6 +99,26 @@ def test_commit_dates_are_the_last_commit_of_each_file_relative_to_a_book_in_a_s
     assert dates["a.md"] - dates["b.md"] == (31 + 29 + 31 + 30 + 31) * 86400  # Jan to May 2024
 
 
+def test_commit_dates_are_kept_by_commit_between_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tabbook.render.languages as languages
+
+    en, fr = make_books(tmp_path)
+    first = translations(load_config(en))
+    logs: list[Path] = []
+    real = languages.commit_dates
+
+    def counted(folder: Path, ref: str = "HEAD") -> dict[str, int]:
+        logs.append(folder)
+        return real(folder, ref)
+
+    monkeypatch.setattr(languages, "commit_dates", counted)
+    assert translations(load_config(en)) == first and logs == []  # both books' dates from the memo
+    commit(fr, {"basics/tensors.md": "# Tenseurs\n:label:`sec_tensors`\n\nÀ jour.\n"}, "2024-03-10")
+    again = translations(load_config(en))
+    assert logs == [fr]  # only the book with a new commit is read again
+    assert ("other", "fr", "../fr/basics/tensors.html", "") in again["basics/tensors"]  # no longer older
+
+
 def test_a_sibling_at_a_git_ref_of_this_repository(tmp_path: Path) -> None:
     en, fr = make_books(tmp_path)
     git = ["git", "-C", str(en)]

@@ -43,6 +43,7 @@ from pathlib import Path
 from tabbook.book import book_markdown_files
 from tabbook.config import Config, config_error, load_config
 from tabbook.errors import BookError
+from tabbook.files import BuildDir
 
 #: Names readers know their language by, written in that language (a tag not listed shows as itself).
 NAMES = {
@@ -140,6 +141,30 @@ def commit_dates(folder: Path, ref: str = "HEAD") -> dict[str, int]:
     return dates
 
 
+class Dates:
+    """:func:`commit_dates` of each repository, kept between commands (``build/``'s
+    ``languages`` memo) by the folder and the commit it was read at: a no-op build of a book
+    with a long history runs ``git rev-parse`` per book, not ``git log``."""
+
+    def __init__(self, config: Config) -> None:
+        self.memo = BuildDir(config.build_dir).memo("languages")
+        loaded = self.memo.load()
+        self.known: dict[str, dict[str, int]] = loaded if isinstance(loaded, dict) else {}
+        self.used: dict[str, dict[str, int]] = {}
+
+    def of(self, folder: Path, ref: str = "HEAD") -> dict[str, int]:
+        commit = _git(folder, "rev-parse", "--verify", "--quiet", ref + "^{commit}")
+        if commit is None:
+            return {}  # not a repository, or one with no commit yet
+        key = f"{folder.resolve()}@{commit.strip()}"
+        if key not in self.used:
+            self.used[key] = self.known[key] if key in self.known else commit_dates(folder, ref)
+        return self.used[key]
+
+    def save(self) -> None:
+        self.memo.save(self.used)
+
+
 def match(own: Pages, other: Pages) -> dict[str, str]:
     """This book's document → the sibling's page for it: the same path, else the page that
     defines this page's own (first) label."""
@@ -159,7 +184,7 @@ def match(own: Pages, other: Pages) -> dict[str, str]:
 NOT_ITS_SIBLINGS = ("site.languages=",)
 
 
-def _sibling(config: Config, tag: str, source: str) -> Pages:
+def _sibling(config: Config, tag: str, source: str, dates: Dates) -> Pages:
     """The pages of the sibling ``source`` names: a folder, or this book's repository at a ref
     (its tree taken out with ``git archive`` into a temporary folder, read, then removed)."""
     def failed(why: str) -> BookError:
@@ -171,7 +196,7 @@ def _sibling(config: Config, tag: str, source: str) -> Pages:
             sibling = load_config(folder, overrides=NOT_ITS_SIBLINGS)
         except BookError as exc:
             raise failed(f"the book at {folder} does not read: {exc}") from None
-        return read_pages(sibling, commit_dates(folder))
+        return read_pages(sibling, dates.of(folder))
     ref = source[4:]
     prefix = _git(config.root, "rev-parse", "--show-prefix")
     if prefix is None or _git(config.root, "rev-parse", "--verify", "--quiet", ref + "^{commit}") is None:
@@ -192,7 +217,7 @@ def _sibling(config: Config, tag: str, source: str) -> Pages:
             sibling = load_config(tree, overrides=NOT_ITS_SIBLINGS)
         except BookError as exc:
             raise failed(f"the book at {ref} does not read: {exc}") from None
-        return read_pages(sibling, commit_dates(config.root, ref))
+        return read_pages(sibling, dates.of(config.root, ref))
 
 
 def _day(when: int) -> str:
@@ -212,8 +237,10 @@ def translations(config: Config) -> dict[str, tuple[Link, ...]]:
         return {}
     if not any(source == "." for _, source, _ in entries):  # this book's language: [project] lang, else en
         entries = ((config.lang or "en", ".", ""), *entries)
-    own = read_pages(config, commit_dates(config.root))
-    books = {tag: own if source == "." else _sibling(config, tag, source) for tag, source, _ in entries}
+    dates = Dates(config)
+    own = read_pages(config, dates.of(config.root))
+    books = {tag: own if source == "." else _sibling(config, tag, source, dates) for tag, source, _ in entries}
+    dates.save()
     maps = {tag: {doc: doc for doc in own.files} if source == "." else match(own, books[tag])
             for tag, source, _ in entries}
     original = entries[0][0]
