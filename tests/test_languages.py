@@ -55,6 +55,14 @@ def test_pages_map_by_path_first_then_by_their_own_label() -> None:
     }  # "part": only a subsection went there; "alone", "bare": no counterpart, no guess
 
 
+def test_two_books_map_each_other_alike_when_only_one_pages_own_label_is_shared() -> None:
+    # the sibling's page opens with a figure's label that this page defines further down
+    own = _pages({"shift": ["sec_shift", "fig_cats"], "other": ["sec_other"]})
+    sibling = _pages({"environment": ["fig_cats", "sec_environment"], "other": ["sec_other"]})
+    assert match(own, sibling) == {"shift": "environment", "other": "other"}
+    assert match(sibling, own) == {"environment": "shift", "other": "other"}
+
+
 def test_the_fixture_books_map_both_ways(tmp_path: Path) -> None:
     en, fr = make_books(tmp_path)
     from_en = translations(load_config(en))

@@ -12,7 +12,8 @@ the same page there:
 2. by its own label, the first ``:label:`` of its file (the one under its title): the sibling's
    page that defines it (a page renamed in a translation keeps its label). Only that one: a
    subsection's or a figure's label names where that part went, not the page (on d2l-en and
-   d2l-zh, matching by any label sent two pages to pages that share one subsection with them).
+   d2l-zh, matching by any label sent two pages to pages that share one subsection with them);
+   or the sibling's page whose own label this page defines (so two books link each other alike).
 
 A page with no counterpart links nothing for that language: no guess at a parent page (a
 reader who follows a language link lands on the same text, or is not offered one).
@@ -167,7 +168,7 @@ class Dates:
 
 def match(own: Pages, other: Pages) -> dict[str, str]:
     """This book's document → the sibling's page for it: the same path, else the page that
-    defines this page's own (first) label."""
+    defines this page's own (first) label, else the page whose own label this page defines."""
     found = {}
     for doc in own.files:
         if doc in other.files:
@@ -176,6 +177,17 @@ def match(own: Pages, other: Pages) -> dict[str, str]:
         label = next(iter(own.page_labels[doc]), None)
         if label is not None and label in other.owners:
             found[doc] = other.owners[label]
+    # and the other way round, so that the two books link each other alike: a sibling page whose
+    # own label this book defines (d2l-zh's environment.md opens with a figure's label that
+    # d2l-en's renamed page defines, but not the reverse)
+    taken = set(found.values())
+    for theirs in sorted(other.files):
+        label = next(iter(other.page_labels[theirs]), None)
+        if theirs in own.files or theirs in taken or label is None or label not in own.owners:
+            continue
+        if own.owners[label] not in found:
+            found[own.owners[label]] = theirs
+            taken.add(theirs)
     return found
 
 
