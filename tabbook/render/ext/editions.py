@@ -10,6 +10,7 @@ from sphinx.util.osutil import relative_uri
 
 from tabbook.render.context import RenderContext
 from tabbook.render.editions import Edition, selector_html
+from tabbook.render.formats import format_of
 
 if TYPE_CHECKING:
     from docutils import nodes
@@ -24,7 +25,7 @@ STYLE = ("<style>.tabbook-editions{margin:0 0 1em;font-size:.9em}.tabbook-editio
 def _selector(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any],
               doctree: nodes.document | None) -> None:
     data = app.config.tabbook_context
-    if app.builder.format != "html" or not data or "body" not in context:
+    if not format_of(app.builder).navigation or not data or "body" not in context:
         return
     opts = RenderContext.from_dict(data)
     if not opts.editions:
