@@ -35,8 +35,9 @@ from tabbook.execute import spares
 from tabbook.execute.gpus import Devices, Held, Placement
 from tabbook.execute.job import ErrorKind, Failure, Job, Result
 from tabbook.execute.progress import LiveStatus, current_cell
+from tabbook.execute.reap import UNIT_ENV, end_marked
 from tabbook.execute.store import new_notebook
-from tabbook.execute.worker import UNIT_ENV, WRITTEN, end_marked
+from tabbook.execute.worker import WRITTEN
 from tabbook.files import WORKER_PARENT_ENV
 from tabbook.source.pycode import line_mapper
 from tabbook.source.split import FrameworkCell
@@ -269,7 +270,7 @@ class Runner:
                 token, proc = spare.token, spare.proc
             else:
                 job.write_text(unit.job(progress=str(cell)).to_json())
-                token = uuid.uuid4().hex  # marks the unit's processes (worker.end_marked)
+                token = uuid.uuid4().hex  # marks the unit's processes (reap.end_marked)
                 env = {**placement.env(self.env), UNIT_ENV: token, WORKER_PARENT_ENV: str(os.getpid())}
                 proc = subprocess.Popen(
                     [sys.executable, "-m", "tabbook.execute.worker", str(job), str(out)],

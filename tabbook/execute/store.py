@@ -23,7 +23,7 @@ from typing import Any
 
 from tabbook.errors import BookError, leads_out
 from tabbook.execute.outputs import BINARY_IMAGES
-from tabbook.execute.worker import output_size
+from tabbook.execute.shape import output_size
 from tabbook.files import write_atomic
 from tabbook.settings import leads_outside
 from tabbook.source.split import FrameworkCell
@@ -242,7 +242,7 @@ MAX_DEPTH = 64
 #: The notebook format versions the builder reads: 4.0 to 4.5 (nbformat's own; it writes 4.5).
 NBFORMAT, NBFORMAT_MINORS = 4, range(0, 6)
 #: What a cell's stored output may pass ``[build] max_output_bytes`` by: the note a run's cap
-#: appends (:func:`tabbook.execute.worker.cap_outputs`, ``cap_error``), whose figures grow with
+#: appends (:func:`tabbook.execute.shape.cap_outputs`, ``cap_error``), whose figures grow with
 #: the size. A run never stores more; an entry that holds more was not made by one.
 CAP_NOTE_BYTES = 1024
 #: Cell tags an entry may carry: the tags the book's marks give (split.FrameworkCell.tags).
