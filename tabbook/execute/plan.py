@@ -27,13 +27,14 @@ from typing import Any
 from tabbook.config import Config
 from tabbook.errors import BookError, raise_all
 from tabbook.execute.gpus import ALL, guess_need
-from tabbook.execute.job import ErrorKind, Failure, Result
+from tabbook.execute.job import ErrorKind, Failure, Provenance, Result
 from tabbook.execute.runner import Runner, Unit, UnitResult, build_notebook
 from tabbook.execute.store import (
     META,
     Entry,
     FreezeStore,
     KeyParts,
+    Match,
     cells_hash,
     entry_problem,
     match,
@@ -111,7 +112,7 @@ class UnitOutcome:
     placement: str | None = None
     status: UnitStatus | None = None
     seconds: float = 0.0
-    error: str | None = None
+    error: BookError | None = None  # why it failed, or why its outputs are kept outdated (UnitError: of its kind)
     notebook: dict[str, Any] | None = None
     origin: str | None = None
     current: bool = False  # its entry matches its key (a forced unit runs all the same)
@@ -133,7 +134,7 @@ class UnitOutcome:
         """Where the outputs its page shows were computed ("1× NVIDIA H100…", "CPU only"; "" when
         it shows none), read from the notebook's provenance."""
         prov = Entry(self.notebook).provenance if self.notebook is not None else None
-        return "" if not prov or prov.get("not_executed") else str(prov.get("device", ""))
+        return "" if not prov or prov.not_executed else prov.text("device")
 
     def as_json(self) -> dict[str, Any]:
         """The plan's decision (``build --dry-run --json``)."""
@@ -150,7 +151,7 @@ class UnitOutcome:
     def as_report(self) -> dict[str, Any]:
         """What came of it (``build/report.json``)."""
         return {"section": self.section, "framework": self.framework, "status": self.status,
-                "seconds": round(self.seconds, 3), **({"error": self.error} if self.error else {}),
+                "seconds": round(self.seconds, 3), **({"error": self.error.location_message()} if self.error else {}),
                 **({"device": self.device} if self.device else {}), **self._phases()}
 
     def _phases(self) -> dict[str, Any]:
@@ -448,11 +449,11 @@ def _plan_unit(out: Plan, config: Config, section: Section, fw: str, entry: Entr
     return []
 
 
-def _reuse(out: Plan, config: Config, store: FreezeStore, record: UnitOutcome, entry: Entry, matched: str,
+def _reuse(out: Plan, config: Config, store: FreezeStore, record: UnitOutcome, entry: Entry, matched: Match,
            cells: list[FrameworkCell]) -> None:
     """A current entry: its page shows it (with the book's code, when its copy was edited)."""
     shown = entry.notebook
-    if matched in ("key", "legacy"):  # this very code ran: the entry must show it
+    if matched in (Match.KEY, Match.LEGACY):  # this very code ran: the entry must show it
         shown, foreign = with_book_code(entry.notebook, cells)
         if foreign is not None:
             rel, page = config.rel(store.path(record.section, record.framework)), record.section
@@ -495,7 +496,7 @@ def _hold_back(out: Plan, store: FreezeStore, record: UnitOutcome, entry: Entry,
                      record.section, line, kind=Problem.OUTDATED_OUTPUTS)
     record.show(mark_outdated(entry, f"{', '.join(record.why[:-1])} changed; {held_back}"),
                 "outdated: " + store.signature(record.section, record.framework), UnitStatus.OUTDATED)
-    record.error = kept.location_message()
+    record.error = kept
     out.outdated.append(kept)
 
 
@@ -521,23 +522,23 @@ def mark_outdated(entry: Entry, why: str) -> dict[str, Any]:
     nb = dict(entry.notebook)
     meta = dict(nb.get("metadata") or {})
     tabbook = dict(meta.get(META) or {})
-    tabbook["provenance"] = {**(tabbook.get("provenance") or {}), "outdated": why}
+    tabbook["provenance"] = entry.provenance.with_(outdated=why).as_dict()
     meta[META] = tabbook
     nb["metadata"] = meta
     return nb
 
 
 REUSE_WHY = {
-    "key": "current",
-    "legacy": "current (stored under the older whole-library key, which still matches)",
-    "gpu": "current (GPU outputs of the same code and library)",
+    Match.KEY: "current",
+    Match.LEGACY: "current (stored under the older whole-library key, which still matches)",
+    Match.GPU: "current (GPU outputs of the same code and library)",
 }
 
 
-def needs_upgrade(entry: Entry | None, matched: str | None) -> bool:
+def needs_upgrade(entry: Entry | None, matched: Match | None) -> bool:
     """A current entry with version-1 key parts: under its version-1 key, or a GPU entry whose
     library part is still the whole module's hash."""
-    return matched == "legacy" or (matched == "gpu" and entry is not None and "library_names" not in entry.parts)
+    return matched is Match.LEGACY or (matched is Match.GPU and entry is not None and "library_names" not in entry.parts)
 
 
 def upgrade_keys(the_plan: Plan, store: FreezeStore) -> None:
@@ -554,7 +555,7 @@ def upgrade_keys(the_plan: Plan, store: FreezeStore) -> None:
 def code_only_notebook(unit: Unit, why: str) -> dict[str, Any]:
     """The unit's code cells without outputs, for a page whose unit did not run; ``why`` says so."""
     nb = build_notebook(unit)
-    nb["metadata"][META] = {"provenance": {"not_executed": why}}
+    nb["metadata"][META] = {"provenance": Provenance(not_executed=why, keys=("not_executed",)).as_dict()}
     return nb
 
 
@@ -617,12 +618,12 @@ def _store_result(config: Config, store: FreezeStore, unit: Unit, parts: KeyPart
     if failure is None and (problem := entry_problem(res.notebook, config.max_output_bytes)) is not None:  # a Dask worker's reply, a broken kernel
         failure = Failure(ErrorKind.RESULT, f"[{unit.framework}] the result is not a notebook ({problem}); "
                           "nothing was stored", unit.section)
-    if failure is None and (problem := provenance_problem(res.provenance, "its provenance")) is not None:
+    if failure is None and (problem := provenance_problem(res.provenance.as_dict(), "its provenance")) is not None:
         failure = Failure(ErrorKind.RESULT, f"[{unit.framework}] the result's {problem}; nothing was stored",
                           unit.section)
     if failure is not None or res.notebook is None:
         error = (failure or Failure(ErrorKind.RESULT, f"[{unit.framework}] no notebook came back", unit.section)).error()
-        record.status, record.error = UnitStatus.FAILED, error.location_message()
+        record.status, record.error = UnitStatus.FAILED, error
         record.show(code_only_notebook(unit, "execution failed"), "code only: execution failed")
         return error
     nb = res.notebook
@@ -631,8 +632,9 @@ def _store_result(config: Config, store: FreezeStore, unit: Unit, parts: KeyPart
     try:
         store.store(unit.section, unit.framework, nb, parts, res.provenance, res.seconds)
     except OSError as exc:
-        record.status, record.error = UnitStatus.FAILED, str(exc)
         target = config.rel(store.path(unit.section, unit.framework))
-        return BookError(f"cannot write {target}: {exc.strerror or exc}", unit.section)
+        stored_error = BookError(f"cannot write {target}: {exc.strerror or exc}", unit.section)
+        record.status, record.error = UnitStatus.FAILED, BookError(str(exc))  # the report says what the OS said
+        return stored_error
     record.show(nb, store.signature(unit.section, unit.framework), UnitStatus.EXECUTED)
     return None

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tabbook.execute.job import CPU_ONLY, Provenance
 from tabbook.execute.shape import coalesce_streams
 
 if TYPE_CHECKING:
@@ -106,26 +107,23 @@ def framework_of(import_name: str) -> bool:
     return top not in sys.stdlib_module_names and top not in KERNEL_MODULES
 
 
-def provenance(job: Job, info: dict[str, Any]) -> dict[str, Any]:
+#: The keys every provenance the worker makes has, in the order it records them.
+RECORDED = ("framework", "framework_version", "python", "cpu", "gpus", "device", "date", "host_platform")
+
+
+def provenance(job: Job, info: dict[str, Any]) -> Provenance:
     """Where the unit ran: each text one line, as the store's schema wants (``store.provenance_problem``).
     A tab whose ``import`` is no framework (:func:`framework_of`) records its version as "?"
     (unknown), which the pages leave out rather than show IPython's version as the tab's."""
     gpus = [one_line(g) for g in info.get("gpus", [])][:256]
     version = one_line(info.get("framework_version", "?")) if framework_of(job.import_name) else "?"
-    out: dict[str, Any] = {
-        "framework": job.framework,
-        "framework_version": version,
-        "python": one_line(info.get("python", "?")),
-        "cpu": one_line(cpu_model()),
-        "gpus": gpus,
-        "device": (f"{len(gpus)}× {gpus[0]}" if gpus else "CPU only"),
-        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
-        "host_platform": one_line(platform.platform(terse=True)),
-    }
-    if info.get("gpu_probe_error"):
-        out["gpu_probe_error"] = one_line(info["gpu_probe_error"])
-    if info.get("framework_imported") is False:
-        out["framework_imported"] = False  # the outputs do not depend on it, nor on a GPU
-    return out
+    probe_error = one_line(info["gpu_probe_error"]) if info.get("gpu_probe_error") else None
+    unimported = info.get("framework_imported") is False  # the outputs do not depend on it, nor on a GPU
+    return Provenance(
+        framework=job.framework, framework_version=version, python=one_line(info.get("python", "?")),
+        cpu=one_line(cpu_model()), gpus=tuple(gpus), device=f"{len(gpus)}× {gpus[0]}" if gpus else CPU_ONLY,
+        date=datetime.now(UTC).strftime("%Y-%m-%d"), host_platform=one_line(platform.platform(terse=True)),
+        gpu_probe_error=probe_error, framework_imported=False if unimported else None,
+        keys=(*RECORDED, *(("gpu_probe_error",) if probe_error else ()), *(("framework_imported",) if unimported else ())))
 
 

@@ -17,11 +17,13 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from enum import Enum
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from tabbook.errors import BookError, leads_out
+from tabbook.execute.job import Provenance
 from tabbook.execute.outputs import BINARY_IMAGES
 from tabbook.execute.shape import output_size
 from tabbook.files import write_atomic
@@ -154,13 +156,14 @@ class Entry:
         return dict(self.meta.get("key_parts") or {})
 
     @property
-    def provenance(self) -> dict[str, Any]:
+    def provenance(self) -> Provenance:
         """Where it was computed (device, framework versions, date), as the worker recorded it."""
-        return dict(self.meta.get("provenance") or {})
+        prov = self.meta.get("provenance")
+        return Provenance.from_dict(prov if isinstance(prov, dict) else None)
 
     @property
     def gpus(self) -> list[str]:
-        return list(self.provenance.get("gpus") or [])
+        return list(self.provenance.gpus or [])
 
     @property
     def seconds(self) -> float | None:
@@ -193,18 +196,27 @@ def gpu_entry_current(entry: Entry | None, parts: KeyParts) -> bool:
             and stored.get("depends", "") == parts.depends)
 
 
-def match(entry: Entry | None, parts: KeyParts) -> str | None:
-    """Why an entry is current for ``parts``: ``"key"``, ``"legacy"`` (stored under the
-    version-1 key this unit has now: same code, environment and whole library), ``"gpu"``
-    (:func:`gpu_entry_current`); ``None`` when it is stale or missing."""
+class Match(Enum):
+    """Why an entry is current for a unit's key parts (:func:`match`)."""
+
+    #: stored under the unit's key
+    KEY = "key"
+    #: stored under the version-1 key this unit has now: same code, environment and whole library
+    LEGACY = "legacy"
+    #: GPU outputs of the same code and library (:func:`gpu_entry_current`)
+    GPU = "gpu"
+
+
+def match(entry: Entry | None, parts: KeyParts) -> Match | None:
+    """Why an entry is current for ``parts`` (:class:`Match`); ``None`` when it is stale or missing."""
     stored = entry.key if entry is not None else None
     if stored is None:
         return None
     if stored == parts.key:
-        return "key"
+        return Match.KEY
     if stored == parts.legacy_key:
-        return "legacy"
-    return "gpu" if gpu_entry_current(entry, parts) else None
+        return Match.LEGACY
+    return Match.GPU if gpu_entry_current(entry, parts) else None
 
 
 def public_copy(nb: dict[str, Any]) -> dict[str, Any]:
@@ -518,13 +530,13 @@ class FreezeStore:
         return entry.seconds if entry is not None else None
 
     def store(self, section: str, framework: str, nb: dict[str, Any], parts: KeyParts,
-              provenance: dict[str, Any], seconds: float) -> Path:
+              provenance: Provenance, seconds: float) -> Path:
         """Stamp ``nb`` with the store's metadata and write it atomically; returns its path."""
         if not parts.library:  # a plan's deferred key (plan.Plan.keys_for_todo): never stored
             raise ValueError(f"{section} [{framework}]: key without its library part")
         nb.setdefault("metadata", {})[META] = {
             "key": parts.key, "key_parts": parts.as_dict(), "section": section,
-            "framework": framework, "provenance": provenance, "seconds": round(seconds, 2),
+            "framework": framework, "provenance": provenance.as_dict(), "seconds": round(seconds, 2),
         }
         path = self.checked_path(section, framework)
         write_notebook(path, nb)
@@ -536,7 +548,7 @@ class FreezeStore:
         version-1 key gets the version-2 key; a GPU entry keeps its key and environment parts
         (they describe the GPU machine) and gets the library parts, which it is compared by."""
         meta = dict(entry.meta)
-        if match(entry, parts) == "gpu":
+        if match(entry, parts) is Match.GPU:
             stored = entry.parts
             new = parts.as_dict()
             stored.update({k: v for k, v in new.items() if k.startswith("library")})

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from tabbook.config import Config
+from tabbook.execute.job import CPU_ONLY
 from tabbook.execute.store import Entry
 from tabbook.execute.store import text as nb_text
 from tabbook.files import BuildDir, write_if_changed
@@ -252,18 +253,23 @@ def provenance_line(label: str, executed: dict[str, Any] | None) -> str:
     if not executed:
         return ""
     entry = Entry(executed)
-    prov = {k: " ".join(_plain(str(v)).split()) for k, v in entry.provenance.items() if v and k != "gpus"}
-    if not prov:
+    prov = entry.provenance
+    if not prov.says_anything():
         return ""
-    if prov.get("not_executed"):
-        return f"*{label}: code shown without outputs ({prov['not_executed']}).*"
-    where = prov.get("device", "?") if entry.gpus else \
-        f"CPU only ({prov['cpu']})" if prov.get("cpu") else "CPU only"
-    version = prov.get("framework_version", "")
+
+    def plain(name: str, default: str) -> str:
+        value = getattr(prov, name)
+        return " ".join(_plain(str(value)).split()) if value else default
+
+    if plain("not_executed", ""):
+        return f"*{label}: code shown without outputs ({plain('not_executed', '')}).*"
+    where = plain("device", "?") if entry.gpus else \
+        f"{CPU_ONLY} ({plain('cpu', '')})" if plain("cpu", "") else CPU_ONLY
+    version = plain("framework_version", "")
     line = (f"{label} outputs computed on {where}, {f'{label} {version}, ' if version not in ('', '?') else ''}"
-            f"Python {prov.get('python', '?')}, {prov.get('date', '?')}.")
-    if prov.get("outdated"):
-        line = f"{label} outputs from an earlier version of this code ({prov['outdated']}): {line}"
+            f"Python {plain('python', '?')}, {plain('date', '?')}.")
+    if plain("outdated", ""):
+        line = f"{label} outputs from an earlier version of this code ({plain('outdated', '')}): {line}"
     return f"*{line}*"
 
 

@@ -16,6 +16,7 @@ import itertools
 import json
 from typing import Any
 
+from tabbook.execute.job import CPU_ONLY, Provenance
 from tabbook.execute.store import Entry, new_notebook
 from tabbook.render.myst import (
     cell_to_myst_lines,
@@ -48,32 +49,36 @@ def with_version(label: str, version: str) -> str:
     return "" if version in ("", "?") else f"{label} {myst_text(version)}, "
 
 
-def describe_provenance(label: str, prov: dict[str, Any]) -> str:
+def describe_provenance(label: str, prov: Provenance) -> str:
     """One discreet line: where and with what a framework's outputs were computed. Every value
     comes from the entry, data anyone who can change ``_freeze/`` writes: it is shown as text
     (:func:`myst_text`), never read as MyST."""
     if not prov:
         return f"{label} outputs: not recorded."
-    shown = {k: myst_text(v) for k, v in prov.items() if v}
-    if shown.get("not_executed"):
-        return f"{label}: code shown without outputs ({shown['not_executed']})."
-    cpu = shown.get("cpu", "")
-    where = shown.get("device", "?") if prov.get("gpus") else f"CPU only ({cpu})" if cpu else "CPU only"
-    line = (f"{label} outputs computed on {where}, {with_version(label, str(prov.get('framework_version') or '?'))}"
-            f"Python {shown.get('python', '?')}, {shown.get('date', '?')}.")
-    if shown.get("outdated"):
-        line = f"{label} outputs from an earlier version of this code ({shown['outdated']}): " + line
+
+    def shown(name: str, default: str) -> str:
+        value = getattr(prov, name)
+        return myst_text(value) if value else default
+
+    if prov.not_executed:
+        return f"{label}: code shown without outputs ({shown('not_executed', '')})."
+    cpu = shown("cpu", "")
+    where = shown("device", "?") if prov.on_gpu else f"{CPU_ONLY} ({cpu})" if cpu else CPU_ONLY
+    line = (f"{label} outputs computed on {where}, {with_version(label, str(prov.framework_version or '?'))}"
+            f"Python {shown('python', '?')}, {shown('date', '?')}.")
+    if prov.outdated:
+        line = f"{label} outputs from an earlier version of this code ({shown('outdated', '')}): " + line
     return line
 
 
-def outdated_notice(labels: dict[str, str], provenance: dict[str, dict[str, Any]]) -> str | None:
+def outdated_notice(labels: dict[str, str], provenance: dict[str, Provenance]) -> str | None:
     """A warning at the top of a page whose outputs (some framework's) are older than its code:
     a GPU machine computed them and this build's machine could not stand in (execute/plan.py)."""
-    old = [(fw, p) for fw, p in provenance.items() if p.get("outdated")]
+    old = [(fw, p) for fw, p in provenance.items() if p.outdated]
     if not old:
         return None
-    lines = [f"- {labels.get(fw, fw)}: computed on {myst_text(p.get('device', '?'))} on "
-             f"{myst_text(p.get('date', '?'))}; {myst_text(p['outdated'])}." for fw, p in old]
+    lines = [f"- {labels.get(fw, fw)}: computed on {myst_text(p.text('device', '?'))} on "
+             f"{myst_text(p.text('date', '?'))}; {myst_text(p.outdated)}." for fw, p in old]
     return ("```{warning}\nSome code on this page is shown as an earlier version of it ran, with its "
             "outputs, kept because this build could not run the current code where they were computed:\n\n" + "\n".join(lines)
             + "\n```")
@@ -223,11 +228,11 @@ def merge_section(
     return _notebook(cells)
 
 
-def _provenance_cells(provenance: dict[str, dict[str, Any]], units: int, tabs: tuple[str, ...],
+def _provenance_cells(provenance: dict[str, Provenance], units: int, tabs: tuple[str, ...],
                       labels: dict[str, str], downloads: dict[str, str] | None) -> list[dict[str, Any]]:
     """Where each framework's outputs were computed, as one cell at the page's end (none
     when nothing was executed for the page)."""
-    reasons = {p.get("not_executed") for p in provenance.values()}
+    reasons = {p.not_executed for p in provenance.values()}
     if provenance and len(provenance) == units and len(reasons) == 1 and None not in reasons:
         # Nothing ran (execution off): one line, not one per framework.
         return [_md(wrap_div(f"Code shown without outputs ({reasons.pop()}).", [PROVENANCE_CLASS]))]
