@@ -37,6 +37,7 @@ from tabbook.execute.plan import Notebooks, Plan, Selection, UnitOutcome, UnitSt
 from tabbook.execute.runner import Runner
 from tabbook.execute.store import FreezeStore
 from tabbook.files import BuildDir, book_lock, write_atomic
+from tabbook.nbjson import Notebook
 from tabbook.problems import Problem
 
 if TYPE_CHECKING:
@@ -487,7 +488,7 @@ def verify_freeze(config: Config, selection: Selection, *, jobs: int = 0, schedu
         current = [(u, p) for u, p in the_plan.todo if the_plan.outcomes[(u.section, u.framework)].current]
         stale = [u for u, _ in the_plan.todo if not the_plan.outcomes[(u.section, u.framework)].current]
 
-        def run(todo: list[tuple[Any, Any]]) -> dict[tuple[str, str], dict[str, Any] | str]:
+        def run(todo: list[tuple[Any, Any]]) -> dict[tuple[str, str], Notebook | str]:
             some = the_plan.restricted({(u.section, u.framework) for u, _ in todo})
             with tempfile.TemporaryDirectory(prefix="tabbook-verify-") as tmp:
                 notebooks, _ = plan.run(config, some, FreezeStore(Path(tmp), config.root),
@@ -499,11 +500,11 @@ def verify_freeze(config: Config, selection: Selection, *, jobs: int = 0, schedu
         def rel(section: str, fw: str) -> str:
             return config.rel(store.path(section, fw))
 
-        def stored(section: str, fw: str) -> dict[str, Any] | None:
+        def stored(section: str, fw: str) -> Notebook | None:
             entry = store.load(section, fw)
             return entry.notebook if entry is not None else None
 
         verdicts = verify.verify(current, stored, rel, lambda nb: bool(Entry(nb).gpus), run)
-        verdicts += [verify.Verdict(rel(u.section, u.framework), u.section, u.framework, "stale",
+        verdicts += [verify.Verdict(rel(u.section, u.framework), u.section, u.framework, verify.VerdictState.STALE,
                                     ["the entry is missing or stale: `tabbook build` first"]) for u in stale]
     return verdicts

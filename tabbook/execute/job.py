@@ -18,13 +18,14 @@ from enum import StrEnum
 from typing import Any, cast
 
 from tabbook.errors import BookError
+from tabbook.nbjson import Notebook
 
 
 @dataclass(frozen=True)
 class Job:
     """One unit as its worker runs it: the notebook to execute and how."""
 
-    notebook: dict[str, Any]  # the unit's code cells (runner.build_notebook)
+    notebook: Notebook  # the unit's code cells (runner.build_notebook)
     section: str  # chapter_gpus/devices.md: where its failures are located
     framework: str
     kernel_name: str
@@ -173,7 +174,7 @@ class Provenance:
 class Result:
     """What a worker gives back: the executed notebook and where it was computed, or a failure."""
 
-    notebook: dict[str, Any] | None = None
+    notebook: Notebook | None = None
     failure: Failure | None = None
     provenance: Provenance = field(default_factory=Provenance)
     seconds: float = 0.0

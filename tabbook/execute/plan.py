@@ -43,11 +43,12 @@ from tabbook.execute.store import (
     text_hash,
 )
 from tabbook.library.reach import HEADER, changed_names
+from tabbook.nbjson import Notebook
 from tabbook.problems import Problem
 from tabbook.source.model import Section
 from tabbook.source.split import FrameworkCell, split_section
 
-Notebooks = dict[tuple[str, str], dict[str, Any]]
+Notebooks = dict[tuple[str, str], Notebook]
 
 
 @dataclass(frozen=True)
@@ -113,7 +114,7 @@ class UnitOutcome:
     status: UnitStatus | None = None
     seconds: float = 0.0
     error: BookError | None = None  # why it failed, or why its outputs are kept outdated (UnitError: of its kind)
-    notebook: dict[str, Any] | None = None
+    notebook: Notebook | None = None
     origin: str | None = None
     current: bool = False  # its entry matches its key (a forced unit runs all the same)
     phases: dict[str, float] = field(default_factory=dict)  # when each step of its run happened (job.Result)
@@ -123,7 +124,7 @@ class UnitOutcome:
     def id(self) -> tuple[str, str]:
         return (self.section, self.framework)
 
-    def show(self, notebook: dict[str, Any], origin: str | None, status: UnitStatus | None = None) -> None:
+    def show(self, notebook: Notebook, origin: str | None, status: UnitStatus | None = None) -> None:
         """What the unit's page shows, where it came from, and (if given) the report's status."""
         self.notebook, self.origin = notebook, origin
         if status is not None:
@@ -362,7 +363,7 @@ def plan(config: Config, sections: list[Section], library: dict[str, str], store
     return out
 
 
-def with_book_code(entry: dict[str, Any], cells: list[FrameworkCell]) -> tuple[dict[str, Any], int | None]:
+def with_book_code(entry: Notebook, cells: list[FrameworkCell]) -> tuple[Notebook, int | None]:
     """``entry`` showing the code its key was computed from, and the first cell whose code it
     replaced (None: the entry showed that code already, and is returned as it is).
 
@@ -516,7 +517,7 @@ def describe_need(need: int, alone: bool) -> str:
     return where + (", alone" if alone else "")
 
 
-def mark_outdated(entry: Entry, why: str) -> dict[str, Any]:
+def mark_outdated(entry: Entry, why: str) -> Notebook:
     """The entry as the page shows it: its provenance says the outputs are from older code, and why.
     A copy: the store keeps its entry as it is."""
     nb = dict(entry.notebook)
@@ -552,7 +553,7 @@ def upgrade_keys(the_plan: Plan, store: FreezeStore) -> None:
     the_plan.upgrades = []
 
 
-def code_only_notebook(unit: Unit, why: str) -> dict[str, Any]:
+def code_only_notebook(unit: Unit, why: str) -> Notebook:
     """The unit's code cells without outputs, for a page whose unit did not run; ``why`` says so."""
     nb = build_notebook(unit)
     nb["metadata"][META] = {"provenance": Provenance(not_executed=why, keys=("not_executed",)).as_dict()}

@@ -12,10 +12,11 @@ import platform
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict, cast
 
 from tabbook.execute.job import CPU_ONLY, Provenance
 from tabbook.execute.shape import coalesce_streams
+from tabbook.nbjson import NotebookCell
 
 if TYPE_CHECKING:
     from tabbook.execute.job import Job
@@ -75,7 +76,7 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def one_line(value: Any, limit: int = 500) -> str:
+def one_line(value: object, limit: int = 500) -> str:
     """A value the provenance records as one line of printable text, at most ``limit``
     characters: what the store's schema accepts (``store.provenance_problem``). A GPU probe's
     exception may say anything, over several lines."""
@@ -83,13 +84,23 @@ def one_line(value: Any, limit: int = 500) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
-def probe_info(probe: dict[str, Any]) -> dict[str, Any]:
+class ProbeInfo(TypedDict, total=False):
+    """What the probe cell prints (:data:`PROBE`), as JSON."""
+
+    python: str
+    gpus: list[str]
+    framework_version: str
+    framework_imported: bool  # False: the cells never imported the framework
+    gpu_probe_error: str
+
+
+def probe_info(probe: NotebookCell) -> ProbeInfo:
     """What the probe cell printed (:data:`PROBE`): versions, GPUs, why the GPU probe failed."""
     coalesce_streams(probe)  # its line may have come in two messages
     for out in probe.get("outputs", []):
         for line in out.get("text", "").splitlines():
             if line.startswith("TABBOOK-PROBE "):
-                return dict(json.loads(line[len("TABBOOK-PROBE "):]))
+                return cast(ProbeInfo, dict(json.loads(line[len("TABBOOK-PROBE "):])))
     return {}
 
 
@@ -111,7 +122,7 @@ def framework_of(import_name: str) -> bool:
 RECORDED = ("framework", "framework_version", "python", "cpu", "gpus", "device", "date", "host_platform")
 
 
-def provenance(job: Job, info: dict[str, Any]) -> Provenance:
+def provenance(job: Job, info: ProbeInfo) -> Provenance:
     """Where the unit ran: each text one line, as the store's schema wants (``store.provenance_problem``).
     A tab whose ``import`` is no framework (:func:`framework_of`) records its version as "?"
     (unknown), which the pages leave out rather than show IPython's version as the tab's."""

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tabbook.nbjson import CellOutput, NotebookCell
+
 #: Characters of a failing cell's traceback that the build's error message keeps (its end).
 ERROR_CHARS = 20_000
 
@@ -29,16 +31,16 @@ def strip_ansi(text: str) -> str:
     return re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", text)
 
 
-def error_outputs(cell: dict[str, Any]) -> list[dict[str, Any]]:
+def error_outputs(cell: NotebookCell) -> list[CellOutput]:
     return [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
 
 
-def cell_line(cell: dict[str, Any] | None) -> int | None:
+def cell_line(cell: NotebookCell | None) -> int | None:
     """The Markdown line of a cell's fence (None: no cell, the unit as a whole)."""
     return None if cell is None else int(cell["metadata"]["tabbook"]["line"])
 
 
-def raising_line(cell: dict[str, Any] | None) -> int | None:
+def raising_line(cell: NotebookCell | None) -> int | None:
     """The Markdown line of the cell line that raised: the innermost frame of this cell in the traceback.
 
     IPython names a cell's frames ``Cell In[N], line K``; frames of functions
@@ -62,7 +64,7 @@ def raising_line(cell: dict[str, Any] | None) -> int | None:
     return cell_line(cell)
 
 
-def drop_noise(cell: dict[str, Any], patterns: tuple[str, ...] | list[str]) -> None:
+def drop_noise(cell: NotebookCell, patterns: tuple[str, ...] | list[str]) -> None:
     """Remove stderr lines matching ``patterns`` (config.ini ``stderr_filters``)."""
     import re
 
@@ -96,7 +98,7 @@ def _carriage_returns(text: str) -> str:
     return "\n".join(lines)
 
 
-def coalesce_streams(cell: dict[str, Any]) -> None:
+def coalesce_streams(cell: NotebookCell) -> None:
     """A cell's stream outputs merged per stream, carriage returns applied, as nbclient's
     ``coalesce_streams`` does (its backspace step never runs: its loop's condition is false from
     the start), in time linear in the output.
@@ -108,7 +110,7 @@ def coalesce_streams(cell: dict[str, Any]) -> None:
     outputs = cell.get("outputs") or []
     merged: list[Any] = []
     texts: dict[str, list[str]] = {}
-    first: dict[str, Any] = {}
+    first: CellOutput = {}
     for out in outputs:
         if out.get("output_type") != "stream":
             merged.append(out)
@@ -138,7 +140,7 @@ def text_size(value: Any) -> int:
     return len(json.dumps(value, default=str))
 
 
-def output_size(out: dict[str, Any]) -> int:
+def output_size(out: CellOutput) -> int:
     """Bytes of a stream's text, an error's message and traceback, or a display's contents (every
     mime type's): what ``[build] max_output_bytes`` counts, here and when the store reads an
     entry (:func:`tabbook.execute.store.entry_problem`)."""
@@ -156,7 +158,7 @@ def text_head(text: str | list[str], limit: int) -> str:
     return joined.encode("utf-8", "surrogatepass")[:max(limit, 0)].decode("utf-8", "ignore")
 
 
-def cap_outputs(cell: dict[str, Any], limit: int, produced: int = 0) -> None:
+def cap_outputs(cell: NotebookCell, limit: int, produced: int = 0) -> None:
     """Keep at most ``limit`` bytes of a cell's output (``[build] max_output_bytes``; 0: all).
 
     Why: outputs are committed in the store and published on the page; a cell printing 100 MB by
@@ -196,7 +198,7 @@ def cap_outputs(cell: dict[str, Any], limit: int, produced: int = 0) -> None:
     cell["outputs"] = kept
 
 
-def cap_error(content: dict[str, Any], limit: int) -> dict[str, Any]:
+def cap_error(content: CellOutput, limit: int) -> CellOutput:
     """An error's ``evalue`` and ``traceback`` kept within ``limit`` bytes (``[build]
     max_output_bytes``; 0: all): the message's head, each traceback line's head, the innermost
     lines (a traceback ends where it raised), and a line saying how much there was.
@@ -228,7 +230,7 @@ def size_text(size: int) -> str:
     return f"{size:,} bytes"
 
 
-def out_of_memory(cell: dict[str, Any] | None) -> bool:
+def out_of_memory(cell: NotebookCell | None) -> bool:
     return cell is not None and any("MemoryError" in (o.get("ename") or "") for o in error_outputs(cell))
 
 

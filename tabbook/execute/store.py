@@ -27,6 +27,7 @@ from tabbook.execute.job import Provenance
 from tabbook.execute.outputs import BINARY_IMAGES
 from tabbook.execute.shape import output_size
 from tabbook.files import write_atomic
+from tabbook.nbjson import Notebook, NotebookCell
 from tabbook.settings import leads_outside
 from tabbook.source.split import FrameworkCell
 
@@ -121,7 +122,7 @@ META = "tabbook"
 PYTHON3 = "python3"
 
 
-def new_notebook(cells: list[dict[str, Any]], kernel_name: str = PYTHON3) -> dict[str, Any]:
+def new_notebook(cells: list[NotebookCell], kernel_name: str = PYTHON3) -> Notebook:
     """The one notebook skeleton (nbformat 4.5): what a unit's kernel runs (its kernel named; the
     kernel's own ``language_info`` replaces this one), what a page merges, what a reader downloads."""
     display = "Python 3 (ipykernel)" if kernel_name == PYTHON3 else kernel_name
@@ -137,7 +138,7 @@ class Entry:
     stored under, that key's parts, where and how long it was computed, its cells. The plan, the
     merge of stores and the site ask it, rather than each digging through the dicts."""
 
-    notebook: dict[str, Any]
+    notebook: Notebook
 
     @property
     def meta(self) -> dict[str, Any]:
@@ -172,7 +173,7 @@ class Entry:
         return float(seconds) if isinstance(seconds, int | float) else None
 
     @property
-    def cells(self) -> list[dict[str, Any]]:
+    def cells(self) -> list[NotebookCell]:
         return list(self.notebook.get("cells") or [])
 
 
@@ -219,9 +220,9 @@ def match(entry: Entry | None, parts: KeyParts) -> Match | None:
     return Match.GPU if gpu_entry_current(entry, parts) else None
 
 
-def public_copy(nb: dict[str, Any]) -> dict[str, Any]:
+def public_copy(nb: Notebook) -> Notebook:
     """An entry with the store's bookkeeping (keys, hashes) dropped and its provenance kept."""
-    out: dict[str, Any] = json.loads(json.dumps(nb))
+    out: Notebook = json.loads(json.dumps(nb))
     meta = out.setdefault("metadata", {})
     prov = meta.pop(META, {}).get("provenance")
     if prov:
@@ -393,7 +394,7 @@ def entry_problem(nb: Any, max_output_bytes: int = 0) -> str | None:
     return None
 
 
-def _size_problem(cell: dict[str, Any], where: str, limit: int) -> str | None:
+def _size_problem(cell: NotebookCell, where: str, limit: int) -> str | None:
     """A cell whose outputs hold more than a run keeps (``limit``, and the cap's note): its
     displays and streams together, and its error apart (each is capped on its own)."""
     outputs = cell.get("outputs", []) if cell.get("cell_type") == "code" else []
@@ -438,13 +439,13 @@ def damaged_entry(shown: str, problem: str) -> BookError:
                      "executed anew), or build with --force --only on its section", shown)
 
 
-def read_entry(path: Path, shown: str | None = None, max_output_bytes: int = 0) -> dict[str, Any]:
+def read_entry(path: Path, shown: str | None = None, max_output_bytes: int = 0) -> Notebook:
     """A freeze entry read from ``path`` and checked (:func:`entry_problem`, with the cap
     ``max_output_bytes``); a :class:`BookError` at ``shown`` (default: the path) when it is not
     JSON, not a notebook, or holds more output than a run keeps."""
     shown = shown or str(path)
     try:
-        nb: dict[str, Any] = parse_entry(path.read_text(encoding="utf-8"))
+        nb: Notebook = parse_entry(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as exc:
         raise damaged_entry(shown, f"not UTF-8 text ({exc.reason})") from exc
     except ValueError as exc:
@@ -529,7 +530,7 @@ class FreezeStore:
             return None
         return entry.seconds if entry is not None else None
 
-    def store(self, section: str, framework: str, nb: dict[str, Any], parts: KeyParts,
+    def store(self, section: str, framework: str, nb: Notebook, parts: KeyParts,
               provenance: Provenance, seconds: float) -> Path:
         """Stamp ``nb`` with the store's metadata and write it atomically; returns its path."""
         if not parts.library:  # a plan's deferred key (plan.Plan.keys_for_todo): never stored
@@ -565,6 +566,6 @@ class FreezeStore:
         return sorted(self.root.rglob("*.ipynb")) if self.root.is_dir() else []
 
 
-def write_notebook(path: Path, nb: dict[str, Any]) -> None:
+def write_notebook(path: Path, nb: Notebook) -> None:
     """Deterministic bytes for the same notebook: no spurious git changes."""
     write_atomic(path, json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n")

@@ -37,6 +37,7 @@ from tabbook.execute.shape import (
     strip_ansi,
 )
 from tabbook.files import WORKER_PARENT_ENV, end_with_parent, write_atomic
+from tabbook.nbjson import NotebookCell
 
 if TYPE_CHECKING:
     from nbclient import NotebookClient
@@ -150,7 +151,7 @@ def execute(job: Job, nb: Any, produced: dict[int, int], clients: list[NotebookC
     return None  # not reached: the last attempt returns
 
 
-def failure_of(job: Job, exc: Exception, cell: dict[str, Any] | None) -> Failure:
+def failure_of(job: Job, exc: Exception, cell: NotebookCell | None) -> Failure:
     """nbclient's error, as the failure of its kind at the cell's line (the line that raised)."""
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
@@ -171,7 +172,7 @@ def failure_of(job: Job, exc: Exception, cell: dict[str, Any] | None) -> Failure
     return Failure(ErrorKind.KERNEL, f"{fw} kernel {job.kernel_name} failed to start or run: {exc}", job.section)
 
 
-def unmet_raises(job: Job, cells: list[dict[str, Any]]) -> Failure | None:
+def unmet_raises(job: Job, cells: list[NotebookCell]) -> Failure | None:
     """The first ``#@raises`` cell that did not raise, or raised something else."""
     for cell in cells:
         expected = cell["metadata"]["tabbook"].get("raises")

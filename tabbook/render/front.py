@@ -24,12 +24,12 @@ import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from tabbook.config import Config
 from tabbook.execute.job import CPU_ONLY, Provenance
 from tabbook.execute.store import Entry as StoreEntry
 from tabbook.execute.store import FreezeStore
+from tabbook.nbjson import Notebook
 from tabbook.render.merge import with_version
 from tabbook.render.myst import convert_roles, myst_text
 from tabbook.render.names import GENERATED_HTML, SYNC_GROUP
@@ -192,7 +192,7 @@ def computed_lines(label: str, provs: Iterable[Provenance]) -> list[str]:
 
 
 def where_line(section: Section, pages: dict[str, Section], labels: dict[str, str],
-               notebooks: dict[tuple[str, str], dict[str, Any]]) -> str:
+               notebooks: dict[tuple[str, str], Notebook]) -> str:
     """One line for a chapter's index: where the outputs of the pages below it were computed,
     per framework ("…computed on 1× NVIDIA H100 80GB HBM3 for PyTorch and JAX; on the CPU only
     (AMD EPYC …) for TensorFlow and MXNet."), so a reader sees which tabs met a GPU before
@@ -248,7 +248,7 @@ def pip_extras(root: Path, modules: dict[str, str]) -> dict[str, str]:
 
 
 def front_page_facts(config: Config, root: Section, pages: dict[str, Section],
-                     notebooks: dict[tuple[str, str], dict[str, Any]]) -> FrontFacts:
+                     notebooks: dict[tuple[str, str], Notebook]) -> FrontFacts:
     """What the front page shows, from the toc, the store and the built PDFs."""
     store = FreezeStore(config.freeze_dir)
     labels = {fw: config.framework(fw).label for fw in config.tabs}

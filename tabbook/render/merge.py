@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import itertools
 import json
-from typing import Any
 
 from tabbook.execute.job import CPU_ONLY, Provenance
 from tabbook.execute.store import Entry, new_notebook
+from tabbook.nbjson import Notebook, NotebookCell
 from tabbook.render.myst import (
     cell_to_myst_lines,
     myst_text,
@@ -37,7 +37,7 @@ from tabbook.render.names import (
 from tabbook.source.model import Section
 
 
-def _md(source: str) -> dict[str, Any]:
+def _md(source: str) -> NotebookCell:
     return {"cell_type": "markdown", "metadata": {}, "source": source}
 
 
@@ -89,7 +89,7 @@ def solution_summary(text: str) -> str:
     return f"Solution {text}".strip()
 
 
-def _solution_marks(number: int, section: Section, line: int) -> tuple[dict[str, Any], dict[str, Any], int]:
+def _solution_marks(number: int, section: Section, line: int) -> tuple[NotebookCell, NotebookCell, int]:
     """The two cells around solution ``number``, and the line of its opening marker."""
     text, opened = section.solutions.get(number, ("", line))
     start = _md(wrap_div(solution_summary(text), [SOLUTION_START_CLASS]))
@@ -97,24 +97,24 @@ def _solution_marks(number: int, section: Section, line: int) -> tuple[dict[str,
     return start, end, opened
 
 
-def _shown(cell: dict[str, Any]) -> str:
+def _shown(cell: NotebookCell) -> str:
     """What a reader sees of a code cell: its source, tags and outputs (not execution counts)."""
     outputs = [{k: v for k, v in o.items() if k != "execution_count"} for o in cell.get("outputs", [])]
     return json.dumps([cell["source"], cell["metadata"].get("tags", []), outputs], sort_keys=True)
 
 
-def _run(cell: dict[str, Any]) -> int | None:
+def _run(cell: NotebookCell) -> int | None:
     mark = TabMark.of_cell(cell)
     return mark.run if mark is not None else None
 
 
-def share_identical_runs(cells: list[dict[str, Any]], tabs: tuple[str, ...]) -> list[dict[str, Any]]:
+def share_identical_runs(cells: list[NotebookCell], tabs: tuple[str, ...]) -> list[NotebookCell]:
     """Show a run of code cells once, without tabs, when every framework ran and showed the same.
 
     Tabs that would all hold the same code and the same output only add clicks
     (and page weight); shared code with shared results stays shared.
     """
-    out: list[dict[str, Any]] = []
+    out: list[NotebookCell] = []
     for run, group in itertools.groupby(cells, key=_run):
         members = [(cell, TabMark.of_cell(cell)) for cell in group]
         if run is None:
@@ -137,12 +137,12 @@ def share_identical_runs(cells: list[dict[str, Any]], tabs: tuple[str, ...]) -> 
 
 def merge_section(
     section: Section,
-    executed: dict[str, dict[str, Any]],
+    executed: dict[str, Notebook],
     tabs: tuple[str, ...],
     labels: dict[str, str],
     downloads: dict[str, str] | None = None,
     line_maps: list[list[int]] | None = None,
-) -> dict[str, Any]:
+) -> Notebook:
     """Merge ``executed[framework]`` notebooks (keyed by cell index) into one notebook.
 
     ``labels`` maps framework name → display label; ``downloads`` maps framework
@@ -157,12 +157,12 @@ def merge_section(
     # whenever an entry is reused, whatever prose changed around it.
     ran = {fw: nb.get("cells", []) for fw, nb in executed.items()}
     ordinal = {fw: 0 for fw in tabs}
-    cells: list[dict[str, Any]] = []
+    cells: list[NotebookCell] = []
     run = 0
     last_kind: str | None = None  # "code" / "prose" when the previous item was tabbed
     multi = len(tabs) > 1
     open_solution = 0
-    pending_end: dict[str, Any] | None = None
+    pending_end: NotebookCell | None = None
     for cell in section.cells:
         if cell.solution != open_solution:
             if pending_end is not None:
@@ -229,7 +229,7 @@ def merge_section(
 
 
 def _provenance_cells(provenance: dict[str, Provenance], units: int, tabs: tuple[str, ...],
-                      labels: dict[str, str], downloads: dict[str, str] | None) -> list[dict[str, Any]]:
+                      labels: dict[str, str], downloads: dict[str, str] | None) -> list[NotebookCell]:
     """Where each framework's outputs were computed, as one cell at the page's end (none
     when nothing was executed for the page)."""
     reasons = {p.not_executed for p in provenance.values()}
@@ -249,7 +249,7 @@ def _provenance_cells(provenance: dict[str, Provenance], units: int, tabs: tuple
     return [_md(wrap_div("\n".join(lines), [PROVENANCE_CLASS]))]
 
 
-def _notebook(cells: list[dict[str, Any]]) -> dict[str, Any]:
+def _notebook(cells: list[NotebookCell]) -> Notebook:
     """The merged notebook of ``cells``, each with a stable id."""
     for i, cell in enumerate(cells):
         cell["id"] = f"cell-{i}"

@@ -9,11 +9,21 @@ keys by heart; its JSON form (:meth:`SphinxWarning.as_dict`) is the file's, unch
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypedDict
 
 from tabbook.problems import Problem
 
 _SLUGS = {kind.slug: kind for kind in Problem}
+
+
+class WarningRecord(TypedDict):
+    """A warning as the warnings file holds it (JSON)."""
+
+    level: str
+    location: str | None
+    message: str
+    type: str | None
+    subtype: str | None
 
 
 @dataclass(frozen=True)
@@ -38,7 +48,7 @@ class SphinxWarning:
         """The same warning said in the builder's words, of ``kind`` (its type dropped)."""
         return replace(self, message=message, type=None, subtype=None, kind=kind)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> WarningRecord:
         """Its JSON form, as the warnings file holds it."""
         return {"level": self.level, "location": self.location, "message": self.message,
                 "type": self.type, "subtype": self.subtype}

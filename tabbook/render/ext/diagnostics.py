@@ -18,11 +18,11 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Any
 
 from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.util.logging import NAMESPACE, WarningSuppressor, get_node_location
+from sphinx.util.typing import ExtensionMetadata
 
 from tabbook.files import write_atomic
 from tabbook.render.sphinx import WARNINGS_ENV as ENV_VAR
@@ -73,7 +73,7 @@ def _write(app: Sphinx, exception: BaseException | None) -> None:
     write_atomic(Path(target), json.dumps([r.as_dict() for r in collector.records], indent=1))
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
+def setup(app: Sphinx) -> ExtensionMetadata:
     if os.environ.get(ENV_VAR):
         collector = Collector(app)
         logging.getLogger(NAMESPACE).addHandler(collector)

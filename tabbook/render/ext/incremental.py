@@ -44,6 +44,9 @@ from docutils import nodes
 from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.environment import BuildEnvironment
+from sphinx.util.typing import ExtensionMetadata
+
+from tabbook.render.ext import PageContext
 
 #: The folder Sphinx copies a ``{download}`` file into: the MD5 of its source path.
 _SPHINX_DOWNLOAD = re.compile(r"[0-9a-f]{32}")
@@ -285,7 +288,7 @@ def _remove_stale(app: Sphinx, exception: BaseException | None) -> None:
                 folder.rmdir()
 
 
-def _rendered(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any) -> None:
+def _rendered(app: Sphinx, pagename: str, templatename: str, context: PageContext, doctree: Any) -> None:
     if not hasattr(app, "tabbook_rendered"):
         app.tabbook_rendered = set()  # type: ignore[attr-defined]
     _before_first_page(app)
@@ -350,7 +353,7 @@ def _prune_search_terms(app: Sphinx) -> None:
                 del mapping[word]
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
+def setup(app: Sphinx) -> ExtensionMetadata:
     app.connect("doctree-read", _record)
     app.connect("env-purge-doc", _purge)
     app.connect("env-merge-info", _merge)
