@@ -7,6 +7,8 @@ import json
 import pickle
 from pathlib import Path
 
+import pytest
+
 from tabbook.execute.job import CPU_ONLY, ErrorKind, Failure, Job, Provenance, Result, UnitError
 from tabbook.execute.provenance import RECORDED, provenance
 from tabbook.execute.store import Entry, FreezeStore, KeyParts, Match, match
@@ -81,3 +83,31 @@ def test_a_reworded_warning_keeps_its_kind_when_located(tmp_path: Path) -> None:
     error = to_error(load_config(tmp_path), record, [])
     assert error.kind is Problem.HIGHLIGHTING and error.location_message() == (
         "page.md:4: code block is not valid json; shown without highlighting")
+
+
+def test_a_sphinx_run_handed_the_typed_configuration_never_reads_config_ini(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 51: config.ini is read once per build, by the builder; the Sphinx process gets the
+    typed configuration it serialised (the render context), not the file."""
+    from tabbook import config as config_module
+    from tabbook.config import load_config
+    from tabbook.render.context import ENV, render_context
+    from tabbook.render.sphinx_conf import sphinx_settings
+
+    (tmp_path / "config.ini").write_text("[project]\nname = b\ntitle = Typed once\n", encoding="utf-8")
+    (tmp_path / "index.md").write_text("# B\n", encoding="utf-8")
+    handed = tmp_path / "context.json"
+    handed.write_text(render_context(load_config(tmp_path)).to_json(), encoding="utf-8")
+    expected = sphinx_settings(tmp_path, render_context(load_config(tmp_path)))
+    (tmp_path / "config.ini").write_text("[project\nnot an INI file", encoding="utf-8")
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the Sphinx process read config.ini")
+
+    monkeypatch.setattr(config_module, "load_config", refuse)
+    monkeypatch.setenv(ENV, str(handed))
+    settings = sphinx_settings(tmp_path)
+    assert settings["project"] == "Typed once" and settings == expected
+    monkeypatch.delenv(ENV)  # started by hand, with nothing handed: then it reads the file
+    with pytest.raises(AssertionError, match="read config.ini"):
+        sphinx_settings(tmp_path)
