@@ -246,7 +246,7 @@ def test_load_missing_or_damaged_entry(tmp_path: Path) -> None:
     with pytest.raises(BookError, match=r"bad/jax\.ipynb: damaged freeze entry: not JSON .*delete the file"):
         store.load("bad.md", "jax")
     assert FreezeStore(tmp_path, tmp_path).shown(bad) == "bad/jax.ipynb"
-    assert Entry({}).key is None and Entry({"metadata": {}}).key is None and Entry({"metadata": None}).parts == {}
+    assert Entry({}).key is None and Entry({"metadata": {}}).key is None and not Entry({"metadata": None}).parts
     assert not Entry({}).provenance and Entry({}).provenance.as_dict() == {} and FreezeStore(tmp_path / "nowhere").entries() == []
 
 

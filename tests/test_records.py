@@ -111,3 +111,16 @@ def test_a_sphinx_run_handed_the_typed_configuration_never_reads_config_ini(tmp_
     monkeypatch.delenv(ENV)  # started by hand, with nothing handed: then it reads the file
     with pytest.raises(AssertionError, match="read config.ini"):
         sphinx_settings(tmp_path)
+
+
+def test_an_entry_s_key_parts_read_as_a_record_whatever_version_wrote_them() -> None:
+    from tabbook.execute.store import StoredParts
+
+    parts = KeyParts(cells="c", env="e", library="l", python="3.11", kernel="k", library_file="f",
+                     library_names=(("f", "1"),))
+    stored = Entry({"metadata": {"tabbook": {"key_parts": parts.as_dict()}}}).parts
+    assert stored.versioned and (stored.cells, stored.library_names, stored.depends) == ("c", {"f": "1"}, "")
+    assert stored.as_dict() == parts.as_dict() and list(stored.as_dict()) == list(parts.as_dict())
+    version_1 = StoredParts.from_dict({"cells": "c", "env": "e", "library": "f", "python": "3.11", "kernel": "k"})
+    assert version_1 and not version_1.versioned and version_1.library_names is None
+    assert not StoredParts.from_dict(None) and not StoredParts.from_dict(["not", "an", "object"])

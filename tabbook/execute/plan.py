@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any
+from typing import Any, cast
 
 from tabbook.config import Config
 from tabbook.errors import BookError, raise_all
@@ -35,6 +35,7 @@ from tabbook.execute.store import (
     FreezeStore,
     KeyParts,
     Match,
+    StoredParts,
     cells_hash,
     entry_problem,
     match,
@@ -177,30 +178,30 @@ def explain(entry: Entry | None, parts: KeyParts) -> tuple[list[str], list[str]]
         return ["its entry records no key parts"], []
     why: list[str] = []
     names: list[str] = []
-    if stored.get("cells") != parts.cells:
+    if stored.cells != parts.cells:
         why.append("its code")
     # A GPU entry's environment is the GPU machine's, never this host's lock: it is compared by
     # code and library alone (store.gpu_entry_current), so only those can be why it is stale.
     if not entry.gpus:
-        if stored.get("env") != parts.env:
+        if stored.env != parts.env:
             why.append("the lock file")
-        if stored.get("python") != parts.python:
+        if stored.python != parts.python:
             why.append("Python")
-        if stored.get("kernel") != parts.kernel:
+        if stored.kernel != parts.kernel:
             why.append("the kernel")
-    if stored.get("depends", "") != parts.depends:
+    if stored.depends != parts.depends:
         why.append("[build] dependencies")
-    old_names = stored.get("library_names")
+    old_names = stored.library_names
     legacy = not isinstance(old_names, dict)  # a version-1 entry: its library part is the whole file's hash
-    if stored.get("library") != (parts.library_file if legacy else parts.library):
+    if stored.library != (parts.library_file if legacy else parts.library):
         if parts.library_whole:
             why.append(f"the library (keyed whole: {parts.library_whole})")
-        elif stored.get("library_whole") or legacy:
-            what = ("keyed whole before" if stored.get("library_whole")
+        elif stored.library_whole or legacy:
+            what = ("keyed whole before" if stored.library_whole
                     else "keyed on the whole library by an older tabbook")
             why.append(f"the library ({what})")
         else:
-            names = changed_names(old_names or {}, dict(parts.library_names))
+            names = changed_names(old_names if isinstance(old_names, dict) else {}, dict(parts.library_names))
             if HEADER in names:
                 why.append("the library's header (its imports and import-time code)")
             names = [n for n in names if n != HEADER]
@@ -293,14 +294,15 @@ def unit_key(config: Config, section: Section, fw: str, library: dict[str, str],
     package = config.library_dir.name
     lib_text = library.get(f"{package}/{framework.module}.py")
     cells_part, file_part = cells_hash(cells), text_hash(lib_text)
-    stored = entry.parts if entry is not None else {}
-    others = stored.get("library_others") or {}
-    if (stored.get("cells") == cells_part and stored.get("library_file") == file_part
-            and stored.get("library_rules") == RULES and isinstance(stored.get("library_names"), dict)
-            and isinstance(stored.get("library"), str) and isinstance(others, dict)
+    stored = entry.parts if entry is not None else StoredParts()
+    others = stored.library_others or {}
+    if (stored.cells == cells_part and stored.library_file == file_part
+            and stored.library_rules == RULES and isinstance(stored.library_names, dict)
+            and isinstance(stored.library, str) and isinstance(others, dict)
             and all(text_hash(library.get(f"{package}/{m}.py")) == h for m, h in others.items())):
-        library_part, names = stored["library"], tuple(sorted(stored["library_names"].items()))
-        whole, other_parts = stored.get("library_whole"), tuple(sorted(others.items()))
+        library_part, names = stored.library, tuple(sorted(stored.library_names.items()))
+        # kept as the entry recorded it (its other parts matched: this tabbook wrote it)
+        whole, other_parts = cast(str | None, stored.library_whole), tuple(sorted(others.items()))
     elif not analyse:
         library_part, names, whole, other_parts = "", (), None, ()
     else:
@@ -539,7 +541,7 @@ REUSE_WHY = {
 def needs_upgrade(entry: Entry | None, matched: Match | None) -> bool:
     """A current entry with version-1 key parts: under its version-1 key, or a GPU entry whose
     library part is still the whole module's hash."""
-    return matched is Match.LEGACY or (matched is Match.GPU and entry is not None and "library_names" not in entry.parts)
+    return matched is Match.LEGACY or (matched is Match.GPU and entry is not None and not entry.parts.versioned)
 
 
 def upgrade_keys(the_plan: Plan, store: FreezeStore) -> None:

@@ -95,6 +95,47 @@ class KeyParts:
         return out
 
 
+@dataclass(frozen=True)
+class StoredParts:
+    """An entry's key parts as it recorded them (:meth:`KeyParts.as_dict`, read back), to say what
+    changed and whether the entry still stands. An entry holds what the tabbook of its day wrote:
+    a version-1 entry has no ``library_names`` (its library part is the whole module's hash), any
+    part may be absent (None) or not what this version writes (they are compared, never trusted);
+    ``raw`` is the object as stored, for re-stamping it (:meth:`FreezeStore.upgrade`)."""
+
+    cells: object = None
+    env: object = None
+    library: object = None
+    python: object = None
+    kernel: object = None
+    library_file: object = None
+    library_names: object = None  # name -> short hash (version 2); None in a version-1 entry
+    library_whole: object = None
+    library_others: object = None
+    library_rules: object = None
+    depends: object = ""  # "" when absent: a book without [build] dependencies
+    raw: tuple[tuple[str, object], ...] = ()
+
+    @classmethod
+    def from_dict(cls, data: object) -> StoredParts:
+        if not isinstance(data, dict):
+            return cls()
+        known = {f for f in cls.__dataclass_fields__ if f != "raw"}
+        return cls(**{k: v for k, v in data.items() if k in known}, raw=tuple(data.items()))
+
+    def __bool__(self) -> bool:
+        """False when the entry recorded no key parts."""
+        return bool(self.raw)
+
+    @property
+    def versioned(self) -> bool:
+        """Whether these are version-2 parts: the library keyed by the names the unit reaches."""
+        return "library_names" in dict(self.raw)
+
+    def as_dict(self) -> dict[str, object]:
+        return dict(self.raw)
+
+
 def cells_hash(cells: list[FrameworkCell]) -> str:
     """Hash of what the kernel runs and how it is judged; prose and line numbers excluded."""
     h = hashlib.sha256()
@@ -152,9 +193,9 @@ class Entry:
         return key if isinstance(key, str) else None
 
     @property
-    def parts(self) -> dict[str, Any]:
+    def parts(self) -> StoredParts:
         """The key's parts as stored (:meth:`KeyParts.as_dict`), to say what changed."""
-        return dict(self.meta.get("key_parts") or {})
+        return StoredParts.from_dict(self.meta.get("key_parts"))
 
     @property
     def provenance(self) -> Provenance:
@@ -192,9 +233,9 @@ def gpu_entry_current(entry: Entry | None, parts: KeyParts) -> bool:
         return False
     stored = entry.parts
     # A version-1 entry's library part is the whole module's hash: current while it is unchanged.
-    same_library = stored.get("library") == (parts.library if "library_names" in stored else parts.library_file)
-    return (bool(entry.gpus) and stored.get("cells") == parts.cells and same_library
-            and stored.get("depends", "") == parts.depends)
+    same_library = stored.library == (parts.library if stored.versioned else parts.library_file)
+    return (bool(entry.gpus) and stored.cells == parts.cells and same_library
+            and stored.depends == parts.depends)
 
 
 class Match(Enum):
@@ -550,7 +591,7 @@ class FreezeStore:
         (they describe the GPU machine) and gets the library parts, which it is compared by."""
         meta = dict(entry.meta)
         if match(entry, parts) is Match.GPU:
-            stored = entry.parts
+            stored = entry.parts.as_dict()
             new = parts.as_dict()
             stored.update({k: v for k, v in new.items() if k.startswith("library")})
             meta.update(key_parts=stored)
