@@ -16,7 +16,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "tabbook"
 #: ``grep -ro 'dict\[str, Any\]' tabbook --include='*.py' | wc -l``
 UNTYPED_MAPPINGS = 59
 #: ``grep -row Any tabbook --include='*.py' | wc -l`` (imports and prose included)
-ANY = 260
+#: (260 on this branch; main's formats and languages merges brought 4 more)
+ANY = 264
 
 
 def _sources() -> list[tuple[Path, str]]:
