@@ -138,13 +138,14 @@ def test_a_root_readme_is_a_page_under_d2lbook_s_default_notebooks(tmp_path: Pat
 
 def test_a_code_block_pygments_cannot_lex_is_one_short_line_at_the_block(tmp_path: Path) -> None:
     from tabbook.render.diagnostics import to_error
+    from tabbook.render.warning import SphinxWarning
 
     config = load_config(_book(tmp_path / "b", pages={"empty.md": "# E\n"}))
     source = '{"a": 1,\n  oops: [1, 2]}\n' * 20
     record = {"type": "misc", "subtype": "highlighting_failure", "level": "WARNING", "location": "first.md:8",
               "message": f"Lexing literal_block {source!r} as \"json\" resulted in an error at token: "
                          "'o'. Retrying in relaxed mode."}
-    error = to_error(config, record, [])
+    error = to_error(config, SphinxWarning.from_dict(record), [])
     assert error.shown() == "first.md:8: code block is not valid json; shown without highlighting [highlighting]"
     assert error.kind is Problem.HIGHLIGHTING
 

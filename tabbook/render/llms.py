@@ -28,12 +28,13 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from tabbook.config import Config
+from tabbook.execute.job import CPU_ONLY
 from tabbook.execute.store import Entry
 from tabbook.execute.store import text as nb_text
 from tabbook.files import BuildDir, write_if_changed
+from tabbook.nbjson import CellOutput, Notebook, NotebookCell
 from tabbook.render.merge import solution_summary
 from tabbook.source.dialect import ATTR_LINE, BEGIN_TAB, END_TAB, MATH_EQLABEL, TABLE_CAPTION, sub_roles
 from tabbook.source.model import Cell, Section
@@ -182,7 +183,7 @@ def _fenced(body: str, info: str = "") -> str:
     return f"{fence}{info}\n{body.rstrip(chr(10))}\n{fence}"
 
 
-def output_text(out: dict[str, Any]) -> tuple[str, str] | None:
+def output_text(out: CellOutput) -> tuple[str, str] | None:
     """What a stored output says in plain text, as ``("text", …)`` (shown in a fence) or
     ``("note", …)`` (a figure: shown as a line of its own); None for an output that says
     nothing in text. Pure."""
@@ -212,7 +213,7 @@ def output_text(out: dict[str, Any]) -> tuple[str, str] | None:
     return None
 
 
-def code_markdown(cell: dict[str, Any]) -> str:
+def code_markdown(cell: NotebookCell) -> str:
     """An executed code cell: its code in a ``python`` fence, then its outputs (text in
     fences, figures as notes), as its tags say (``#@hide`` and kin). Pure."""
     tags = set(cell.get("metadata", {}).get("tags", []))
@@ -246,28 +247,33 @@ def code_markdown(cell: dict[str, Any]) -> str:
     return "\n\n".join(parts)
 
 
-def provenance_line(label: str, executed: dict[str, Any] | None) -> str:
+def provenance_line(label: str, executed: Notebook | None) -> str:
     """Where the outputs of a page were computed, in one line of text ("" when no entry says):
     what the page's own provenance line says, from the entry, as plain text. Pure."""
     if not executed:
         return ""
     entry = Entry(executed)
-    prov = {k: " ".join(_plain(str(v)).split()) for k, v in entry.provenance.items() if v and k != "gpus"}
-    if not prov:
+    prov = entry.provenance
+    if not prov.says_anything():
         return ""
-    if prov.get("not_executed"):
-        return f"*{label}: code shown without outputs ({prov['not_executed']}).*"
-    where = prov.get("device", "?") if entry.gpus else \
-        f"CPU only ({prov['cpu']})" if prov.get("cpu") else "CPU only"
-    version = prov.get("framework_version", "")
+
+    def plain(name: str, default: str) -> str:
+        value = getattr(prov, name)
+        return " ".join(_plain(str(value)).split()) if value else default
+
+    if plain("not_executed", ""):
+        return f"*{label}: code shown without outputs ({plain('not_executed', '')}).*"
+    where = plain("device", "?") if entry.gpus else \
+        f"{CPU_ONLY} ({plain('cpu', '')})" if plain("cpu", "") else CPU_ONLY
+    version = plain("framework_version", "")
     line = (f"{label} outputs computed on {where}, {f'{label} {version}, ' if version not in ('', '?') else ''}"
-            f"Python {prov.get('python', '?')}, {prov.get('date', '?')}.")
-    if prov.get("outdated"):
-        line = f"{label} outputs from an earlier version of this code ({prov['outdated']}): {line}"
+            f"Python {plain('python', '?')}, {plain('date', '?')}.")
+    if plain("outdated", ""):
+        line = f"{label} outputs from an earlier version of this code ({plain('outdated', '')}): {line}"
     return f"*{line}*"
 
 
-def page_markdown(section: Section, fw: str, executed: dict[str, Any] | None, label: str = "") -> str:
+def page_markdown(section: Section, fw: str, executed: Notebook | None, label: str = "") -> str:
     """One page as one framework's reader sees it, in plain Markdown: shared prose and ``fw``'s
     prose tabs, and ``fw``'s code cells with their stored outputs (``executed``: the notebook
     the page shows for ``fw``, whose k-th cell is the k-th code cell ``fw`` runs; None: prose
@@ -353,7 +359,7 @@ class Written:
 
 
 def page_key(section: Section, fw: str, label: str, origin: str | None,
-             executed: dict[str, Any] | None) -> str:
+             executed: Notebook | None) -> str:
     """What a page's Markdown for ``fw`` is made of: the section's cells, the framework's label
     and its notebook (the plan's origin of it when it has one: the entry and how it was
     published; otherwise the notebook itself). The builder is the memo's fingerprint."""
@@ -365,7 +371,7 @@ def page_key(section: Section, fw: str, label: str, origin: str | None,
     return h.hexdigest()
 
 
-def write_llms(config: Config, sections: Sequence[Section], notebooks: Mapping[tuple[str, str], dict[str, Any]],
+def write_llms(config: Config, sections: Sequence[Section], notebooks: Mapping[tuple[str, str], Notebook],
                origins: Mapping[tuple[str, str], str], html_dir: Path) -> Written:
     """Write ``llms.txt``, ``llms-full.txt`` and every page's Markdown per framework into
     ``html_dir``, and remove the per-page files of pages no longer in the book. A page whose

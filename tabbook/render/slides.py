@@ -42,6 +42,7 @@ from tabbook.execute.outputs import SLIDE_IMAGES
 from tabbook.execute.store import Entry
 from tabbook.execute.store import text as nb_text
 from tabbook.files import BuildDir, write_atomic, write_if_changed
+from tabbook.nbjson import CellOutput, Notebook
 from tabbook.render.context import SLIDES
 from tabbook.render.site import deck_target
 from tabbook.source.dialect import ROLE
@@ -72,7 +73,7 @@ class Code:
     """A code block on a slide and the outputs shown under it (notebook output dicts)."""
 
     source: str
-    outputs: tuple[dict[str, Any], ...] = ()
+    outputs: tuple[CellOutput, ...] = ()
 
 
 @dataclass
@@ -148,7 +149,7 @@ def lecture_code(source: str) -> str:
     return "\n".join(out).strip("\n")
 
 
-def build_deck(section: Section, framework: str, label: str, executed: dict[str, Any] | None) -> Deck | None:
+def build_deck(section: Section, framework: str, label: str, executed: Notebook | None) -> Deck | None:
     """The deck of ``section`` for ``framework`` from its executed notebook, or None without marks.
 
     The k-th code cell the framework runs is the k-th cell of its executed notebook (what the
@@ -222,7 +223,7 @@ def item_lines(item: str | Code) -> float:
     return 1.0 + 0.6 * sum(max(1, -(-len(line) // 90)) for line in rows)
 
 
-def _output_rows(out: dict[str, Any]) -> list[str]:
+def _output_rows(out: CellOutput) -> list[str]:
     if out.get("output_type") == "stream":
         return nb_text(out.get("text", "")).splitlines()
     if out.get("output_type") == "error":
@@ -305,7 +306,7 @@ class Renderer:
 
         return f'<pre class="highlight"><code>{highlight(source, PythonLexer(), self.formatter)}</code></pre>'
 
-    def output(self, out: dict[str, Any]) -> str:
+    def output(self, out: CellOutput) -> str:
         kind = out.get("output_type")
         if kind == "stream":
             text = _ANSI.sub("", nb_text(out.get("text", "")))
@@ -323,7 +324,7 @@ class Renderer:
         return ""
 
 
-def error_text(out: dict[str, Any]) -> str:
+def error_text(out: CellOutput) -> str:
     """What a slide shows of an error: the exception's own statement (``ValueError: …``), not the
     frames above it, which a lecture does not read out and which filled whole slides. The last
     line naming the exception starts it (an exception whose message holds another traceback, as
@@ -386,11 +387,11 @@ def _items(items: list[str | Code], r: Renderer) -> list[str]:
     return out
 
 
-def coalesced(outputs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def coalesced(outputs: Sequence[CellOutput]) -> list[CellOutput]:
     """Consecutive stream outputs of one stream as one, as the page shows them: how a kernel cuts
     what a cell prints into messages depends on timing (``print(x)`` may arrive as ``x`` and then
     ``\\n``), and a deck must not depend on it."""
-    out: list[dict[str, Any]] = []
+    out: list[CellOutput] = []
     for o in outputs:
         last = out[-1] if out else None
         if (last is not None and o.get("output_type") == "stream" and last.get("output_type") == "stream"
@@ -441,7 +442,7 @@ def publish_reveal(html_dir: Path) -> None:
         write_if_changed(dst, src.read_bytes())
 
 
-def deck_key(section: Section, framework: str, executed: dict[str, Any] | None) -> str:
+def deck_key(section: Section, framework: str, executed: Notebook | None) -> str:
     """What a deck is made of: the section's cells, the framework and its executed notebook (the
     store's key for it when it has one: the key decides the outputs); the deck code is the
     slides memo's builder fingerprint."""
@@ -454,7 +455,7 @@ def deck_key(section: Section, framework: str, executed: dict[str, Any] | None) 
     return h.hexdigest()
 
 
-def write_decks(config: Config, sections: Sequence[Section], notebooks: dict[tuple[str, str], dict[str, Any]],
+def write_decks(config: Config, sections: Sequence[Section], notebooks: dict[tuple[str, str], Notebook],
                 html_dir: Path) -> Written:
     """Write every section's decks and remove decks that no longer have marks. A deck whose
     inputs (:func:`deck_key`) are those of the file on disk is not rendered again, so a build
