@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from sphinx.util.osutil import relative_uri
 
 from tabbook.render.context import RenderContext
+from tabbook.render.formats import format_of
 from tabbook.render.languages import head_html, nav_html
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 def _translations(app: Sphinx, pagename: str, templatename: str, context: PageContext,
                   doctree: nodes.document | None) -> None:
     data = getattr(app.config, "tabbook_context", None)
-    if app.builder.format != "html" or not data or "body" not in context:
+    if not format_of(app.builder).navigation or not data or "body" not in context:
         return
     links = RenderContext.from_dict(data).translations.get(pagename)
     if not links:
