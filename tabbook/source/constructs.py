@@ -68,6 +68,8 @@ class Kind(Enum):
     END_TAB = "end_tab"  # :end_tab:
     BEGIN_SOLUTION = "begin_solution"  # <!-- solution TEXT -->
     END_SOLUTION = "end_solution"  # <!-- end solution -->
+    BEGIN_SOLUTION_MARK = "begin_solution_mark"  # :begin_solution:`TEXT`
+    END_SOLUTION_MARK = "end_solution_mark"  # :end_solution:
     BIBLIOGRAPHY = "bibliography"  # :bibliography:`FILE`
     INDENTED = "indented"  # an indented code block
     HTML = "html"  # an HTML block or comment
@@ -211,7 +213,7 @@ def _line_rule(construct: Construct, rule: LineRule) -> Callable[[StateBlock, in
         if not silent:
             token = state.push(token_type, "", 0)
             if rule.info:
-                token.info = m.group(rule.info)
+                token.info = m.group(rule.info) or ""
             if rule.content:
                 token.content = (m.group(rule.content) or "").strip()
             token.meta["kind"] = kind
@@ -300,6 +302,14 @@ TABLE: tuple[Construct, ...] = (
               Emit.LINES, front=Front.SKIPPED, slides=Slides.LEFT_OUT, marker=Marker.OPEN_SOLUTION),
     Construct(Kind.END_SOLUTION, "<!-- end solution -->",
               LineRule(END_SOLUTION, before="html_block", top_level=True), Shape.CONTAINER, Emit.LINES,
+              front=Front.SKIPPED, slides=Slides.LEFT_OUT, marker=Marker.CLOSE_SOLUTION),
+    # The solution markers in the spelling of d2lbook's own marks (:begin_tab:), for authors who
+    # would rather not write HTML comments; d2lbook shows these lines as text.
+    Construct(Kind.BEGIN_SOLUTION_MARK, ":begin_solution:`TEXT`",
+              LineRule(re.compile(r"^:begin_solution:(?:`([^`]*)`)?[ \t]*$"), top_level=True, info=1),
+              Shape.CONTAINER, Emit.LINES, front=Front.SKIPPED, slides=Slides.LEFT_OUT, marker=Marker.OPEN_SOLUTION),
+    Construct(Kind.END_SOLUTION_MARK, ":end_solution:",
+              LineRule(re.compile(r"^:end_solution:[ \t]*$"), top_level=True), Shape.CONTAINER, Emit.LINES,
               front=Front.SKIPPED, slides=Slides.LEFT_OUT, marker=Marker.CLOSE_SOLUTION),
     Construct(Kind.BIBLIOGRAPHY, ":bibliography:`FILE`", LineRule(BIBLIOGRAPHY, content=1), Shape.PROSE,
               Emit.BIBLIOGRAPHY, front=Front.SKIPPED),
