@@ -65,7 +65,8 @@ def render(text: str, path: str) -> str:
         out.append("solutions: " + ", ".join(f"{k}={v[0]!r}@{v[1]}" for k, v in section.solutions.items()))
     for toc in section.toc:
         out.append(f"toc line {toc.line}: {', '.join(toc.entries)} maxdepth={toc.maxdepth} numbered={toc.numbered}")
-    out += [f"problem: {p}" for p in section.warnings]
+    # each with its kind: a problem the build goes on past (a refused page is "refused:" above)
+    out += [f"problem [{p.kind.slug if p.kind else 'no kind'}]: {p}" for p in section.warnings]
     return "\n".join(out) + "\n"
 
 
