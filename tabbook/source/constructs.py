@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 from tabbook.source.dialect import (
     ATTR_LINE,
+    BEGIN_SHARED_TAB,
     BEGIN_SOLUTION,
     BEGIN_TAB,
     BIBLIOGRAPHY,
@@ -65,6 +66,7 @@ class Kind(Enum):
     TOC = "toc"  # ```toc
     RST = "rst"  # ```eval_rst
     BEGIN_TAB = "begin_tab"  # :begin_tab:`NAMES`
+    BEGIN_SHARED_TAB = "begin_shared_tab"  # :begin_tab: naming no framework (:begin_tab:toc)
     END_TAB = "end_tab"  # :end_tab:
     BEGIN_SOLUTION = "begin_solution"  # <!-- solution TEXT -->
     END_SOLUTION = "end_solution"  # <!-- end solution -->
@@ -88,6 +90,7 @@ class Marker(Enum):
     """What a :attr:`Shape.CONTAINER` line does to the cells after it."""
 
     OPEN_TAB = "open tab"  # prose for the frameworks named, up to the closing line
+    OPEN_SHARED = "open shared"  # prose of every framework up to a tab's closing line (d2lbook's tab of none)
     CLOSE_TAB = "close tab"
     OPEN_SOLUTION = "open solution"  # an exercise's solution: prose and code cells
     CLOSE_SOLUTION = "close solution"
@@ -294,6 +297,9 @@ TABLE: tuple[Construct, ...] = (
               LineRule(ATTR_LINE, info=1, content=2), Shape.PROSE, Emit.ATTRIBUTE, front=Front.ENDS),
     Construct(Kind.BEGIN_TAB, ":begin_tab:`NAMES`", LineRule(BEGIN_TAB, info=1), Shape.CONTAINER, Emit.LINES,
               front=Front.SKIPPED, slides=Slides.FRAMEWORK, marker=Marker.OPEN_TAB),
+    Construct(Kind.BEGIN_SHARED_TAB, ":begin_tab: (no framework named, e.g. :begin_tab:toc)",
+              LineRule(BEGIN_SHARED_TAB, info=1), Shape.CONTAINER, Emit.LINES, front=Front.SKIPPED,
+              marker=Marker.OPEN_SHARED),
     Construct(Kind.END_TAB, ":end_tab:", LineRule(END_TAB), Shape.CONTAINER, Emit.LINES,
               front=Front.SKIPPED, slides=Slides.FRAMEWORK, marker=Marker.CLOSE_TAB),
     # Before CommonMark's HTML blocks, which would otherwise take the comment lines.

@@ -117,6 +117,10 @@ def begin_tab_oddity(line: str) -> str | None:
     return " and ".join(odd) or None
 #: ``:end_tab:``: the prose tab ends.
 END_TAB = re.compile(r"^\s*:end_tab:\s*$")
+#: ``:begin_tab:`` naming no framework (no backticks after it: ``:begin_tab:``, ``:begin_tab:toc``):
+#: d2lbook's pattern reads a marker of no tab there, and the prose up to ``:end_tab:`` is shared
+#: (the marker lines left out); group 1: what follows the marker.
+BEGIN_SHARED_TAB = re.compile(r"^\s*:begin_tab:(?![ \t]*`)[ \t]*(.*?)\s*$")
 #: ``<!-- solution 3 -->`` alone on a line: a solution starts; group 1: what follows "solution"
 #: (its summary on the site is "Solution" and this text). ``<!-- solutions -->`` is no marker.
 BEGIN_SOLUTION = re.compile(r"^<!--[ \t]*solution(?![\w-])[ \t]*(.*?)[ \t]*-->[ \t]*$")

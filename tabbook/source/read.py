@@ -383,7 +383,8 @@ def _prose_cells(
         while lead < len(buf) and buf[lead] == "":
             lead += 1
         text = "\n".join(buf).strip("\n")
-        if text.strip() and state["tab"] != ():  # a prose tab of no known tab is left out
+        # a prose tab of no known tab is left out (a shared one, d2lbook's tab of none, is not)
+        if text.strip() and (state["tab"] != () or state["shared"]):
             first = buf_start + lead
             found = parse_blocks(text)[1] if fresh and lead == 0 else \
                 cell_blocks(blocks, first, first + text.count("\n") + 1)
@@ -403,15 +404,18 @@ def _prose_cells(
             buf.append(raw)
         elif action in (Marker.OPEN_SOLUTION, Marker.CLOSE_SOLUTION):
             _solution_marker(marker, action is Marker.OPEN_SOLUTION, lineno, path, state)
-        elif action is Marker.OPEN_TAB:
+        elif action in (Marker.OPEN_TAB, Marker.OPEN_SHARED):
             if state["tab"] is not None:
                 # d2lbook reads this as "the open tab ends here"; so do we, and say so.
                 state["errors"].append(BookError(
                     f":begin_tab: is never closed by :end_tab:; it ends at line {lineno}, "
                     "where the next :begin_tab: opens", path, state["tab_line"], kind=Problem.UNCLOSED_TAB))
+            state["tab_line"], state["shared"] = lineno, action is Marker.OPEN_SHARED
+            if state["shared"]:  # d2lbook's tab of no framework: shared prose up to :end_tab:
+                state["tab"], state["tab_all"] = (), False
+                continue
             state["tab"] = _tab_names(marker.info, tabs, (path, lineno), state["errors"])
             state["tab_all"] = _names_all(marker.info)
-            state["tab_line"] = lineno
             odd = begin_tab_oddity(raw)
             if odd is not None:
                 # d2lbook's pattern reads such a line as a marker too, but loses its framework (a
@@ -426,7 +430,7 @@ def _prose_cells(
             if state["tab"] is None:  # d2lbook drops the line (it ends a prose cell)
                 state["errors"].append(BookError(":end_tab: without a matching :begin_tab:", path, lineno,
                                                  kind=Problem.STRAY_END_TAB))
-            state["tab"] = None
+            state["tab"], state["shared"] = None, False
     flush()
     return cells
 
@@ -560,7 +564,7 @@ def read_section(text: str, path: str, tabs: tuple[str, ...], default_tab: str) 
     lines = text.split("\n")
     cells: list[Cell] = []
     tocs: list[TocBlock] = []
-    state: dict[str, Any] = {"tab": None, "tab_line": 0, "errors": [], "solution": 0, "solutions": {},
+    state: dict[str, Any] = {"tab": None, "shared": False, "tab_line": 0, "errors": [], "solution": 0, "solutions": {},
                              "solution_rows": []}
     lines, tokens, blocks, fences = _mend_fences(lines, path, state["errors"])
     if (deep := next((t.map[0] for t in tokens if t.level > MAX_NESTING and t.map and t.type != "inline"),
@@ -591,7 +595,7 @@ def read_section(text: str, path: str, tabs: tuple[str, ...], default_tab: str) 
                 state["errors"].append(BookError(
                     f"code cell inside the prose tab opened at line {state['tab_line']}: the tab ends here",
                     path, start + 1, kind=Problem.CODE_IN_PROSE_TAB))
-                state["tab"] = None
+                state["tab"], state["shared"] = None, False
             cell = _code_cell(fence.content, path, start + 1, tabs, default_tab, state["errors"])
             if cell is not None:
                 cells.append(replace(cell, solution=state["solution"]) if state["solution"] else cell)
