@@ -2,7 +2,9 @@
 
 Every stage that needs to recognise a piece of the dialect imports it from
 here (read, check, split, render's MyST emission, the library's Python
-surgery) instead of spelling its own regex. The constructs:
+surgery) instead of spelling its own regex; the block constructs built from these patterns
+(their kinds, reader rules and what each stage does with them) are the construct table,
+:mod:`tabbook.source.constructs`. The constructs:
 
 Code cells
     A fence whose info string is ``{.python .input}`` (:data:`CODE_INFO`) is
@@ -15,8 +17,9 @@ Code cells
 
 Prose
     ``:begin_tab:`NAMES``` / ``:end_tab:`` lines delimit framework-specific
-    prose (:data:`BEGIN_TAB`, :data:`END_TAB`). Attribute lines follow the
-    block they describe: ``:label:`name``` (a heading, paragraph, image or
+    prose (:data:`BEGIN_TAB`, :data:`END_TAB`); a ``:begin_tab:`` naming no framework
+    (``:begin_tab:toc``, :data:`BEGIN_SHARED_TAB`) opens prose every framework sees, as in
+    d2lbook. Attribute lines follow the block they describe: ``:label:`name``` (a heading, paragraph, image or
     table), ``:eqlabel:`name``` (display math), ``:width:`400px``` (an image):
     :data:`ATTR_LINE`; ``:eqlabel:`` may also end the math's closing line
     (:data:`MATH_EQLABEL`). A table's caption is a paragraph above it that
