@@ -141,6 +141,7 @@ class LineRule:
     top_level: bool = False
     info: int = 0
     content: int = 0
+    opens: str = ":"  # the line's first character (after its container's indent): a quick test first
 
 
 @dataclass(frozen=True)
@@ -201,29 +202,37 @@ def _line(state: StateBlock, line: int) -> str:
     return state.src[state.bMarks[line] + state.tShift[line]:state.eMarks[line]]
 
 
-def _line_rule(construct: Construct, rule: LineRule) -> Callable[[StateBlock, int, int, bool], bool]:
-    """markdown-it's block rule for a :class:`LineRule` construct."""
-    kind, token_type = construct.kind, construct.token_type
+def _line_rules(entries: list[Construct]) -> Callable[[StateBlock, int, int, bool], bool]:
+    """One markdown-it block rule for the :class:`LineRule` constructs registered at one place
+    (``before``), tried in table order: one call per line instead of one per construct, and a
+    line whose first character none of them opens with is passed at once (every line of a
+    page is offered to these rules, and again at each line of a paragraph, as terminators)."""
+    rules = [(c.kind, c.token_type, c.rule) for c in entries if isinstance(c.rule, LineRule)]
+    opens = "".join(sorted({r.opens for _, _, r in rules}))
 
     def run(state: StateBlock, start: int, end: int, silent: bool) -> bool:
-        if rule.top_level and (state.level != 0 or state.sCount[start] != 0 or state.blkIndent != 0):
+        line = _line(state, start)
+        if line[:1] not in opens or not line or state.is_code_block(start):
             return False
-        if state.is_code_block(start):
-            return False
-        m = rule.pattern.match(_line(state, start))
-        if m is None:
-            return False
-        if not silent:
-            token = state.push(token_type, "", 0)
-            if rule.info:
-                token.info = m.group(rule.info) or ""
-            if rule.content:
-                token.content = (m.group(rule.content) or "").strip()
-            token.meta["kind"] = kind
-            token.map = [start, start + 1]
-            token.markup = _line(state, start)
-            state.line = start + 1
-        return True
+        top = state.level == 0 and state.sCount[start] == 0 and state.blkIndent == 0
+        for kind, token_type, rule in rules:
+            if rule.top_level and not top:
+                continue
+            m = rule.pattern.match(line)
+            if m is None:
+                continue
+            if not silent:
+                token = state.push(token_type, "", 0)
+                if rule.info:
+                    token.info = m.group(rule.info) or ""
+                if rule.content:
+                    token.content = (m.group(rule.content) or "").strip()
+                token.meta["kind"] = kind
+                token.map = [start, start + 1]
+                token.markup = line
+                state.line = start + 1
+            return True
+        return False
 
     return run
 
@@ -304,10 +313,10 @@ TABLE: tuple[Construct, ...] = (
               front=Front.SKIPPED, slides=Slides.FRAMEWORK, marker=Marker.CLOSE_TAB),
     # Before CommonMark's HTML blocks, which would otherwise take the comment lines.
     Construct(Kind.BEGIN_SOLUTION, "<!-- solution -->",
-              LineRule(BEGIN_SOLUTION, before="html_block", top_level=True, info=1), Shape.CONTAINER,
+              LineRule(BEGIN_SOLUTION, before="html_block", top_level=True, info=1, opens="<"), Shape.CONTAINER,
               Emit.LINES, front=Front.SKIPPED, slides=Slides.LEFT_OUT, marker=Marker.OPEN_SOLUTION),
     Construct(Kind.END_SOLUTION, "<!-- end solution -->",
-              LineRule(END_SOLUTION, before="html_block", top_level=True), Shape.CONTAINER, Emit.LINES,
+              LineRule(END_SOLUTION, before="html_block", top_level=True, opens="<"), Shape.CONTAINER, Emit.LINES,
               front=Front.SKIPPED, slides=Slides.LEFT_OUT, marker=Marker.CLOSE_SOLUTION),
     # The solution markers in the spelling of d2lbook's own marks (:begin_tab:), for authors who
     # would rather not write HTML comments; d2lbook shows these lines as text.
@@ -375,7 +384,12 @@ if _problems := check_table():  # pragma: no cover - a broken table stops the bu
     raise RuntimeError("the construct table: " + "; ".join(_problems))
 
 _FENCES = tuple((c.kind, c.rule) for c in TABLE if isinstance(c.rule, FenceRule))
-_TOKENS = tuple((c.kind, c.rule) for c in TABLE if isinstance(c.rule, TokenRule))
+#: CommonMark's token type -> the token rules that may claim it, in table order; ``None``: the
+#: rules for any type (the catch-all). Asked once per block token: a dict, not the whole table.
+_TOKENS: dict[str | None, list[tuple[Kind, TokenRule]]] = {}
+for _c in TABLE:
+    if isinstance(_c.rule, TokenRule):
+        _TOKENS.setdefault(_c.rule.token, []).append((_c.kind, _c.rule))
 #: Lines the front page's summary passes over (or stops at): the line constructs that are not text.
 FRONT_LINES = tuple((c.rule.pattern, c.front) for c in TABLE
                     if isinstance(c.rule, LineRule) and c.front is not Front.SUMMARY)
@@ -411,9 +425,7 @@ def _mark_kinds(state: StateCore) -> None:
             rows = rows if rows is not None else state.src.split("\n")
             token.meta["kind"] = fence_kind(token.info.strip(), rows[token.map[0]])
             continue
-        for kind, rule in _TOKENS:
-            if rule.token is not None and rule.token != token.type:
-                continue
+        for kind, rule in (*_TOKENS.get(token.type, ()), *_TOKENS[None]):
             if rule.rows is not None:
                 rows = rows if rows is not None else state.src.split("\n")
                 if not rule.rows("\n".join(rows[token.map[0]:token.map[1]])):
@@ -432,10 +444,14 @@ def dialect_plugin(md: MarkdownIt) -> None:
     """Teach ``md`` the dialect's constructs (:data:`TABLE`)."""
     from markdown_it.rules_block.fence import make_fence_rule
 
+    lines: dict[str, list[Construct]] = {}
     for c in TABLE:
         if isinstance(c.rule, LineRule):
-            md.block.ruler.before(c.rule.before, c.token_type, _line_rule(c, c.rule), {"alt": _TERMINATES})
-        elif isinstance(c.rule, BlockRule):
+            lines.setdefault(c.rule.before, []).append(c)
+    for before, entries in lines.items():
+        md.block.ruler.before(before, f"dialect_lines_{before}", _line_rules(entries), {"alt": _TERMINATES})
+    for c in TABLE:
+        if isinstance(c.rule, BlockRule):
             md.block.ruler.before(c.rule.before, c.token_type, c.rule.rule, {"alt": _TERMINATES})
     # d2lbook's fences: closed by a bare run of exactly the opener's length (CommonMark: at
     # least), so an example of the dialect's own fences can be shown inside a shorter one.
