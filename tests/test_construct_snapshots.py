@@ -6,27 +6,26 @@ found (its kind, line, tabs, solution), each prose cell's blocks (the construct 
 rows, level, attribute) and the MyST emitted for it, each code cell's code, and the problems
 reading reported. Above them, the blocks of the page's one parse, each with the kind its
 token carries (markers included, which no cell holds). Reviewed as files: a change of the reader or the renderer shows in the
-diff of the ``.out`` files it changes. ``TABBOOK_SNAPSHOT_UPDATE=1`` rewrites them (then review
-``git diff tests/snapshots``); a new construct gets a snippet here (CONTRIBUTING.md, "Add a
+diff of the ``.out`` files it changes. ``TABBOOK_SNAPSHOT_UPDATE=1`` rewrites them (``tests/snapshot.py``; then
+review ``git diff tests/snapshots``); a new construct gets a snippet here (CONTRIBUTING.md, "Add a
 construct"). No Sphinx, no build: the whole directory runs in about a second.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
+import snapshot
 
 from tabbook.errors import BookError, BookErrors
 from tabbook.render.myst import cell_to_myst
 from tabbook.source.constructs import Kind
 from tabbook.source.read import parse_blocks, read_section
 
-FOLDER = Path(__file__).resolve().parent / "snapshots" / "constructs"
+FOLDER = snapshot.SNAPSHOTS / "constructs"
 SNIPPETS = sorted(FOLDER.glob("*.md"))
 TABS = ("alpha", "beta")
-UPDATE = os.environ.get("TABBOOK_SNAPSHOT_UPDATE") == "1"
 
 
 def _indent(text: str) -> list[str]:
@@ -72,13 +71,7 @@ def render(text: str, path: str) -> str:
 
 @pytest.mark.parametrize("snippet", SNIPPETS, ids=[p.stem for p in SNIPPETS])
 def test_snapshot(snippet: Path) -> None:
-    got = render(snippet.read_text(encoding="utf-8"), f"{snippet.stem}.md")
-    expected = snippet.with_suffix(".out")
-    if UPDATE or not expected.exists():
-        expected.write_text(got, encoding="utf-8")
-        if not UPDATE:
-            pytest.fail(f"{expected.name} was missing: written, review it")
-    assert got == expected.read_text(encoding="utf-8"), f"{snippet.name}: TABBOOK_SNAPSHOT_UPDATE=1 rewrites, then review"
+    snapshot.check(f"constructs/{snippet.stem}.out", render(snippet.read_text(encoding="utf-8"), f"{snippet.stem}.md"))
 
 
 def test_every_construct_has_a_snapshot() -> None:
