@@ -12,6 +12,7 @@ from pathlib import Path
 from tabbook.book import book_markdown_files, read_book
 from tabbook.config import load_config
 from tabbook.problems import Problem
+from tabbook.source.constructs import Kind
 from tabbook.source.model import Section
 from tabbook.source.read import read_section
 
@@ -96,7 +97,7 @@ def test_text_after_a_begin_tab_marker_is_the_tab_s_first_line() -> None:
     section = read("# T\n\n:begin_tab:`mxnet` First *words*,\nthen more.\n:end_tab:\n")
     tab = section.cells[1]
     assert (tab.kind, tab.line, tab.tabs, tab.source) == ("markdown", 3, ("mxnet",), "First *words*,\nthen more.")
-    assert [(b.kind, b.start, b.end) for b in tab.blocks] == [("text", 0, 2)]  # one paragraph
+    assert [(b.kind, b.start, b.end) for b in tab.blocks] == [(Kind.TEXT, 0, 2)]  # one paragraph
     assert said(section) == [(3, Problem.TAB_MARKER)]
 
 

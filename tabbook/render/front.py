@@ -35,7 +35,8 @@ from tabbook.render.myst import convert_roles, myst_text
 from tabbook.render.names import GENERATED_HTML, SYNC_GROUP
 from tabbook.render.package import INDEX, Package, book_package
 from tabbook.render.site import NO_PDF_NOTE, compact_css, compact_js, zip_target
-from tabbook.source.dialect import ATTR_LINE, BEGIN_TAB, BIBLIOGRAPHY, END_TAB, strip_slide_marks
+from tabbook.source.constructs import FRONT_LINES, Front
+from tabbook.source.dialect import strip_slide_marks
 from tabbook.source.model import Section
 from tabbook.source.toc import page_entries
 
@@ -101,10 +102,11 @@ def one_line(section: Section) -> str:
                 if paragraph:
                     return _sentence(" ".join(paragraph))
                 continue
-            if not paragraph and (_SKIP.match(raw) or ATTR_LINE.match(raw) or BEGIN_TAB.match(raw)
-                                  or END_TAB.match(raw) or BIBLIOGRAPHY.match(raw)):
+            # the construct table says which of the dialect's lines are passed over, or end it
+            front = next((use for pattern, use in FRONT_LINES if pattern.match(raw)), Front.SUMMARY)
+            if not paragraph and (_SKIP.match(raw) or front is not Front.SUMMARY):
                 continue
-            if ATTR_LINE.match(raw):
+            if front is Front.ENDS:
                 break
             paragraph.append(stripped)
     return ""

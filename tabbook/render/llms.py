@@ -36,6 +36,7 @@ from tabbook.execute.store import text as nb_text
 from tabbook.files import BuildDir, write_if_changed
 from tabbook.nbjson import CellOutput, Notebook, NotebookCell
 from tabbook.render.merge import solution_summary
+from tabbook.source.constructs import TABLE, Kind, Shape
 from tabbook.source.dialect import ATTR_LINE, BEGIN_TAB, END_TAB, MATH_EQLABEL, TABLE_CAPTION, sub_roles
 from tabbook.source.model import Cell, Section
 
@@ -46,9 +47,9 @@ FULL = "llms-full.txt"
 
 #: Block kinds whose rows are dropped: attribute lines, prose-tab and solution markers, the
 #: ``:bibliography:`` line, tables of contents (the files list the pages themselves).
-_DROPPED = frozenset({"attr", "marker", "bibliography", "toc"})
+_DROPPED = frozenset({Kind.ATTR, Kind.BIBLIOGRAPHY, Kind.TOC, *(c.kind for c in TABLE if c.shape is Shape.CONTAINER)})
 #: Block kinds whose rows are kept exactly as written (code, not prose: no role is read there).
-_VERBATIM = frozenset({"literal", "code", "indented", "rst", "html"})
+_VERBATIM = frozenset({Kind.LITERAL, Kind.CODE, Kind.INDENTED, Kind.RST, Kind.HTML})
 
 _IMAGE = re.compile(r"!\[(?P<alt>(?:[^\]]|\](?!\())*)\]\((?P<src>[^)\s]+)(?:\s+\"[^\"]*\")?\)", re.S)
 _COMMENT = re.compile(r"\s*<!--(?:(?!-->).)*-->\s*", re.S)  # one HTML comment, nothing else
@@ -97,17 +98,18 @@ def prose_markdown(cell: Cell) -> str:
     notes. Pure."""
     prose = cell.prose or cell.source
     rows = prose.split("\n")
-    kinds: list[str | None] = [None] * len(rows)
+    kinds: list[Kind | None] = [None] * len(rows)
     for block in cell.blocks:  # containers come first: the innermost block of a row wins
         for r in range(block.start, min(block.end, len(rows))):
             kinds[r] = block.kind
     if not cell.blocks:
         kinds = _guess_kinds(rows)
+    notes: set[int] = set()
     for block in cell.blocks:
-        if block.kind == "html" and _COMMENT.fullmatch("\n".join(rows[block.start:block.end])):
-            kinds[block.start:block.end] = ["marker"] * (block.end - block.start)  # an author's note
+        if block.kind is Kind.HTML and _COMMENT.fullmatch("\n".join(rows[block.start:block.end])):
+            notes.update(range(block.start, block.end))  # an author's note
     captions = {block.start for block, after in zip(cell.blocks, cell.blocks[1:], strict=False)
-                if block.kind == "text" and block.end - block.start == 1 and after.kind == "table"
+                if block.kind is Kind.TEXT and block.end - block.start == 1 and after.kind is Kind.TABLE
                 and after.start == block.end and TABLE_CAPTION.match(rows[block.start])}
     out: list[tuple[str, bool]] = []  # each row, and whether it is verbatim
     run: list[str] = []  # consecutive rows of prose, rewritten together (an image's alt spans rows)
@@ -118,13 +120,13 @@ def prose_markdown(cell: Cell) -> str:
             run.clear()
 
     for index, (row, kind) in enumerate(zip(rows, kinds, strict=True)):
-        if kind in _DROPPED:
+        if kind in _DROPPED or index in notes:
             continue
         if kind in _VERBATIM:
             flush()
             out.append((row, True))
             continue
-        if kind == "math":
+        if kind is Kind.MATH:
             row = MATH_EQLABEL.sub("$$", row)
         if index in captions and (m := TABLE_CAPTION.match(row)):
             run += [f"Table: {m.group(1)}", ""]  # its own paragraph, above the table
@@ -141,28 +143,28 @@ def prose_markdown(cell: Cell) -> str:
     return "\n".join(kept).strip("\n")
 
 
-def _guess_kinds(rows: list[str]) -> list[str | None]:
+def _guess_kinds(rows: list[str]) -> list[Kind | None]:
     """Block kinds for a cell read without its blocks: fenced rows verbatim, attribute and
     tab-marker lines dropped, everything else prose."""
-    kinds: list[str | None] = []
+    kinds: list[Kind | None] = []
     fence = ""
     for row in rows:
         m = _FENCE_OPEN.match(row)
         if fence:
-            kinds.append("literal")
+            kinds.append(Kind.LITERAL)
             if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not row.strip()[len(m.group(1)):]:
                 fence = ""
         elif m:
             fence = m.group(1)
-            kinds.append("toc" if row.strip().startswith("```toc") else "literal")
+            kinds.append(Kind.TOC if row.strip().startswith("```toc") else Kind.LITERAL)
         elif ATTR_LINE.match(row) or BEGIN_TAB.match(row) or END_TAB.match(row):
-            kinds.append("attr")
+            kinds.append(Kind.ATTR)
         else:
             kinds.append(None)
     # a toc fence's rows are dropped as a whole
     for i in range(1, len(rows)):
-        if kinds[i - 1] == "toc" and kinds[i] == "literal":
-            kinds[i] = "toc"
+        if kinds[i - 1] is Kind.TOC and kinds[i] is Kind.LITERAL:
+            kinds[i] = Kind.TOC
     return kinds
 
 

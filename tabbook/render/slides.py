@@ -45,6 +45,7 @@ from tabbook.files import BuildDir, write_atomic, write_if_changed
 from tabbook.nbjson import CellOutput, Notebook
 from tabbook.render.context import SLIDES
 from tabbook.render.site import deck_target
+from tabbook.source.constructs import Marker, Slides, deck_use
 from tabbook.source.dialect import ROLE
 from tabbook.source.model import Section
 
@@ -162,9 +163,12 @@ def build_deck(section: Section, framework: str, label: str, executed: Notebook 
     heading = ""  # the latest subsection heading not yet on a slide
     any_marks = False
     k = 0
+    # the construct table says what a deck does with a prose tab's cells and a solution's
+    per_tab = deck_use(Marker.OPEN_TAB) is Slides.FRAMEWORK
+    solutions_out = deck_use(Marker.OPEN_SOLUTION) is Slides.LEFT_OUT
     for cell in section.cells:
         if cell.kind == "markdown":
-            if (cell.tabs and framework not in cell.tabs) or cell.solution:
+            if (per_tab and cell.tabs and framework not in cell.tabs) or (solutions_out and cell.solution):
                 continue
             headings = _HEADING.findall(_FENCE.sub("", cell.source))
             if headings:
@@ -186,7 +190,7 @@ def build_deck(section: Section, framework: str, label: str, executed: Notebook 
             continue
         out = ran[k] if k < len(ran) else None
         k += 1
-        if cell.flags & {"hide", "hide_code"} or cell.solution:
+        if cell.flags & {"hide", "hide_code"} or (solutions_out and cell.solution):
             continue
         code = lecture_code(out["source"] if out and isinstance(out.get("source"), str) else cell.source)
         outputs = tuple(out.get("outputs", [])) if out and "hide_output" not in cell.flags else ()
