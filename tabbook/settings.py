@@ -114,7 +114,7 @@ ENVIRONMENT: tuple[Variable, ...] = (
     Variable("TABBOOK_WORKER_PARENT", "hand-off", "to a unit's worker: the builder's pid, which it must not "
              "outlive"),
     Variable("TABBOOK_UNIT", "hand-off", "to a unit's worker, kernel and what its cells start: a token that "
-             "marks them, so that the builder can end them all (execute/worker.py)"),
+             "marks them, so that the builder can end them all (execute/reap.py)"),
     Variable("TABBOOK_D2L_DIR", "hand-off", "to tests/lib under make libtest: the d2l/ the installed "
              "wheel must match"),
 )

@@ -27,12 +27,17 @@ module is also an extension on its own, so a test or a book can load just the pa
 from __future__ import annotations
 
 import signal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from tabbook.files import SPHINX_PARENT_ENV, end_with_parent
 
 if TYPE_CHECKING:
     from sphinx.application import Sphinx
+    from sphinx.util.typing import ExtensionMetadata
+
+#: What Sphinx's ``html-page-context`` event hands its handlers: the page's template variables,
+#: Sphinx's own namespace (its type is ``dict[str, Any]``), which a handler reads and adds to.
+PageContext: TypeAlias = dict[str, Any]
 
 PARTS = ("tabbook.render.ext.tabs", "tabbook.render.ext.latex", "tabbook.render.ext.html",
          "tabbook.render.ext.math", "tabbook.render.ext.preview", "tabbook.render.ext.references",
@@ -44,7 +49,7 @@ PARTS = ("tabbook.render.ext.tabs", "tabbook.render.ext.latex", "tabbook.render.
          "tabbook.render.ext.editions", "tabbook.render.ext.languages")
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
+def setup(app: Sphinx) -> ExtensionMetadata:
     # A build killed outright takes its Sphinx with it: no writing build/ without the book's lock.
     end_with_parent(signal.SIGKILL, SPHINX_PARENT_ENV)
     # Set by tabbook.render.sphinx_conf; a change makes Sphinx read and write every page again.

@@ -32,7 +32,9 @@ from typing import Any
 from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.transforms.post_transforms import SphinxPostTransform
+from sphinx.util.typing import ExtensionMetadata
 
+from tabbook.render.ext import PageContext
 from tabbook.render.formats import ForFormat, Format, Images, format_of
 
 #: What an output plot's alt text starts with.
@@ -212,7 +214,7 @@ def named_landmarks(page: str) -> str:
     return _ASIDE.sub(lambda m: f'<aside class="{m.group(1)}" aria-label="{LANDMARKS[m.group(1)]}">', page)
 
 
-def _page_body(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any],
+def _page_body(app: Sphinx, pagename: str, templatename: str, context: PageContext,
                doctree: nodes.document | None) -> None:
     body = context.get("body")
     if not format_of(app.builder).web_page or not isinstance(body, str):
@@ -233,7 +235,7 @@ def _name_landmarks(app: Sphinx) -> None:
         return
     render = templates.render
 
-    def render_named(template: str, context: dict[str, Any]) -> str:
+    def render_named(template: str, context: PageContext) -> str:
         return named_landmarks(render(template, context))
 
     templates.render = render_named
@@ -246,6 +248,6 @@ def setup_access(app: Sphinx) -> None:
     app.connect("html-page-context", _page_body, priority=950)
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
+def setup(app: Sphinx) -> ExtensionMetadata:
     setup_access(app)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

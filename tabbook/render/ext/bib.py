@@ -20,6 +20,7 @@ from sphinx.config import Config
 from sphinx.domains import Domain
 from sphinx.util import logging
 from sphinx.util.docutils import is_directive_registered
+from sphinx.util.typing import ExtensionMetadata
 
 from tabbook.problems import Problem
 
@@ -101,6 +102,6 @@ def _fallback(app: Sphinx, config: Config) -> None:
         app.add_domain(_keys_shown(BibtexDomain), override=True)
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
+def setup(app: Sphinx) -> ExtensionMetadata:
     app.connect("config-inited", _fallback)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

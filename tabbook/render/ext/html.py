@@ -27,9 +27,11 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util.osutil import relative_uri
+from sphinx.util.typing import ExtensionMetadata
 
 from tabbook.files import write_atomic
 from tabbook.render.context import RenderContext
+from tabbook.render.ext import PageContext
 from tabbook.render.formats import HTML_NAME, ForFormat, Format, Images, format_of
 from tabbook.render.names import SYNC_GROUP
 from tabbook.render.site import (
@@ -271,7 +273,7 @@ def _basename(asset: Any) -> str:
     return str(getattr(asset, "filename", asset)).rsplit("/", 1)[-1]
 
 
-def _page_assets(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any],
+def _page_assets(app: Sphinx, pagename: str, templatename: str, context: PageContext,
                  doctree: nodes.document | None) -> None:
     if not format_of(app.builder).web_page:
         return
@@ -291,7 +293,7 @@ def _page_assets(app: Sphinx, pagename: str, templatename: str, context: dict[st
         js[:] = [s for s in js if _basename(s) not in drop_js]
 
 
-def _header_links(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any],
+def _header_links(app: Sphinx, pagename: str, templatename: str, context: PageContext,
                   doctree: nodes.document | None) -> None:
     """``[html] header_links`` (d2lbook's navbar links) above every page's content."""
     opts = _options(app)
@@ -304,7 +306,7 @@ def _header_links(app: Sphinx, pagename: str, templatename: str, context: dict[s
 HEADING_WITHOUT_LEVEL = re.compile(r'role="heading"(?![^>]*aria-level)')
 
 
-def _heading_levels(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any],
+def _heading_levels(app: Sphinx, pagename: str, templatename: str, context: PageContext,
                     doctree: nodes.document | None) -> None:
     """Sphinx writes toctree captions as ``role="heading"`` without the ``aria-level`` ARIA
     requires; give them one (after furo has built its navigation tree)."""
@@ -409,6 +411,6 @@ def setup_html(app: Sphinx) -> None:
     app.connect("build-finished", _publish)
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
+def setup(app: Sphinx) -> ExtensionMetadata:
     setup_html(app)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -44,7 +44,9 @@ from docutils import nodes
 from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.environment import BuildEnvironment
+from sphinx.util.typing import ExtensionMetadata
 
+from tabbook.render.ext import PageContext
 from tabbook.render.formats import format_of
 
 #: The folder Sphinx copies a ``{download}`` file into: the MD5 of its source path.
@@ -287,7 +289,7 @@ def _remove_stale(app: Sphinx, exception: BaseException | None) -> None:
                 folder.rmdir()
 
 
-def _rendered(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any) -> None:
+def _rendered(app: Sphinx, pagename: str, templatename: str, context: PageContext, doctree: Any) -> None:
     if not hasattr(app, "tabbook_rendered"):
         app.tabbook_rendered = set()  # type: ignore[attr-defined]
     _before_first_page(app)
@@ -352,7 +354,7 @@ def _prune_search_terms(app: Sphinx) -> None:
                 del mapping[word]
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
+def setup(app: Sphinx) -> ExtensionMetadata:
     app.connect("doctree-read", _record)
     app.connect("env-purge-doc", _purge)
     app.connect("env-merge-info", _merge)

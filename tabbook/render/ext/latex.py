@@ -27,6 +27,7 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.config import Config
 from sphinx.transforms.post_transforms import SphinxPostTransform
+from sphinx.util.typing import ExtensionMetadata
 
 from tabbook.render.formats import LATEX_NAME, PDF, ForFormat, Format, Images, Tabs, format_of_transform
 from tabbook.render.names import APPENDIX_CAPTION, PROVENANCE_CLASS, UNSUPPORTED_CLASS
@@ -302,6 +303,6 @@ def setup_latex(app: Sphinx) -> None:
     app.connect("config-inited", _latex_edition)
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
+def setup(app: Sphinx) -> ExtensionMetadata:
     setup_latex(app)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

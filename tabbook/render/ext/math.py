@@ -29,9 +29,11 @@ from sphinx.environment.collectors import EnvironmentCollector
 from sphinx.locale import _
 from sphinx.util import logging
 from sphinx.util.math import get_node_equation_number
+from sphinx.util.typing import ExtensionMetadata
 
 from tabbook.problems import Problem
 from tabbook.render import katex as mathrender
+from tabbook.render.ext import PageContext
 from tabbook.render.formats import Math, format_of
 
 logger = logging.getLogger(__name__)
@@ -194,7 +196,7 @@ def visit_displaymath(self: Any, node: nodes.math_block) -> None:
     raise nodes.SkipNode
 
 
-def _page_stylesheet(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any],
+def _page_stylesheet(app: Sphinx, pagename: str, templatename: str, context: PageContext,
                      doctree: nodes.document | None) -> None:
     """Link the KaTeX stylesheet cut to the classes this page's formulas use."""
     if format_of(app.builder).math is not Math.KATEX or not context.get("has_maths_elements"):
@@ -230,7 +232,7 @@ def setup_math(app: Sphinx) -> None:
     app.connect("build-finished", _publish_fonts)
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
+def setup(app: Sphinx) -> ExtensionMetadata:
     setup_math(app)
     # env_version: environments pickled before the collector existed lack its data; re-read them.
     return {"version": "0.1", "env_version": 1, "parallel_read_safe": True, "parallel_write_safe": True}

@@ -45,6 +45,7 @@ from docutils.parsers.rst.directives.misc import Include, Raw
 from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.util import logging
+from sphinx.util.typing import ExtensionMetadata
 
 from tabbook.render.formats import LATEX_NAME
 from tabbook.settings import leads_outside
@@ -341,7 +342,7 @@ def refuse_file_tex(app: Sphinx, doctree: nodes.document) -> None:
                               else nodes.literal_block(tex, tex))
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
+def setup(app: Sphinx) -> ExtensionMetadata:
     app.add_directive("raw", BookRaw, override=True)
     # The book's folder, from tabbook.render.sphinx_conf; empty (a plain Sphinx project): no check.
     app.add_config_value("tabbook_root", "", "env", types=frozenset({str}))

@@ -10,9 +10,9 @@ site) nothing is added to any page.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from sphinx.application import Sphinx
+from sphinx.util.typing import ExtensionMetadata
 
 from tabbook.render.formats import format_of
 
@@ -42,7 +42,7 @@ def _add_script(app: Sphinx) -> None:
         app.add_js_file(None, body=body, priority=900)
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
+def setup(app: Sphinx) -> ExtensionMetadata:
     # "html": switching between `make serve` and `make html` rewrites the pages (no re-read).
     app.add_config_value("tabbook_preview_status", "", "html", types=(str,))
     app.connect("builder-inited", _add_script)

@@ -26,6 +26,7 @@ from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.config import Config
 from sphinx.transforms import SphinxTransform
+from sphinx.util.typing import ExtensionMetadata
 
 from tabbook.render.formats import HTML_NAME
 from tabbook.render.names import GENERATED_HTML
@@ -94,7 +95,7 @@ class RawHtmlPolicy(SphinxTransform):
                 node.replace_self(block)
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
+def setup(app: Sphinx) -> ExtensionMetadata:
     # [html] raw_html, from tabbook.render.sphinx_conf; a change reads every page again.
     app.add_config_value("tabbook_raw_html", ALLOW, "env", types=frozenset({str}))
     app.add_transform(RawHtmlPolicy)

@@ -25,6 +25,7 @@ from sphinx.application import Sphinx
 from sphinx.environment import BuildEnvironment
 from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util import logging
+from sphinx.util.typing import ExtensionMetadata
 
 from tabbook.problems import Problem
 from tabbook.render.formats import format_of_transform
@@ -131,7 +132,7 @@ def _a_url(target: str) -> bool:
     return "." in last and last.rsplit(".", 1)[-1].lower() not in ("md", "ipynb", "rst", "txt")
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
+def setup(app: Sphinx) -> ExtensionMetadata:
     app.connect("missing-reference", _as_text)
     app.add_post_transform(UnnumberedSections)
     app.add_post_transform(PlainLinks)

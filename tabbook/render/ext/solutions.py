@@ -22,6 +22,7 @@ from typing import Any
 from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.transforms.post_transforms import SphinxPostTransform
+from sphinx.util.typing import ExtensionMetadata
 
 from tabbook.render.formats import HTML_NAME, Solutions, format_of_transform
 from tabbook.render.names import SOLUTION_CLASS, SOLUTION_END_CLASS, SOLUTION_START_CLASS
@@ -66,6 +67,6 @@ def setup_solutions(app: Sphinx) -> None:
     app.add_post_transform(WrapSolutions)
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
+def setup(app: Sphinx) -> ExtensionMetadata:
     setup_solutions(app)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

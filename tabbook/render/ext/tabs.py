@@ -30,6 +30,7 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util.docutils import SphinxDirective
+from sphinx.util.typing import ExtensionMetadata
 
 from tabbook.render.formats import ForFormat, Format, Tabs, format_of_transform
 from tabbook.render.names import CELL_KEY, PROSE_TAB, SYNC_GROUP, TabMark
@@ -178,6 +179,6 @@ def setup_tabs(app: Sphinx) -> None:
     app.add_js_file("tabbook.js")
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
+def setup(app: Sphinx) -> ExtensionMetadata:
     setup_tabs(app)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}
