@@ -239,10 +239,12 @@ def run_notebook(config: Config, fw: Framework, nb_path: Path, inside: str, docn
                             resources={"metadata": {"path": str(nb_path.parent)}})
     gpu_cells = [i for i, c in enumerate(cells) if c.cell_type == "code" and guess_need(c.source)]
     start = time.monotonic()
-    try:
-        _run_cells(config, fw, client, env, cells, inside, docname, venv_python, expected_install)
-    finally:
-        km.shutdown_kernel(now=True)  # the client shuts down only kernels it made itself
+    # The kernel's own output (start-up noise of the frameworks) goes to a file beside the notebook.
+    with (nb_path.parent / f".{nb_path.stem}.kernel.log").open("wb") as kernel_log:
+        try:
+            _run_cells(config, fw, client, env, cells, inside, docname, venv_python, expected_install, kernel_log)
+        finally:
+            km.shutdown_kernel(now=True)  # the client shuts down only kernels it made itself
     gpu = (f"; {len(gpu_cells)} ask for a GPU (cells {', '.join(str(i + 1) for i in gpu_cells)}) and ran on the "
            "CPU, no GPU visible" if gpu_cells else "")
     ran = sum(1 for c in cells if c.cell_type == "code")
@@ -250,14 +252,13 @@ def run_notebook(config: Config, fw: Framework, nb_path: Path, inside: str, docn
 
 
 def _run_cells(config: Config, fw: Framework, client: Any, env: dict[str, str], cells: list[Any], inside: str,
-               docname: str,
-               venv_python: Path, expected_install: str) -> None:
+               docname: str, venv_python: Path, expected_install: str, kernel_log: Any) -> None:
     """Each code cell in order, in the client's kernel; the first failure as a located error."""
     from nbclient.exceptions import CellExecutionError
 
     from tabbook.render.site import INSTALL_CELL
 
-    with client.setup_kernel(env=env):
+    with client.setup_kernel(env=env, stdout=kernel_log, stderr=kernel_log):
         for index, cell in enumerate(cells):
             if cell.cell_type != "code":
                 continue
