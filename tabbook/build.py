@@ -37,6 +37,7 @@ from tabbook.execute.runner import Runner
 from tabbook.execute.store import FreezeStore
 from tabbook.files import BuildDir, book_lock, write_atomic
 from tabbook.problems import Problem
+from tabbook.render.formats import PDF, format_named
 
 if TYPE_CHECKING:
     from tabbook.execute.spares import Pool
@@ -345,7 +346,7 @@ def _render(config: Config, book: Book, opts: Options, notebooks: Notebooks, ori
                                     sources.extra_pages(config, book_library(book), book.sections),
                                     origins=origins, page_hashes=book.page_hashes,
                                     orphans=set(book.orphans), notebook_pages=book.notebook_pages)
-    if opts.builder == "html":
+    if format_named(opts.builder).site:
         from tabbook.render import slides
 
         made = slides.write_decks(config, book.rendered, notebooks, BuildDir(config.build_dir).html)
@@ -369,7 +370,7 @@ def _render(config: Config, book: Book, opts: Options, notebooks: Notebooks, ori
             log(rendered_line(opts.builder, site.rendered_pages({s.path for s in book.sections})))
         result.sphinx_seconds = time.monotonic() - t1
         result.sphinx_set_up_ahead = site.set_up_ahead
-    if opts.builder == "html":
+    if format_named(opts.builder).site:
         from tabbook.render.context import render_context
         from tabbook.render.llms import write_llms
         from tabbook.render.site import available_pdfs
@@ -416,7 +417,7 @@ def _build_pdfs(config: Config, frameworks: tuple[str, ...] | None, *, frozen: b
         build(config, Options(Selection(frozen_only=frozen, force=force), render=False, execute=False,
                               jobs=jobs), log=log)
         raise no_tex
-    result = build(config, Options(Selection(frozen_only=frozen, force=force), builder="latex", jobs=jobs,
+    result = build(config, Options(Selection(frozen_only=frozen, force=force), builder=PDF.builder, jobs=jobs,
                                    sphinx=sphinx), log=log)
     return pdf.write_pdfs(config, wanted, jobs=jobs, log=log, unsaid=lambda found: _not_said(found, result))
 

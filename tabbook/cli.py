@@ -27,6 +27,7 @@ from tabbook.errors import (
     raise_interrupted,
 )
 from tabbook.files import BuildDir
+from tabbook.render.formats import format_named
 
 if TYPE_CHECKING:
     from tabbook.execute.spares import Pool
@@ -265,7 +266,7 @@ def _build(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
     gpu = result.gpu_summary()
     warm = " (warm builder)" if result.warm else ""
     print(f"[done] {summary} in {result.seconds:.1f}s{warm}{'; ' + gpu if gpu else ''}; report: build/report.json")
-    if opts.render and opts.builder == "html":
+    if opts.render and format_named(opts.builder).site:
         print(f"[html] the site: {openable(BuildDir(config.build_dir).html / 'index.html')}")
     return 0
 

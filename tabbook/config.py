@@ -74,6 +74,7 @@ from tabbook.settings import (
     resource_list,
     setting,
     settings_of,
+    sibling_books,
     site_address,
     tab_list,
     text,
@@ -264,6 +265,12 @@ class Site:
     url: str = setting("site", "url", "", site_address, "the address the site is served at "
                        "(https://HOST/PATH/): the d2l package's docstrings cite each page there "
                        "(empty: by its path in the site)")
+    languages: tuple[tuple[str, str, str], ...] = setting(
+        "site", "languages", "", sibling_books, "the book in other languages, one line each: TAG SOURCE "
+        "[URL]; SOURCE is . (this book), a sibling book's folder or git:REF, URL where its site is served "
+        "(default ../TAG/); every page links the same page in each (by its path, then by its :label:), "
+        "notes a translation last committed before it, and heads its <link rel=alternate hreflang>; "
+        "the first line is x-default (README: Languages)")
     front_page: bool = setting("site", "front_page", "true", boolean,
                                "the root page gains the generated front matter (picker, contents, downloads)")
     trusted_outputs: bool = setting("site", "trusted_outputs", "false", boolean,

@@ -33,6 +33,8 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.transforms.post_transforms import SphinxPostTransform
 
+from tabbook.render.formats import ForFormat, Format, Images, format_of
+
 #: What an output plot's alt text starts with.
 PLOT_WORDS = "Figure drawn by the code above"
 #: The names furo's landmarks get (class of the ``<aside>`` → its ``aria-label``).
@@ -102,11 +104,14 @@ def _source_file(app: Sphinx, uri: str) -> Path | None:
     return path if path.is_file() else None
 
 
-class ImageWords(SphinxPostTransform):
+class ImageWords(ForFormat, SphinxPostTransform):
     """Alt text for every image whose source gave none (Sphinx would write its path)."""
 
     default_priority = 900
-    formats = ("html",)
+
+    @staticmethod
+    def applies(fmt: Format) -> bool:
+        return fmt.images is Images.WEB
 
     def run(self, **kwargs: Any) -> None:
         for image in self.document.findall(nodes.image):
@@ -210,7 +215,7 @@ def named_landmarks(page: str) -> str:
 def _page_body(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any],
                doctree: nodes.document | None) -> None:
     body = context.get("body")
-    if app.builder.format != "html" or not isinstance(body, str):
+    if not format_of(app.builder).web_page or not isinstance(body, str):
         return
     files = {}
     for uri, name in getattr(app.builder, "images", {}).items():
@@ -224,7 +229,7 @@ def _name_landmarks(app: Sphinx) -> None:
     """furo writes its ``<aside>`` landmarks in its templates, not in a page's body: the page as
     rendered gets their names."""
     templates = getattr(app.builder, "templates", None)
-    if app.builder.format != "html" or templates is None or getattr(templates, "tabbook_named", False):
+    if not format_of(app.builder).web_page or templates is None or getattr(templates, "tabbook_named", False):
         return
     render = templates.render
 

@@ -45,6 +45,8 @@ from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.environment import BuildEnvironment
 
+from tabbook.render.formats import format_of
+
 #: The folder Sphinx copies a ``{download}`` file into: the MD5 of its source path.
 _SPHINX_DOWNLOAD = re.compile(r"[0-9a-f]{32}")
 #: A page's definitions: (domain, name) → what the domain held for it after the page was read:
@@ -252,7 +254,7 @@ def _referrers(app: Sphinx, env: BuildEnvironment) -> list[str]:
 
 def _remove_stale(app: Sphinx, exception: BaseException | None) -> None:
     """After a successful HTML run: the pages, images and downloads no current page accounts for."""
-    if exception is not None or app.builder.format != "html" or app.builder.name != "html":
+    if exception is not None or not format_of(app.builder).prunes_stale:
         return
     env = app.env
     out = Path(app.outdir)

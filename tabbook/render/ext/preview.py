@@ -14,6 +14,8 @@ from typing import Any
 
 from sphinx.application import Sphinx
 
+from tabbook.render.formats import format_of
+
 BANNER_ID = "tabbook-preview-error"
 SCRIPT = """addEventListener("DOMContentLoaded", async () => {
   let status;
@@ -35,7 +37,7 @@ SCRIPT = """addEventListener("DOMContentLoaded", async () => {
 
 def _add_script(app: Sphinx) -> None:
     url = app.config.tabbook_preview_status
-    if url and app.builder.format == "html":
+    if url and format_of(app.builder).web_page:
         body = SCRIPT.replace("__URL__", json.dumps(url)).replace("__ID__", BANNER_ID)
         app.add_js_file(None, body=body, priority=900)
 

@@ -27,6 +27,7 @@ from sphinx.application import Sphinx
 from sphinx.config import Config
 from sphinx.transforms import SphinxTransform
 
+from tabbook.render.formats import HTML_NAME
 from tabbook.render.names import GENERATED_HTML
 
 ALLOW, ESCAPE = "allow", "escape"
@@ -78,7 +79,7 @@ class RawHtmlPolicy(SphinxTransform):
             generated = GENERATED_HTML in node["classes"]
             if generated:
                 node["classes"].remove(GENERATED_HTML)
-            if not escape or "html" not in node.get("format", "").split() or _in_output(node):
+            if not escape or HTML_NAME not in node.get("format", "").split() or _in_output(node):
                 continue
             if generated and front is not None and _inside(node, front):
                 continue

@@ -27,6 +27,7 @@ from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util import logging
 
 from tabbook.problems import Problem
+from tabbook.render.formats import format_of_transform
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +61,7 @@ class UnnumberedSections(SphinxPostTransform):
     default_priority = 5  # before Sphinx's ReferencesResolver (10)
 
     def run(self, **kwargs: Any) -> None:
-        if self.app.builder.name == "latex":  # LaTeX numbers every section itself
+        if format_of_transform(self).numbers_sections:  # LaTeX numbers every section itself
             return
         std = self.env.domains.standard_domain
         for node in self.document.findall(addnodes.pending_xref):
