@@ -210,3 +210,11 @@ def test_a_lock_naming_a_missing_release_fails_the_run_at_its_line(tmp_path: Pat
                               "numpy==0.0.1"), message
     assert "mini-alpha/chapter/sec.ipynb, cell 1" in message, message
     assert dict(os.environ) == env_before  # the offline settings were the kernel's, not this process's
+
+
+def test_a_failing_cell_is_told_at_its_pages_line(tmp_path: Path) -> None:
+    from tabbook.render.notebooks import _md_line
+
+    config = config_of(make_book(tmp_path, "numpy==2.3.5\n"))
+    assert _md_line(config, "chapter/sec", "\nprint('one')\n") == ("chapter/sec.md", 4)
+    assert _md_line(config, "chapter/sec", "never written") == ("chapter/sec.md", 1)
