@@ -96,6 +96,8 @@ ENVIRONMENT: tuple[Variable, ...] = (
     Variable("TABBOOK_LOCK_ROUNDS", "switch", "tests: rounds of concurrent builds tests/test_book_lock.py runs"),
     Variable("TABBOOK_CRASH_ROUNDS", "switch", "tests: rounds of tests/test_crash_harness.py (kills at random points)"),
     Variable("TABBOOK_CRASH_SEED", "switch", "tests: the seed that repeats a crash-harness run"),
+    Variable("TABBOOK_SNAPSHOT_UPDATE", "switch", "tests: 1 rewrites the snapshot files of tests/snapshots/ "
+             "instead of comparing with them (after an intended change; review the diff)"),
     Variable("TABBOOK_FUZZ_EXAMPLES", "switch", "tests: examples per property of tests/test_fuzz_readers.py"),
     Variable("TABBOOK_RENDER_CONTEXT", "hand-off", "to a Sphinx run: the render context file its conf.py "
              "reads instead of config.ini (tabbook/render/context.py)"),
