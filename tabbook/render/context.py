@@ -91,6 +91,12 @@ class RenderContext:
     libs_header: str = ""
     gpu_pattern: str = ""
     non_notebooks: tuple[str, ...] = ()  # Markdown files (root-relative) copied as they are into each zip
+    # The reader's install line (execute/readerlock.py), when the book packages its library and
+    # sets no [colab] libs: the package (its index folder name, its wheel's requirement), and per
+    # framework the locks' pins and the files they come from.
+    install_package: tuple[str, ...] = ()  # (name, "name==version") or ()
+    install_pins: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    install_locks: dict[str, str] = field(default_factory=dict)
     # [site] languages: document -> its links (role, tag, URL, note): tabbook.render.languages
     translations: dict[str, tuple[tuple[str, str, str, str], ...]] = field(default_factory=dict)
 
@@ -111,6 +117,8 @@ class RenderContext:
 def _tuples(value: Any) -> Any:
     if isinstance(value, list):
         return tuple(_tuples(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _tuples(v) for k, v in value.items()}
     return value
 
 
@@ -177,8 +185,30 @@ def _render_context(config: Config) -> RenderContext:
         trusted_outputs=config.site.trusted_outputs, libs=config.colab.libs,
         libs_header=config.colab.libs_header, gpu_pattern=config.colab.gpu_pattern,
         non_notebooks=tuple(config.rel(p) for p in config.files(config.non_notebooks)),
+        **_install(config),
         translations=translations(config),
     )
+
+
+def _install(config: Config) -> dict[str, Any]:
+    """The reader notebooks' install line: the book's package and each framework's lock pins
+    (none when the book packages no library, or sets d2lbook's ``[colab] libs``, which wins)."""
+    from tabbook.execute.readerlock import reader_pins
+    from tabbook.render.package import book_package
+
+    package = book_package(config) if not config.colab.libs else None
+    if package is None:
+        return {}
+    pins: dict[str, tuple[str, ...]] = {}
+    locks: dict[str, str] = {}
+    for tab in config.tabs:
+        fw = config.frameworks[tab]
+        if fw.requirements is None:
+            continue
+        pins[tab] = tuple(p.spec for p in reader_pins(fw, config.rel))
+        locks[tab] = ", ".join(config.rel(p) for p in (fw.requirements, fw.constraints) if p is not None)
+    return {"install_package": (package.name, f"{package.name}=={package.version}"),
+            "install_pins": pins, "install_locks": locks}
 
 
 def _not_pages(config: Config) -> tuple[str, ...]:
