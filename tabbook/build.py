@@ -356,7 +356,7 @@ def _render(config: Config, book: Book, opts: Options, notebooks: Notebooks, ori
             log(f"[slides] wrote {made.written} of {made.decks} decks")
     if hasattr(notebooks, "save"):
         notebooks.save()  # which entries needed no cleaning (render/sanitize.py)
-    if opts.builder == "html":
+    if format_named(opts.builder).site:
         from tabbook.render.package import publish
 
         # Before Sphinx writes the downloads: each notebooks zip carries the wheel its

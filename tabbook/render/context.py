@@ -18,7 +18,7 @@ import os
 import weakref
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from tabbook.book import named_bibfiles
 from tabbook.config import Config, config_error
@@ -190,7 +190,15 @@ def _render_context(config: Config) -> RenderContext:
     )
 
 
-def _install(config: Config) -> dict[str, Any]:
+class _InstallFields(TypedDict, total=False):
+    """The reader notebooks' install fields of :class:`RenderContext` (absent: no install line)."""
+
+    install_package: tuple[str, ...]
+    install_pins: dict[str, tuple[str, ...]]
+    install_locks: dict[str, str]
+
+
+def _install(config: Config) -> _InstallFields:
     """The reader notebooks' install line: the book's package and each framework's lock pins
     (none when the book packages no library, or sets d2lbook's ``[colab] libs``, which wins)."""
     from tabbook.execute.readerlock import reader_pins

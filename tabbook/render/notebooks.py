@@ -45,13 +45,18 @@ import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, TYPE_CHECKING
 
 from tabbook.config import Config, Framework
 from tabbook.errors import BookError
 from tabbook.files import BuildDir, cache_dir
+from tabbook.nbjson import NotebookCell
 
-Log = Callable[[str], Any]
+if TYPE_CHECKING:
+    from nbclient import NotebookClient
+    from nbformat import NotebookNode
+
+Log = Callable[[str], object]
 
 #: Colab's Python (since 2025), the one a downloaded notebook must run on.
 DEFAULT_PYTHON = "3.12"
@@ -180,7 +185,7 @@ def _md_line(config: Config, docname: str, source: str) -> tuple[str, int]:
     return rel, 1
 
 
-def _stream_text(cell: dict[str, Any]) -> str:
+def _stream_text(cell: NotebookCell) -> str:
     return "".join("".join(o.get("text", "")) for o in cell.get("outputs", []) if o.get("output_type") == "stream")
 
 
@@ -251,8 +256,8 @@ def run_notebook(config: Config, fw: Framework, nb_path: Path, inside: str, docn
     return f"{inside}: {ran} code cells ran, none skipped{gpu} ({time.monotonic() - start:.1f} s)"
 
 
-def _run_cells(config: Config, fw: Framework, client: Any, env: dict[str, str], cells: list[Any], inside: str,
-               docname: str, venv_python: Path, expected_install: str, kernel_log: Any) -> None:
+def _run_cells(config: Config, fw: Framework, client: NotebookClient, env: dict[str, str], cells: list[NotebookNode], inside: str,
+               docname: str, venv_python: Path, expected_install: str, kernel_log: IO[bytes]) -> None:
     """Each code cell in order, in the client's kernel; the first failure as a located error."""
     from nbclient.exceptions import CellExecutionError
 
