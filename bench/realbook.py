@@ -265,18 +265,25 @@ def tabs_of(book: Path) -> list[str]:
     return [t.strip() for t in found.group(1).split(",")] if found else []
 
 
-def setup_book(name: str, source: Path, work: Path, tools: list[str]) -> dict[str, Tool]:
+def setup_book(name: str, source: Path, work: Path, tools: list[str], keep: bool = False) -> dict[str, Tool]:
+    """Fresh copies of the book for each tool (``keep``: the tabbook copy and its generated
+    sources of an earlier run of this script are reused as they are)."""
     base = work / name
-    shutil.rmtree(base, ignore_errors=True)
-    base.mkdir(parents=True)
     overlay = REPO / "books" / name / "tabbook.ini"
     made: dict[str, Tool] = {}
     tb = Tabbook(base / "tabbook", overlay if overlay.is_file() else None)
-    shutil.copytree(source, tb.root, symlinks=True, ignore=shutil.ignore_patterns(".git", "_build", "build"))
+    reuse = keep and (tb.root / "build" / "src").is_dir()
+    if not reuse:
+        shutil.rmtree(base, ignore_errors=True)
+        base.mkdir(parents=True)
+        shutil.copytree(source, tb.root, symlinks=True, ignore=shutil.ignore_patterns(".git", "_build", "build"))
     made["tabbook"] = tb
     if "peer" in tools:
-        log(f"{name}: a first tabbook build, for the peer's sources")
-        tb.build()
+        if not reuse:
+            log(f"{name}: a first tabbook build, for the peer's sources")
+            tb.build()
+        shutil.rmtree(base / "peer", ignore_errors=True)
+        shutil.rmtree(base / "d2lbook", ignore_errors=True)
         peer = Peer(base / "peer")
         peer.root.mkdir()
         shutil.copytree(tb.root / "build" / "src", peer.root / "src", symlinks=False)
@@ -293,7 +300,7 @@ def measure_book(name: str, tools: dict[str, Tool], runs: int, code_edit: bool) 
     pages = PAGES.get(name)
     if pages is None:
         raise SystemExit(f"no edit pages declared for {name} (bench/realbook.py PAGES)")
-    order = list(tools)
+    order = list(tools.values())
     leaf_text = tools["tabbook"].page(pages["leaf"]).read_text(encoding="utf-8")
     index_text = tools["tabbook"].page(pages["index"]).read_text(encoding="utf-8")
     leaf_word, index_word = prose_word(leaf_text), prose_word(index_text)
@@ -371,6 +378,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--code-edit", action="store_true", help="also the code edit, execution on (needs the framework venvs)")
     parser.add_argument("--workdir", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "tabbook-realbook")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--keep", action="store_true", help="reuse the tabbook copy an earlier run left in --workdir")
     args = parser.parse_args(argv)
     if args.books is None or not Path(args.books).is_dir():
         print(f"bench/realbook.py: no books folder ({args.books or 'give --books DIR or set TABBOOK_BOOKS'})\n{FETCH}",
@@ -387,7 +395,7 @@ def main(argv: list[str] | None = None) -> int:
                                                            capture_output=True, text=True).stdout.strip()}
     results = []
     for name in names:
-        made = setup_book(name, Path(args.books) / name, args.workdir, tools)
+        made = setup_book(name, Path(args.books) / name, args.workdir, tools, args.keep)
         results.append(measure_book(name, made, args.runs, args.code_edit))
     report = {"machine": info, "results": results, "uptime_after": subprocess.run(["uptime"], capture_output=True,
                                                                                    text=True).stdout.strip()}
