@@ -28,6 +28,7 @@ from tabbook.errors import BookError, BookErrors, leads_out, raise_all
 from tabbook.files import BuildDir
 from tabbook.problems import Problem
 from tabbook.settings import leads_outside, links_leading_out
+from tabbook.source.constructs import Kind
 from tabbook.source.dialect import BIBLIOGRAPHY
 from tabbook.source.model import Section
 from tabbook.source.pycode import saved_names
@@ -220,7 +221,7 @@ def shadow_labels(section: Section) -> Section:
         if cell.kind != "markdown" or not any(n in cell.source for n in names):
             cells.append(cell)
             continue
-        blocks = tuple(replace(b, attr=shadowed_name(b.attr, section.path)) if b.kind == "math" and b.attr in names
+        blocks = tuple(replace(b, attr=shadowed_name(b.attr, section.path)) if b.kind is Kind.MATH and b.attr in names
                        else b for b in cell.blocks)
         cells.append(replace(cell, source=rename(cell.source), prose=rename(cell.prose), blocks=blocks))
     return replace(section, cells=tuple(cells))

@@ -32,11 +32,14 @@ from tabbook.book import Book, read_book
 from tabbook.config import Config
 from tabbook.errors import BookError, BookErrors, flatten, judge, raise_all, stops, unfiltered
 from tabbook.execute.gpus import Devices, detect
+from tabbook.execute.job import CPU_ONLY
 from tabbook.execute.plan import Notebooks, Plan, Selection, UnitOutcome, UnitStatus
 from tabbook.execute.runner import Runner
 from tabbook.execute.store import FreezeStore
 from tabbook.files import BuildDir, book_lock, write_atomic
+from tabbook.nbjson import Notebook
 from tabbook.problems import Problem
+from tabbook.render.formats import PDF, format_named
 
 if TYPE_CHECKING:
     from tabbook.execute.spares import Pool
@@ -89,12 +92,12 @@ class BuildResult:
         "GPU outputs in 0 of 2 units" on every build of a book of plain Python is noise."""
         shown = {u.id: u.device for u in self.outcomes if u.device}
         asked = any(u.gpu_need for u in self.outcomes)
-        if not shown or (not asked and all(device == "CPU only" for device in shown.values())):
+        if not shown or (not asked and all(device == CPU_ONLY for device in shown.values())):
             return ""
         per: dict[str, list[int]] = {}
         for (_, fw), device in shown.items():
             count = per.setdefault(fw, [0, 0])
-            count[0] += device != "CPU only"
+            count[0] += device != CPU_ONLY
             count[1] += 1
         gpu = sum(c[0] for c in per.values())
         parts = ", ".join(f"{fw} {c[0]}/{c[1]}" for fw, c in per.items())
@@ -345,7 +348,7 @@ def _render(config: Config, book: Book, opts: Options, notebooks: Notebooks, ori
                                     sources.extra_pages(config, book_library(book), book.sections),
                                     origins=origins, page_hashes=book.page_hashes,
                                     orphans=set(book.orphans), notebook_pages=book.notebook_pages)
-    if opts.builder == "html":
+    if format_named(opts.builder).site:
         from tabbook.render import slides
 
         made = slides.write_decks(config, book.rendered, notebooks, BuildDir(config.build_dir).html)
@@ -363,7 +366,7 @@ def _render(config: Config, book: Book, opts: Options, notebooks: Notebooks, ori
             log(rendered_line(opts.builder, site.rendered_pages({s.path for s in book.sections})))
         result.sphinx_seconds = time.monotonic() - t1
         result.sphinx_set_up_ahead = site.set_up_ahead
-    if opts.builder == "html":
+    if format_named(opts.builder).site:
         from tabbook.render.context import render_context
         from tabbook.render.package import publish
         from tabbook.render.site import available_pdfs
@@ -413,7 +416,7 @@ def _build_pdfs(config: Config, frameworks: tuple[str, ...] | None, *, frozen: b
         build(config, Options(Selection(frozen_only=frozen, force=force), render=False, execute=False,
                               jobs=jobs), log=log)
         raise no_tex
-    result = build(config, Options(Selection(frozen_only=frozen, force=force), builder="latex", jobs=jobs,
+    result = build(config, Options(Selection(frozen_only=frozen, force=force), builder=PDF.builder, jobs=jobs,
                                    sphinx=sphinx), log=log)
     return pdf.write_pdfs(config, wanted, jobs=jobs, log=log, unsaid=lambda found: _not_said(found, result))
 
@@ -486,22 +489,23 @@ def verify_freeze(config: Config, selection: Selection, *, jobs: int = 0, schedu
         current = [(u, p) for u, p in the_plan.todo if the_plan.outcomes[(u.section, u.framework)].current]
         stale = [u for u, _ in the_plan.todo if not the_plan.outcomes[(u.section, u.framework)].current]
 
-        def run(todo: list[tuple[Any, Any]]) -> dict[tuple[str, str], dict[str, Any] | str]:
+        def run(todo: list[tuple[Any, Any]]) -> dict[tuple[str, str], Notebook | str]:
             some = the_plan.restricted({(u.section, u.framework) for u, _ in todo})
             with tempfile.TemporaryDirectory(prefix="tabbook-verify-") as tmp:
                 notebooks, _ = plan.run(config, some, FreezeStore(Path(tmp), config.root),
                                         lambda: _runner(config, some, Options(jobs=jobs, scheduler=scheduler), log))
-            failed = {s.id: s.error or "failed" for s in some.units if s.status == UnitStatus.FAILED}
+            failed = {s.id: s.error.location_message() if s.error else "failed" for s in some.units
+                      if s.status == UnitStatus.FAILED}
             return {k: failed.get(k) or notebooks[k] for k in ((u.section, u.framework) for u, _ in todo)}
 
         def rel(section: str, fw: str) -> str:
             return config.rel(store.path(section, fw))
 
-        def stored(section: str, fw: str) -> dict[str, Any] | None:
+        def stored(section: str, fw: str) -> Notebook | None:
             entry = store.load(section, fw)
             return entry.notebook if entry is not None else None
 
         verdicts = verify.verify(current, stored, rel, lambda nb: bool(Entry(nb).gpus), run)
-        verdicts += [verify.Verdict(rel(u.section, u.framework), u.section, u.framework, "stale",
+        verdicts += [verify.Verdict(rel(u.section, u.framework), u.section, u.framework, verify.VerdictState.STALE,
                                     ["the entry is missing or stale: `tabbook build` first"]) for u in stale]
     return verdicts

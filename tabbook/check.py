@@ -20,6 +20,7 @@ from tabbook.errors import BookError, BookErrors, stops
 from tabbook.library.cache import book_library
 from tabbook.problems import Problem
 from tabbook.settings import leads_outside
+from tabbook.source.constructs import Kind
 from tabbook.source.dialect import BIBLIOGRAPHY, IMAGE, SAVE_MARK, unclosed_slide_marks
 from tabbook.source.model import Cell, Section
 from tabbook.source.pycode import mask_magics
@@ -154,7 +155,7 @@ def _check_bibliography(config: Config, section: Section, cell: Cell, problems: 
     A name that leads nowhere reads nothing and stays as d2lbook has it (its line names a file
     d2lbook never opens: a root page's ``../d2l.bib`` is common), so only a file there counts."""
     rows = cell.prose.split("\n") if cell.blocks else []
-    for block in (b for b in cell.blocks if b.kind == "bibliography"):
+    for block in (b for b in cell.blocks if b.kind is Kind.BIBLIOGRAPHY):
         m = BIBLIOGRAPHY.match(rows[block.start]) if block.start < len(rows) else None
         named = m.group(1).strip() if m else ""
         real = leads_outside(config.root, config.root / Path(section.path).parent / named) if named else None

@@ -27,6 +27,7 @@ from tabbook.errors import (
     raise_interrupted,
 )
 from tabbook.files import BuildDir
+from tabbook.render.formats import format_named
 
 if TYPE_CHECKING:
     from tabbook.execute.spares import Pool
@@ -257,7 +258,7 @@ def _build(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
     gpu = result.gpu_summary()
     warm = " (warm builder)" if result.warm else ""
     print(f"[done] {summary} in {result.seconds:.1f}s{warm}{'; ' + gpu if gpu else ''}; report: build/report.json")
-    if opts.render and opts.builder == "html":
+    if opts.render and format_named(opts.builder).site:
         print(f"[html] the site: {openable(BuildDir(config.build_dir).html / 'index.html')}")
     return 0
 
@@ -587,20 +588,22 @@ def _verify_freeze(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - C
 
     selection = Selection(frameworks=_names(args.frameworks), only=tuple(args.only) if args.only else None)
     verdicts = verify_freeze(config, selection, jobs=args.jobs, scheduler=args.scheduler)
-    counts: dict[str, int] = {}
+    from tabbook.execute.verify import VerdictState as V
+
+    counts: dict[V, int] = {}
     for v in sorted(verdicts, key=lambda v: v.entry):
         counts[v.state] = counts.get(v.state, 0) + 1
-        if v.state == "differs":
+        if v.state is V.DIFFERS:
             for detail in v.details:
                 print(f"{v.entry}: differs from a new run: {detail}")
-        elif v.state == "gpu":
+        elif v.state is V.GPU:
             print(f"{v.entry}: not verified: {v.details[0]}")
-        elif v.state != "same":
+        elif v.state is not V.SAME:
             print(f"{v.entry}: {v.state}: {'; '.join(v.details)}")
-    print(f"[verify] {counts.get('same', 0)} entries as a new run gives them (timings, addresses, dates aside), "
-          f"{counts.get('differs', 0)} differ, {counts.get('gpu', 0)} computed on GPUs not verified, "
-          f"{counts.get('stale', 0)} stale, {counts.get('failed', 0)} failed")
-    return 1 if any(v.state in ("differs", "stale", "failed") for v in verdicts) else 0
+    print(f"[verify] {counts.get(V.SAME, 0)} entries as a new run gives them (timings, addresses, dates aside), "
+          f"{counts.get(V.DIFFERS, 0)} differ, {counts.get(V.GPU, 0)} computed on GPUs not verified, "
+          f"{counts.get(V.STALE, 0)} stale, {counts.get(V.FAILED, 0)} failed")
+    return 1 if any(v.state in (V.DIFFERS, V.STALE, V.FAILED) for v in verdicts) else 0
 
 
 def _lock(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config

@@ -506,6 +506,7 @@ class BuildDir:
         "slides": "slides-cache.json",  # what each deck was made from (tabbook.render.slides)
         "package": "package-memo.json",  # the wheel the site serves (tabbook.render.package)
         "llms": "llms-memo.json",  # what each page of llms-full.txt was made from (tabbook.render.llms)
+        "languages": "languages-memo.json",  # commit dates of this book and its [site] languages siblings
     }
 
     def __init__(self, path: Path) -> None:

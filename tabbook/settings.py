@@ -96,6 +96,8 @@ ENVIRONMENT: tuple[Variable, ...] = (
     Variable("TABBOOK_LOCK_ROUNDS", "switch", "tests: rounds of concurrent builds tests/test_book_lock.py runs"),
     Variable("TABBOOK_CRASH_ROUNDS", "switch", "tests: rounds of tests/test_crash_harness.py (kills at random points)"),
     Variable("TABBOOK_CRASH_SEED", "switch", "tests: the seed that repeats a crash-harness run"),
+    Variable("TABBOOK_SNAPSHOT_UPDATE", "switch", "tests: 1 rewrites the snapshot files of tests/snapshots/ "
+             "instead of comparing with them (after an intended change; review the diff)"),
     Variable("TABBOOK_FUZZ_EXAMPLES", "switch", "tests: examples per property of tests/test_fuzz_readers.py"),
     Variable("TABBOOK_RENDER_CONTEXT", "hand-off", "to a Sphinx run: the render context file its conf.py "
              "reads instead of config.ini (tabbook/render/context.py)"),
@@ -112,7 +114,7 @@ ENVIRONMENT: tuple[Variable, ...] = (
     Variable("TABBOOK_WORKER_PARENT", "hand-off", "to a unit's worker: the builder's pid, which it must not "
              "outlive"),
     Variable("TABBOOK_UNIT", "hand-off", "to a unit's worker, kernel and what its cells start: a token that "
-             "marks them, so that the builder can end them all (execute/worker.py)"),
+             "marks them, so that the builder can end them all (execute/reap.py)"),
     Variable("TABBOOK_D2L_DIR", "hand-off", "to tests/lib under make libtest: the d2l/ the installed "
              "wheel must match"),
 )
@@ -587,6 +589,43 @@ def language(value: str, at: At) -> str:
     if tag and not LANGUAGE_TAG.fullmatch(tag):
         raise ValueError(f"{tag!r} is not a language tag (en, zh, zh-CN, pt_BR, ...)")
     return tag
+
+
+def sibling_books(value: str, at: At) -> tuple[tuple[str, str, str], ...]:
+    """``[site] languages``: one line per language, ``TAG SOURCE [URL]``. SOURCE is ``.`` (this
+    book), a sibling book's folder (relative to the file that names it, made absolute here) or
+    ``git:REF`` (this book's repository at REF); URL is where that language's site is served, a
+    folder ending in ``/`` (absolute, or relative to this site's root; default ``../TAG/``).
+    The first line is the pages' ``x-default``. Each sibling's sources are only read for its
+    pages, labels and commit dates (nothing of them is published), so a folder outside the book
+    is allowed."""
+    out: list[tuple[str, str, str]] = []
+    for raw in value.splitlines():
+        parts = raw.split()
+        if not parts:
+            continue
+        if len(parts) not in (2, 3):
+            raise ValueError(f"line {raw.strip()!r} is not TAG SOURCE [URL] (e.g. zh ../d2l-zh https://zh.d2l.ai/)")
+        tag, source = parts[0], parts[1]
+        if not LANGUAGE_TAG.fullmatch(tag):
+            raise ValueError(f"{tag!r} is not a language tag (en, zh, zh-CN, pt_BR, ...)")
+        if tag.lower() in (t.lower() for t, _, _ in out):
+            raise ValueError(f"names {tag} twice")
+        url = link_url(parts[2]) if len(parts) == 3 else f"../{tag}/"
+        if not url.endswith("/"):
+            raise ValueError(f"{tag}: the site address {url!r} is a folder's: end it with /")
+        if source.startswith("git:"):
+            if not source[4:]:
+                raise ValueError(f"{tag}: git: names no ref (git:REF, e.g. git:zh or git:origin/zh)")
+        elif source != ".":
+            folder = (at.folder / os.path.expanduser(source)).resolve()
+            if not (folder / "config.ini").is_file():
+                raise ValueError(f"{tag}: {source} is not a book's folder (it has no config.ini)")
+            source = "." if folder == at.root.resolve() else str(folder)
+        out.append((tag, source, url))
+    if out and sum(source == "." for _, source, _ in out) > 1:
+        raise ValueError("names this book (.) more than once")
+    return tuple(out)
 
 
 def book_file(value: str, at: At) -> Path | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tabbook.source import dialect
+from tabbook.source import constructs, dialect
 from tabbook.source.pycode import mask_magics
 from tabbook.source.split import resolve_tabs
 
@@ -44,7 +44,7 @@ def test_toc_opener_is_exact() -> None:
 
 
 def _tokens(text: str) -> list[tuple[str, list[int] | None, str]]:
-    md = dialect.dialect_parser()
+    md = constructs.dialect_parser()
     return [(t.type, t.map, t.info) for t in md.parse(text) if t.type.startswith("dialect_") or t.type == "fence"]
 
 
@@ -62,12 +62,13 @@ def test_plugin_nothing_in_a_fence_or_indented_code_is_dialect() -> None:
 
 
 def test_plugin_display_math() -> None:
-    md = dialect.dialect_parser()
+    md = constructs.dialect_parser()
     math = [t.map for t in md.parse("$$x$$\n:eqlabel:`a`\n\nText\n$$\ny\n$$\n\n$$ not closed\n") if t.type == "dialect_math"]
     assert math == [[0, 1], [4, 7]]
 
 
 def test_plugin_classifies_fences() -> None:
     text = "```{.python .input}\nx\n```\n```toc\na\n```\n```{toc}\na\n```\n```python\nx\n```\n"
-    md = dialect.dialect_parser()
-    assert [t.meta["dialect"] for t in md.parse(text) if t.type == "fence"] == ["code", "toc", "literal", "literal"]
+    md = constructs.dialect_parser()
+    assert [t.meta["kind"] for t in md.parse(text) if t.type == "fence"] == [
+        constructs.Kind.CODE, constructs.Kind.TOC, constructs.Kind.LITERAL, constructs.Kind.LITERAL]

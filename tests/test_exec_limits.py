@@ -15,7 +15,7 @@ from test_d2lbook_build import make_book, tabbook
 from tabbook.config import load_config
 from tabbook.errors import BookError
 from tabbook.execute.envs import kernel_env
-from tabbook.execute.worker import cap_outputs
+from tabbook.execute.shape import cap_outputs
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -22,7 +22,7 @@ import pytest
 
 from tabbook.config import load_config
 from tabbook.errors import BookError
-from tabbook.execute.worker import probe_source
+from tabbook.execute.provenance import probe_source
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "book"

@@ -13,10 +13,12 @@ import pytest
 from tabbook import files
 from tabbook.errors import BookError
 from tabbook.execute import store as freeze
+from tabbook.execute.job import Provenance
 from tabbook.execute.store import (
     Entry,
     FreezeStore,
     KeyParts,
+    Match,
     cells_hash,
     match,
     public_copy,
@@ -219,13 +221,14 @@ def test_store_stamps_the_schema_and_an_entry_reads_it(tmp_path: Path) -> None:
     store = FreezeStore(tmp_path / "store")
     parts = KeyParts(cells="c", env="e", library="l", python="3.11", kernel="k")
     nb = {"cells": [], "metadata": {}}
-    path = store.store("ch/s.md", "jax", nb, parts, {"device": "CPU only"}, 1.234)
+    path = store.store("ch/s.md", "jax", nb, parts, Provenance.from_dict({"device": "CPU only"}), 1.234)
     meta = json.loads(path.read_text(encoding="utf-8"))["metadata"]["tabbook"]
     assert meta == {"key": parts.key, "key_parts": parts.as_dict(), "section": "ch/s.md", "framework": "jax",
                     "provenance": {"device": "CPU only"}, "seconds": 1.23}
     entry = store.load("ch/s.md", "jax")
-    assert entry is not None and match(entry, parts) == "key"
-    assert (entry.key, entry.provenance, entry.seconds, entry.cells) == (parts.key, {"device": "CPU only"}, 1.23, [])
+    assert entry is not None and match(entry, parts) is Match.KEY
+    assert (entry.key, entry.provenance.as_dict(), entry.seconds, entry.cells) == (parts.key, {"device": "CPU only"}, 1.23, [])
+    assert entry.provenance.device == "CPU only" and not entry.provenance.on_gpu
     assert match(entry, KeyParts(cells="other", env="e", library="l", python="3.11", kernel="k")) is None
     assert store.load("ch/other.md", "jax") is None and match(None, parts) is None
     public = public_copy(entry.notebook)
@@ -243,8 +246,8 @@ def test_load_missing_or_damaged_entry(tmp_path: Path) -> None:
     with pytest.raises(BookError, match=r"bad/jax\.ipynb: damaged freeze entry: not JSON .*delete the file"):
         store.load("bad.md", "jax")
     assert FreezeStore(tmp_path, tmp_path).shown(bad) == "bad/jax.ipynb"
-    assert Entry({}).key is None and Entry({"metadata": {}}).key is None and Entry({"metadata": None}).parts == {}
-    assert Entry({}).provenance == {} and FreezeStore(tmp_path / "nowhere").entries() == []
+    assert Entry({}).key is None and Entry({"metadata": {}}).key is None and not Entry({"metadata": None}).parts
+    assert not Entry({}).provenance and Entry({}).provenance.as_dict() == {} and FreezeStore(tmp_path / "nowhere").entries() == []
 
 
 def _leftovers(directory: Path) -> list[str]:

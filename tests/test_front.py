@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 import re
 
+from tabbook.execute.job import Provenance
 from tabbook.render.front import (
     Entry,
     FrontFacts,
@@ -58,7 +59,8 @@ def test_computed_lines_group_by_device_and_version() -> None:
     cpu = {"device": "CPU only", "cpu": "AMD EPYC", "gpus": [], "framework_version": "2.1", "python": "3.11.7",
            "date": "2026-11-20"}
     gpu = {**cpu, "device": "1× NVIDIA H100", "gpus": ["NVIDIA H100"], "date": "2026-11-24"}
-    lines = computed_lines("PyTorch", [cpu, {**cpu, "date": "2026-11-22"}, gpu, {"not_executed": "execution off"}])
+    provs = [cpu, {**cpu, "date": "2026-11-22"}, gpu, {"not_executed": "execution off"}]
+    lines = computed_lines("PyTorch", [Provenance.from_dict(p) for p in provs])
     assert [as_text(line) for line in lines] == ["CPU only (AMD EPYC), PyTorch 2.1, Python 3.11.7: 2 sections, 2026-11-20 to 2026-11-22",
                      "1× NVIDIA H100, PyTorch 2.1, Python 3.11.7: 1 section, 2026-11-24",
                      "1 section shown without outputs"]

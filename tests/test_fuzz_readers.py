@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from tabbook.config import KEY_CLASSES, load_config
 from tabbook.errors import BookError, BookErrors
-from tabbook.execute.store import read_entry
+from tabbook.execute.store import Entry, read_entry
 from tabbook.render.front import computed_lines
 from tabbook.render.merge import describe_provenance, merge_section
 from tabbook.render.myst import myst_text
@@ -162,7 +162,7 @@ def test_the_store_reader_takes_any_text_and_what_it_accepts_can_be_shown(tmp_pa
         return
     merge_section(_seed_section(), {"pytorch": nb}, TABS, {fw: fw.title() for fw in TABS})
     reader_notebook(nb)
-    prov = (nb.get("metadata") or {}).get("tabbook", {}).get("provenance") or {}
+    prov = Entry(nb).provenance
     for line in [*computed_lines("PyTorch", [prov]), describe_provenance("PyTorch", prov)]:
         assert only_text(line), line  # whatever the entry holds is shown as text, never read as MyST
 

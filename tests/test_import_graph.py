@@ -1,6 +1,6 @@
 """The builder's modules import only down the pipeline, and no two import each other.
 
-The order (ARCHITECTURE.md, "Layers"): errors (problems, errors) → config (settings, config) → files → source → book → library →
+The order (ARCHITECTURE.md, "Layers"): errors (problems, errors) → config (settings, sections, schema, config) → files (files, nbjson) → source → book → library →
 check → execute → render → build → tools (warm, serve, new) → cli. A module may import modules of
 its own layer or of a layer before it, never one after it (:data:`ALLOWED_UPWARD` names the
 exceptions, each with its reason, and is empty today), and the module graph has no cycle. The
@@ -23,8 +23,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "tabbook"
 #: The pipeline's layers, first to last; a module belongs to the first whose prefix it has.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("tabbook.problems", "tabbook.errors"),
-    ("tabbook.settings", "tabbook.config"),
-    ("tabbook.files",),
+    ("tabbook.settings", "tabbook.sections", "tabbook.schema", "tabbook.config"),
+    ("tabbook.files", "tabbook.nbjson"),
     ("tabbook.source",),
     ("tabbook.book",),
     ("tabbook.library",),

@@ -134,7 +134,8 @@ def test_output_past_the_cap_is_dropped_as_it_arrives() -> None:
     nbclient's ``output`` and the cell's outputs stay at the cap; errors always pass."""
     import nbformat
 
-    from tabbook.execute.worker import cap_outputs, capped_client
+    from tabbook.execute.capped import capped_client
+    from tabbook.execute.shape import cap_outputs
 
     produced: dict[int, int] = {}
     client = capped_client(10_000, produced)(nbformat.v4.new_notebook())

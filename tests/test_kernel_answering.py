@@ -1,4 +1,4 @@
-"""worker.answering: a new kernel is ready once it answered kernel_info and IOPub carried that
+"""capped.answering: a new kernel is ready once it answered kernel_info and IOPub carried that
 request's idle status; it asks again while IOPub has not joined, and a dead kernel is an error."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tabbook.execute import worker
+from tabbook.execute import capped
 
 
 def run(coro: Any) -> None:
@@ -78,14 +78,14 @@ def status(state: str, parent: str | None = None):
 
 def test_ready_at_the_idle_status_of_its_own_request() -> None:
     kc = FakeClient([reply], [status("busy"), status("idle", parent="someone-else"), status("idle")])
-    run(worker.answering(kc, timeout=5))
+    run(capped.answering(kc, timeout=5))
     assert kc.ids == ["id0"] and len(kc.handled) == 1
     assert kc.iopub_channel.script == []  # it read up to its own idle status, not past it
 
 
 def test_asks_again_while_iopub_has_not_joined() -> None:
     kc = FakeClient([reply], [Empty, status("idle")])
-    run(worker.answering(kc, timeout=5))
+    run(capped.answering(kc, timeout=5))
     assert kc.ids == ["id0", "id1"]  # the second request's idle status was the one seen
     assert len(kc.handled) == 1  # the reply was handled once
 
@@ -93,10 +93,10 @@ def test_asks_again_while_iopub_has_not_joined() -> None:
 def test_a_kernel_that_dies_before_replying_is_an_error() -> None:
     kc = FakeClient([Empty], [], alive=False)
     with pytest.raises(RuntimeError, match="died before replying"):
-        run(worker.answering(kc, timeout=5))
+        run(capped.answering(kc, timeout=5))
 
 
 def test_a_kernel_that_never_answers_times_out() -> None:
     kc = FakeClient([], [])
     with pytest.raises(RuntimeError, match="didn't respond"):
-        run(worker.answering(kc, timeout=0.01))
+        run(capped.answering(kc, timeout=0.01))

@@ -12,6 +12,7 @@ from pathlib import Path
 from tabbook.book import book_markdown_files, read_book
 from tabbook.config import load_config
 from tabbook.problems import Problem
+from tabbook.source.constructs import Kind
 from tabbook.source.model import Section
 from tabbook.source.read import read_section
 
@@ -96,7 +97,7 @@ def test_text_after_a_begin_tab_marker_is_the_tab_s_first_line() -> None:
     section = read("# T\n\n:begin_tab:`mxnet` First *words*,\nthen more.\n:end_tab:\n")
     tab = section.cells[1]
     assert (tab.kind, tab.line, tab.tabs, tab.source) == ("markdown", 3, ("mxnet",), "First *words*,\nthen more.")
-    assert [(b.kind, b.start, b.end) for b in tab.blocks] == [("text", 0, 2)]  # one paragraph
+    assert [(b.kind, b.start, b.end) for b in tab.blocks] == [(Kind.TEXT, 0, 2)]  # one paragraph
     assert said(section) == [(3, Problem.TAB_MARKER)]
 
 
@@ -138,13 +139,14 @@ def test_a_root_readme_is_a_page_under_d2lbook_s_default_notebooks(tmp_path: Pat
 
 def test_a_code_block_pygments_cannot_lex_is_one_short_line_at_the_block(tmp_path: Path) -> None:
     from tabbook.render.diagnostics import to_error
+    from tabbook.render.warning import SphinxWarning
 
     config = load_config(_book(tmp_path / "b", pages={"empty.md": "# E\n"}))
     source = '{"a": 1,\n  oops: [1, 2]}\n' * 20
     record = {"type": "misc", "subtype": "highlighting_failure", "level": "WARNING", "location": "first.md:8",
               "message": f"Lexing literal_block {source!r} as \"json\" resulted in an error at token: "
                          "'o'. Retrying in relaxed mode."}
-    error = to_error(config, record, [])
+    error = to_error(config, SphinxWarning.from_dict(record), [])
     assert error.shown() == "first.md:8: code block is not valid json; shown without highlighting [highlighting]"
     assert error.kind is Problem.HIGHLIGHTING
 

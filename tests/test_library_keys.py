@@ -19,7 +19,7 @@ from tabbook.book import read_book
 from tabbook.config import load_config
 from tabbook.execute import plan as plan_mod
 from tabbook.execute.plan import REUSE_WHY
-from tabbook.execute.store import LEGACY_KEY_VERSION, META, FreezeStore, _key, text_hash
+from tabbook.execute.store import LEGACY_KEY_VERSION, META, FreezeStore, Match, _key, text_hash
 from tabbook.library.cache import book_library
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -82,7 +82,7 @@ def test_the_committed_store_is_current_and_nothing_is_written(book: Path, capsy
     plan = dry_run(book, capsys)
     assert len(plan) == UNITS and not stale(plan)
     for (page, fw), u in plan.items():  # a GPU entry stands for the same code on a host without one
-        assert u["why"] == [REUSE_WHY["gpu"] if gpu_entry(book, page, fw) else "current"], (page, fw)
+        assert u["why"] == [REUSE_WHY[Match.GPU] if gpu_entry(book, page, fw) else "current"], (page, fw)
     assert any(gpu_entry(book, page, fw) for page, fw in plan)
     after = {p: p.read_bytes() for p in before}
     assert after == before
@@ -211,7 +211,7 @@ def test_version1_entries_are_reused_then_restamped(book: Path, capsys) -> None:
     plan_mod.upgrade_keys(the_plan, store)
     assert "library_names" in entry.read_text()
     for (page, fw), u in dry_run(book, capsys).items():
-        assert u["why"] == [REUSE_WHY["gpu"] if gpu_entry(book, page, fw) else "current"], (page, fw)
+        assert u["why"] == [REUSE_WHY[Match.GPU] if gpu_entry(book, page, fw) else "current"], (page, fw)
 
 
 def test_a_version1_gpu_entry_is_restamped_by_library_and_keeps_its_key(book: Path, capsys) -> None:

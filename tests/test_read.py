@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tabbook.errors import BookError, BookErrors
+from tabbook.source.constructs import Kind
 from tabbook.source.model import Cell, Section
 from tabbook.source.read import parse_tab_names, read_section, strip_slide_marks
 
@@ -219,11 +220,11 @@ def test_commented_tab_magic_names_the_tabs() -> None:
 def test_display_math_followed_by_text_is_a_paragraph() -> None:
     sec = read("Data from\n\n$$y = x,$$ with $x$ small.\n\nNext.\n")
     kinds = [b.kind for c in sec.cells for b in c.blocks]
-    assert "math" not in kinds
+    assert Kind.MATH not in kinds
     sec = read("$$a$$ and $$b$$\n\nNext.\n")
-    assert "math" not in [b.kind for c in sec.cells for b in c.blocks]
+    assert Kind.MATH not in [b.kind for c in sec.cells for b in c.blocks]
     sec = read("$$y = x.$$\n\nNext.\n")
-    assert [b.kind for c in sec.cells for b in c.blocks][0] == "math"
+    assert [b.kind for c in sec.cells for b in c.blocks][0] == Kind.MATH
 
 
 def test_default_tab_is_configurable() -> None:

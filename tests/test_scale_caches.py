@@ -20,6 +20,7 @@ import tabbook.library.generate as generate
 import tabbook.render.site as site
 from tabbook.book import read_book
 from tabbook.config import load_config
+from tabbook.execute.job import Provenance
 from tabbook.execute.store import FreezeStore, KeyParts
 from tabbook.library.cache import book_library
 from tabbook.render.context import RenderContext
@@ -81,7 +82,7 @@ def test_publishing_downloads_reads_only_the_entries_that_changed(book: Path, tm
     for sec in ("a", "b", "c"):
         for fw in ("alpha", "beta"):
             nb = {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
-            store.store(f"{sec}.md", fw, nb, parts, {"device": "CPU only"}, 1.0)
+            store.store(f"{sec}.md", fw, nb, parts, Provenance.from_dict({"device": "CPU only"}), 1.0)
     out = tmp_path / "build" / "html"
     opts = _options(book, store.root)
     read: list[str] = []
@@ -101,7 +102,7 @@ def test_publishing_downloads_reads_only_the_entries_that_changed(book: Path, tm
     assert [z.stat().st_mtime_ns for z in zips] == stamps  # and the zips were not written again
     entry = store.path("b.md", "beta")
     nb = json.loads(entry.read_text())
-    store.store("b.md", "beta", nb, parts, {"device": "1× GPU"}, 2.0)
+    store.store("b.md", "beta", nb, parts, Provenance.from_dict({"device": "1× GPU"}), 2.0)
     os.utime(entry, ns=(entry.stat().st_atime_ns, entry.stat().st_mtime_ns + 1_000_000))
     (out / site.notebook_target("a", "alpha")).unlink()  # a copy removed from the site
     assert site.publish_downloads(opts, ["a", "b", "c"], out) == 8

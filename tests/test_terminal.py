@@ -7,9 +7,9 @@ import re
 from typing import Any
 
 from tabbook.build import BuildResult
-from tabbook.execute.job import Job
+from tabbook.execute.job import Job, Provenance
 from tabbook.execute.plan import UnitOutcome
-from tabbook.execute.worker import provenance
+from tabbook.execute.provenance import provenance
 from tabbook.render.front import computed_lines
 from tabbook.render.merge import describe_provenance
 
@@ -23,9 +23,9 @@ def test_a_tab_without_a_framework_records_no_framework_version() -> None:
     """The starter book's plain tab imports IPython (to check its kernel) and its stdlib tab
     ``statistics``: neither version is the tab's. A real framework's is kept."""
     info = {"framework_version": "9.18.1", "python": "3.11.7"}
-    assert provenance(_job("IPython"), info)["framework_version"] == "?"
-    assert provenance(_job("statistics"), {"framework_version": "?"})["framework_version"] == "?"
-    assert provenance(_job("torch"), {"framework_version": "2.13.0"})["framework_version"] == "2.13.0"
+    assert provenance(_job("IPython"), info).framework_version == "?"
+    assert provenance(_job("statistics"), {"framework_version": "?"}).framework_version == "?"
+    assert provenance(_job("torch"), {"framework_version": "2.13.0"}).framework_version == "2.13.0"
 
 
 def as_text(myst: str) -> str:
@@ -34,13 +34,13 @@ def as_text(myst: str) -> str:
 
 
 def test_an_unknown_version_is_left_out_of_the_provenance_lines() -> None:
-    prov = {"device": "CPU only", "cpu": "AMD EPYC", "gpus": [], "framework_version": "?", "python": "3.11.7",
-            "date": "2026-12-02"}
+    prov = Provenance.from_dict({"device": "CPU only", "cpu": "AMD EPYC", "gpus": [], "framework_version": "?",
+                                 "python": "3.11.7", "date": "2026-12-02"})
     [line] = computed_lines("statistics", [prov])
     assert as_text(line) == "CPU only (AMD EPYC), Python 3.11.7: 1 section, 2026-12-02"
     assert as_text(describe_provenance("statistics", prov)) == (
         "statistics outputs computed on CPU only (AMD EPYC), Python 3.11.7, 2026-12-02.")
-    known = {**prov, "framework_version": "2.13.0"}
+    known = prov.with_(framework_version="2.13.0")
     assert "PyTorch 2.13.0, Python 3.11.7" in as_text(computed_lines("PyTorch", [known])[0])
     assert "CPU only (AMD EPYC), PyTorch 2.13.0, Python 3.11.7" in as_text(describe_provenance("PyTorch", known))
 
@@ -154,14 +154,15 @@ def test_a_duplicate_label_on_one_page_is_said_once() -> None:
     from tabbook.errors import BookError
     from tabbook.problems import Problem
     from tabbook.render.diagnostics import kind_of
+    from tabbook.render.warning import SphinxWarning
 
     said = BuildResult(problems=[("warning", BookError("duplicate label 'fig_a' (first defined at line 5)",
                                                        "aaa.md", 11, kind=Problem.DUPLICATE_LABEL))])
-    records = [{"message": 'Duplicate explicit target name: "fig_a".', "location": "aaa.md:10"},
-               {"message": 'Duplicate ID: "equation-eq-x" used by <target ids="equation-eq-x"> and …',
-                "level": "ERROR"}]
+    records = [SphinxWarning(message='Duplicate explicit target name: "fig_a".', location="aaa.md:10"),
+               SphinxWarning(message='Duplicate ID: "equation-eq-x" used by <target ids="equation-eq-x"> and …',
+                             level="ERROR")]
     assert [kind_of(r) for r in records] == [Problem.DUPLICATE_LABEL, Problem.DUPLICATE_LABEL]
-    again = [BookError(str(r["message"]), "aaa.md", 10 if "location" in r else None, kind=kind_of(r)) for r in records]
+    again = [BookError(r.message, "aaa.md", 10 if r.location else None, kind=kind_of(r)) for r in records]
     assert _not_said(again, said) == []
     # a Sphinx warning of another kind on that page is still said
     other = BookError("something else", "aaa.md", 3, kind=Problem.SPHINX)

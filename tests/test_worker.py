@@ -8,7 +8,7 @@ import time
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tabbook.execute.worker import cap_error, coalesce_streams, drop_noise
+from tabbook.execute.shape import cap_error, coalesce_streams, drop_noise
 
 
 def test_drop_noise_removes_only_matching_stderr_lines() -> None:

@@ -22,18 +22,20 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any
+from typing import Any, cast
 
 from tabbook.config import Config
 from tabbook.errors import BookError, raise_all
 from tabbook.execute.gpus import ALL, guess_need
-from tabbook.execute.job import ErrorKind, Failure, Result
+from tabbook.execute.job import ErrorKind, Failure, Provenance, Result
 from tabbook.execute.runner import Runner, Unit, UnitResult, build_notebook
 from tabbook.execute.store import (
     META,
     Entry,
     FreezeStore,
     KeyParts,
+    Match,
+    StoredParts,
     cells_hash,
     entry_problem,
     match,
@@ -42,11 +44,12 @@ from tabbook.execute.store import (
     text_hash,
 )
 from tabbook.library.reach import HEADER, changed_names
+from tabbook.nbjson import Notebook
 from tabbook.problems import Problem
 from tabbook.source.model import Section
 from tabbook.source.split import FrameworkCell, split_section
 
-Notebooks = dict[tuple[str, str], dict[str, Any]]
+Notebooks = dict[tuple[str, str], Notebook]
 
 
 @dataclass(frozen=True)
@@ -111,8 +114,8 @@ class UnitOutcome:
     placement: str | None = None
     status: UnitStatus | None = None
     seconds: float = 0.0
-    error: str | None = None
-    notebook: dict[str, Any] | None = None
+    error: BookError | None = None  # why it failed, or why its outputs are kept outdated (UnitError: of its kind)
+    notebook: Notebook | None = None
     origin: str | None = None
     current: bool = False  # its entry matches its key (a forced unit runs all the same)
     phases: dict[str, float] = field(default_factory=dict)  # when each step of its run happened (job.Result)
@@ -122,7 +125,7 @@ class UnitOutcome:
     def id(self) -> tuple[str, str]:
         return (self.section, self.framework)
 
-    def show(self, notebook: dict[str, Any], origin: str | None, status: UnitStatus | None = None) -> None:
+    def show(self, notebook: Notebook, origin: str | None, status: UnitStatus | None = None) -> None:
         """What the unit's page shows, where it came from, and (if given) the report's status."""
         self.notebook, self.origin = notebook, origin
         if status is not None:
@@ -133,7 +136,7 @@ class UnitOutcome:
         """Where the outputs its page shows were computed ("1× NVIDIA H100…", "CPU only"; "" when
         it shows none), read from the notebook's provenance."""
         prov = Entry(self.notebook).provenance if self.notebook is not None else None
-        return "" if not prov or prov.get("not_executed") else str(prov.get("device", ""))
+        return "" if not prov or prov.not_executed else prov.text("device")
 
     def as_json(self) -> dict[str, Any]:
         """The plan's decision (``build --dry-run --json``)."""
@@ -150,7 +153,7 @@ class UnitOutcome:
     def as_report(self) -> dict[str, Any]:
         """What came of it (``build/report.json``)."""
         return {"section": self.section, "framework": self.framework, "status": self.status,
-                "seconds": round(self.seconds, 3), **({"error": self.error} if self.error else {}),
+                "seconds": round(self.seconds, 3), **({"error": self.error.location_message()} if self.error else {}),
                 **({"device": self.device} if self.device else {}), **self._phases()}
 
     def _phases(self) -> dict[str, Any]:
@@ -175,30 +178,30 @@ def explain(entry: Entry | None, parts: KeyParts) -> tuple[list[str], list[str]]
         return ["its entry records no key parts"], []
     why: list[str] = []
     names: list[str] = []
-    if stored.get("cells") != parts.cells:
+    if stored.cells != parts.cells:
         why.append("its code")
     # A GPU entry's environment is the GPU machine's, never this host's lock: it is compared by
     # code and library alone (store.gpu_entry_current), so only those can be why it is stale.
     if not entry.gpus:
-        if stored.get("env") != parts.env:
+        if stored.env != parts.env:
             why.append("the lock file")
-        if stored.get("python") != parts.python:
+        if stored.python != parts.python:
             why.append("Python")
-        if stored.get("kernel") != parts.kernel:
+        if stored.kernel != parts.kernel:
             why.append("the kernel")
-    if stored.get("depends", "") != parts.depends:
+    if stored.depends != parts.depends:
         why.append("[build] dependencies")
-    old_names = stored.get("library_names")
+    old_names = stored.library_names
     legacy = not isinstance(old_names, dict)  # a version-1 entry: its library part is the whole file's hash
-    if stored.get("library") != (parts.library_file if legacy else parts.library):
+    if stored.library != (parts.library_file if legacy else parts.library):
         if parts.library_whole:
             why.append(f"the library (keyed whole: {parts.library_whole})")
-        elif stored.get("library_whole") or legacy:
-            what = ("keyed whole before" if stored.get("library_whole")
+        elif stored.library_whole or legacy:
+            what = ("keyed whole before" if stored.library_whole
                     else "keyed on the whole library by an older tabbook")
             why.append(f"the library ({what})")
         else:
-            names = changed_names(old_names or {}, dict(parts.library_names))
+            names = changed_names(old_names if isinstance(old_names, dict) else {}, dict(parts.library_names))
             if HEADER in names:
                 why.append("the library's header (its imports and import-time code)")
             names = [n for n in names if n != HEADER]
@@ -291,14 +294,15 @@ def unit_key(config: Config, section: Section, fw: str, library: dict[str, str],
     package = config.library_dir.name
     lib_text = library.get(f"{package}/{framework.module}.py")
     cells_part, file_part = cells_hash(cells), text_hash(lib_text)
-    stored = entry.parts if entry is not None else {}
-    others = stored.get("library_others") or {}
-    if (stored.get("cells") == cells_part and stored.get("library_file") == file_part
-            and stored.get("library_rules") == RULES and isinstance(stored.get("library_names"), dict)
-            and isinstance(stored.get("library"), str) and isinstance(others, dict)
+    stored = entry.parts if entry is not None else StoredParts()
+    others = stored.library_others or {}
+    if (stored.cells == cells_part and stored.library_file == file_part
+            and stored.library_rules == RULES and isinstance(stored.library_names, dict)
+            and isinstance(stored.library, str) and isinstance(others, dict)
             and all(text_hash(library.get(f"{package}/{m}.py")) == h for m, h in others.items())):
-        library_part, names = stored["library"], tuple(sorted(stored["library_names"].items()))
-        whole, other_parts = stored.get("library_whole"), tuple(sorted(others.items()))
+        library_part, names = stored.library, tuple(sorted(stored.library_names.items()))
+        # kept as the entry recorded it (its other parts matched: this tabbook wrote it)
+        whole, other_parts = cast(str | None, stored.library_whole), tuple(sorted(others.items()))
     elif not analyse:
         library_part, names, whole, other_parts = "", (), None, ()
     else:
@@ -361,7 +365,7 @@ def plan(config: Config, sections: list[Section], library: dict[str, str], store
     return out
 
 
-def with_book_code(entry: dict[str, Any], cells: list[FrameworkCell]) -> tuple[dict[str, Any], int | None]:
+def with_book_code(entry: Notebook, cells: list[FrameworkCell]) -> tuple[Notebook, int | None]:
     """``entry`` showing the code its key was computed from, and the first cell whose code it
     replaced (None: the entry showed that code already, and is returned as it is).
 
@@ -448,11 +452,11 @@ def _plan_unit(out: Plan, config: Config, section: Section, fw: str, entry: Entr
     return []
 
 
-def _reuse(out: Plan, config: Config, store: FreezeStore, record: UnitOutcome, entry: Entry, matched: str,
+def _reuse(out: Plan, config: Config, store: FreezeStore, record: UnitOutcome, entry: Entry, matched: Match,
            cells: list[FrameworkCell]) -> None:
     """A current entry: its page shows it (with the book's code, when its copy was edited)."""
     shown = entry.notebook
-    if matched in ("key", "legacy"):  # this very code ran: the entry must show it
+    if matched in (Match.KEY, Match.LEGACY):  # this very code ran: the entry must show it
         shown, foreign = with_book_code(entry.notebook, cells)
         if foreign is not None:
             rel, page = config.rel(store.path(record.section, record.framework)), record.section
@@ -495,7 +499,7 @@ def _hold_back(out: Plan, store: FreezeStore, record: UnitOutcome, entry: Entry,
                      record.section, line, kind=Problem.OUTDATED_OUTPUTS)
     record.show(mark_outdated(entry, f"{', '.join(record.why[:-1])} changed; {held_back}"),
                 "outdated: " + store.signature(record.section, record.framework), UnitStatus.OUTDATED)
-    record.error = kept.location_message()
+    record.error = kept
     out.outdated.append(kept)
 
 
@@ -515,29 +519,29 @@ def describe_need(need: int, alone: bool) -> str:
     return where + (", alone" if alone else "")
 
 
-def mark_outdated(entry: Entry, why: str) -> dict[str, Any]:
+def mark_outdated(entry: Entry, why: str) -> Notebook:
     """The entry as the page shows it: its provenance says the outputs are from older code, and why.
     A copy: the store keeps its entry as it is."""
     nb = dict(entry.notebook)
     meta = dict(nb.get("metadata") or {})
     tabbook = dict(meta.get(META) or {})
-    tabbook["provenance"] = {**(tabbook.get("provenance") or {}), "outdated": why}
+    tabbook["provenance"] = entry.provenance.with_(outdated=why).as_dict()
     meta[META] = tabbook
     nb["metadata"] = meta
     return nb
 
 
 REUSE_WHY = {
-    "key": "current",
-    "legacy": "current (stored under the older whole-library key, which still matches)",
-    "gpu": "current (GPU outputs of the same code and library)",
+    Match.KEY: "current",
+    Match.LEGACY: "current (stored under the older whole-library key, which still matches)",
+    Match.GPU: "current (GPU outputs of the same code and library)",
 }
 
 
-def needs_upgrade(entry: Entry | None, matched: str | None) -> bool:
+def needs_upgrade(entry: Entry | None, matched: Match | None) -> bool:
     """A current entry with version-1 key parts: under its version-1 key, or a GPU entry whose
     library part is still the whole module's hash."""
-    return matched == "legacy" or (matched == "gpu" and entry is not None and "library_names" not in entry.parts)
+    return matched is Match.LEGACY or (matched is Match.GPU and entry is not None and not entry.parts.versioned)
 
 
 def upgrade_keys(the_plan: Plan, store: FreezeStore) -> None:
@@ -551,10 +555,10 @@ def upgrade_keys(the_plan: Plan, store: FreezeStore) -> None:
     the_plan.upgrades = []
 
 
-def code_only_notebook(unit: Unit, why: str) -> dict[str, Any]:
+def code_only_notebook(unit: Unit, why: str) -> Notebook:
     """The unit's code cells without outputs, for a page whose unit did not run; ``why`` says so."""
     nb = build_notebook(unit)
-    nb["metadata"][META] = {"provenance": {"not_executed": why}}
+    nb["metadata"][META] = {"provenance": Provenance(not_executed=why, keys=("not_executed",)).as_dict()}
     return nb
 
 
@@ -617,12 +621,12 @@ def _store_result(config: Config, store: FreezeStore, unit: Unit, parts: KeyPart
     if failure is None and (problem := entry_problem(res.notebook, config.max_output_bytes)) is not None:  # a Dask worker's reply, a broken kernel
         failure = Failure(ErrorKind.RESULT, f"[{unit.framework}] the result is not a notebook ({problem}); "
                           "nothing was stored", unit.section)
-    if failure is None and (problem := provenance_problem(res.provenance, "its provenance")) is not None:
+    if failure is None and (problem := provenance_problem(res.provenance.as_dict(), "its provenance")) is not None:
         failure = Failure(ErrorKind.RESULT, f"[{unit.framework}] the result's {problem}; nothing was stored",
                           unit.section)
     if failure is not None or res.notebook is None:
         error = (failure or Failure(ErrorKind.RESULT, f"[{unit.framework}] no notebook came back", unit.section)).error()
-        record.status, record.error = UnitStatus.FAILED, error.location_message()
+        record.status, record.error = UnitStatus.FAILED, error
         record.show(code_only_notebook(unit, "execution failed"), "code only: execution failed")
         return error
     nb = res.notebook
@@ -631,8 +635,9 @@ def _store_result(config: Config, store: FreezeStore, unit: Unit, parts: KeyPart
     try:
         store.store(unit.section, unit.framework, nb, parts, res.provenance, res.seconds)
     except OSError as exc:
-        record.status, record.error = UnitStatus.FAILED, str(exc)
         target = config.rel(store.path(unit.section, unit.framework))
-        return BookError(f"cannot write {target}: {exc.strerror or exc}", unit.section)
+        stored_error = BookError(f"cannot write {target}: {exc.strerror or exc}", unit.section)
+        record.status, record.error = UnitStatus.FAILED, BookError(str(exc))  # the report says what the OS said
+        return stored_error
     record.show(nb, store.signature(unit.section, unit.framework), UnitStatus.EXECUTED)
     return None

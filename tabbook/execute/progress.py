@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypedDict, cast
 
 from tabbook.files import write_atomic
 
@@ -30,6 +30,14 @@ from tabbook.files import write_atomic
 LOG_PERIOD = 30.0
 #: Seconds between two redraws of the terminal's live line.
 LIVE_PERIOD = 1.0
+
+
+class RunningCell(TypedDict, total=False):
+    """What a worker records of the cell it runs: where it is and since when (``time.time()``);
+    read back from a file another process writes, so either may be absent or of another type."""
+
+    where: str
+    since: float
 
 
 def record_cell(path: Path, where: str) -> None:
@@ -40,13 +48,13 @@ def record_cell(path: Path, where: str) -> None:
         pass  # progress is a courtesy: it never fails a unit
 
 
-def current_cell(path: Path) -> dict[str, Any] | None:
+def current_cell(path: Path) -> RunningCell | None:
     """What the worker recorded of the cell it runs (``where``, ``since``); None: nothing yet."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    return data if isinstance(data, dict) else None
+    return cast(RunningCell, data) if isinstance(data, dict) else None
 
 
 def _seconds(value: float) -> str:

@@ -29,15 +29,16 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from tabbook.execute import spares
 from tabbook.execute.gpus import Devices, Held, Placement
 from tabbook.execute.job import ErrorKind, Failure, Job, Result
 from tabbook.execute.progress import LiveStatus, current_cell
+from tabbook.execute.reap import UNIT_ENV, end_marked
 from tabbook.execute.store import new_notebook
-from tabbook.execute.worker import UNIT_ENV, WRITTEN, end_marked
+from tabbook.execute.worker import WRITTEN
 from tabbook.files import WORKER_PARENT_ENV
+from tabbook.nbjson import Notebook, NotebookCell
 from tabbook.source.pycode import line_mapper
 from tabbook.source.split import FrameworkCell
 
@@ -94,9 +95,9 @@ class UnitResult(Result):
                    seconds=seconds, phases={**result.phases, **(phases or {})})
 
 
-def build_notebook(unit: Unit) -> dict[str, Any]:
+def build_notebook(unit: Unit) -> Notebook:
     """The nbformat-4 notebook the kernel runs: the unit's code cells only."""
-    cells: list[dict[str, Any]] = []
+    cells: list[NotebookCell] = []
     for fc in unit.cells:
         # The Markdown line of each line the kernel runs: a traceback's "line N" of the
         # cell becomes the line of the file that raised (the worker's error location).
@@ -269,7 +270,7 @@ class Runner:
                 token, proc = spare.token, spare.proc
             else:
                 job.write_text(unit.job(progress=str(cell)).to_json())
-                token = uuid.uuid4().hex  # marks the unit's processes (worker.end_marked)
+                token = uuid.uuid4().hex  # marks the unit's processes (reap.end_marked)
                 env = {**placement.env(self.env), UNIT_ENV: token, WORKER_PARENT_ENV: str(os.getpid())}
                 proc = subprocess.Popen(
                     [sys.executable, "-m", "tabbook.execute.worker", str(job), str(out)],

@@ -38,7 +38,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tabbook.execute.worker import GO, PRESTART, UNIT_ENV
+from tabbook.execute.reap import UNIT_ENV
+from tabbook.execute.worker import GO, PRESTART
 from tabbook.files import WORKER_PARENT_ENV
 
 #: The claim file's name while nobody has taken the spare.
@@ -66,7 +67,7 @@ class Spare:
     kind: Kind
     proc: subprocess.Popen[str]
     folder: Path  # job.json, result.json, cell.json, and the claim file
-    token: str  # marks every process of the unit (worker.end_marked)
+    token: str  # marks every process of the unit (reap.end_marked)
 
     @property
     def job(self) -> Path:

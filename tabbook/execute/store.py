@@ -17,14 +17,17 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from enum import Enum
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from tabbook.errors import BookError, leads_out
+from tabbook.execute.job import Provenance
 from tabbook.execute.outputs import BINARY_IMAGES
-from tabbook.execute.worker import output_size
+from tabbook.execute.shape import output_size
 from tabbook.files import write_atomic
+from tabbook.nbjson import Notebook, NotebookCell
 from tabbook.settings import leads_outside
 from tabbook.source.split import FrameworkCell
 
@@ -92,6 +95,47 @@ class KeyParts:
         return out
 
 
+@dataclass(frozen=True)
+class StoredParts:
+    """An entry's key parts as it recorded them (:meth:`KeyParts.as_dict`, read back), to say what
+    changed and whether the entry still stands. An entry holds what the tabbook of its day wrote:
+    a version-1 entry has no ``library_names`` (its library part is the whole module's hash), any
+    part may be absent (None) or not what this version writes (they are compared, never trusted);
+    ``raw`` is the object as stored, for re-stamping it (:meth:`FreezeStore.upgrade`)."""
+
+    cells: object = None
+    env: object = None
+    library: object = None
+    python: object = None
+    kernel: object = None
+    library_file: object = None
+    library_names: object = None  # name -> short hash (version 2); None in a version-1 entry
+    library_whole: object = None
+    library_others: object = None
+    library_rules: object = None
+    depends: object = ""  # "" when absent: a book without [build] dependencies
+    raw: tuple[tuple[str, object], ...] = ()
+
+    @classmethod
+    def from_dict(cls, data: object) -> StoredParts:
+        if not isinstance(data, dict):
+            return cls()
+        known = {f for f in cls.__dataclass_fields__ if f != "raw"}
+        return cls(**{k: v for k, v in data.items() if k in known}, raw=tuple(data.items()))
+
+    def __bool__(self) -> bool:
+        """False when the entry recorded no key parts."""
+        return bool(self.raw)
+
+    @property
+    def versioned(self) -> bool:
+        """Whether these are version-2 parts: the library keyed by the names the unit reaches."""
+        return "library_names" in dict(self.raw)
+
+    def as_dict(self) -> dict[str, object]:
+        return dict(self.raw)
+
+
 def cells_hash(cells: list[FrameworkCell]) -> str:
     """Hash of what the kernel runs and how it is judged; prose and line numbers excluded."""
     h = hashlib.sha256()
@@ -119,7 +163,7 @@ META = "tabbook"
 PYTHON3 = "python3"
 
 
-def new_notebook(cells: list[dict[str, Any]], kernel_name: str = PYTHON3) -> dict[str, Any]:
+def new_notebook(cells: list[NotebookCell], kernel_name: str = PYTHON3) -> Notebook:
     """The one notebook skeleton (nbformat 4.5): what a unit's kernel runs (its kernel named; the
     kernel's own ``language_info`` replaces this one), what a page merges, what a reader downloads."""
     display = "Python 3 (ipykernel)" if kernel_name == PYTHON3 else kernel_name
@@ -135,7 +179,7 @@ class Entry:
     stored under, that key's parts, where and how long it was computed, its cells. The plan, the
     merge of stores and the site ask it, rather than each digging through the dicts."""
 
-    notebook: dict[str, Any]
+    notebook: Notebook
 
     @property
     def meta(self) -> dict[str, Any]:
@@ -149,18 +193,19 @@ class Entry:
         return key if isinstance(key, str) else None
 
     @property
-    def parts(self) -> dict[str, Any]:
+    def parts(self) -> StoredParts:
         """The key's parts as stored (:meth:`KeyParts.as_dict`), to say what changed."""
-        return dict(self.meta.get("key_parts") or {})
+        return StoredParts.from_dict(self.meta.get("key_parts"))
 
     @property
-    def provenance(self) -> dict[str, Any]:
+    def provenance(self) -> Provenance:
         """Where it was computed (device, framework versions, date), as the worker recorded it."""
-        return dict(self.meta.get("provenance") or {})
+        prov = self.meta.get("provenance")
+        return Provenance.from_dict(prov if isinstance(prov, dict) else None)
 
     @property
     def gpus(self) -> list[str]:
-        return list(self.provenance.get("gpus") or [])
+        return list(self.provenance.gpus or [])
 
     @property
     def seconds(self) -> float | None:
@@ -169,7 +214,7 @@ class Entry:
         return float(seconds) if isinstance(seconds, int | float) else None
 
     @property
-    def cells(self) -> list[dict[str, Any]]:
+    def cells(self) -> list[NotebookCell]:
         return list(self.notebook.get("cells") or [])
 
 
@@ -188,28 +233,37 @@ def gpu_entry_current(entry: Entry | None, parts: KeyParts) -> bool:
         return False
     stored = entry.parts
     # A version-1 entry's library part is the whole module's hash: current while it is unchanged.
-    same_library = stored.get("library") == (parts.library if "library_names" in stored else parts.library_file)
-    return (bool(entry.gpus) and stored.get("cells") == parts.cells and same_library
-            and stored.get("depends", "") == parts.depends)
+    same_library = stored.library == (parts.library if stored.versioned else parts.library_file)
+    return (bool(entry.gpus) and stored.cells == parts.cells and same_library
+            and stored.depends == parts.depends)
 
 
-def match(entry: Entry | None, parts: KeyParts) -> str | None:
-    """Why an entry is current for ``parts``: ``"key"``, ``"legacy"`` (stored under the
-    version-1 key this unit has now: same code, environment and whole library), ``"gpu"``
-    (:func:`gpu_entry_current`); ``None`` when it is stale or missing."""
+class Match(Enum):
+    """Why an entry is current for a unit's key parts (:func:`match`)."""
+
+    #: stored under the unit's key
+    KEY = "key"
+    #: stored under the version-1 key this unit has now: same code, environment and whole library
+    LEGACY = "legacy"
+    #: GPU outputs of the same code and library (:func:`gpu_entry_current`)
+    GPU = "gpu"
+
+
+def match(entry: Entry | None, parts: KeyParts) -> Match | None:
+    """Why an entry is current for ``parts`` (:class:`Match`); ``None`` when it is stale or missing."""
     stored = entry.key if entry is not None else None
     if stored is None:
         return None
     if stored == parts.key:
-        return "key"
+        return Match.KEY
     if stored == parts.legacy_key:
-        return "legacy"
-    return "gpu" if gpu_entry_current(entry, parts) else None
+        return Match.LEGACY
+    return Match.GPU if gpu_entry_current(entry, parts) else None
 
 
-def public_copy(nb: dict[str, Any]) -> dict[str, Any]:
+def public_copy(nb: Notebook) -> Notebook:
     """An entry with the store's bookkeeping (keys, hashes) dropped and its provenance kept."""
-    out: dict[str, Any] = json.loads(json.dumps(nb))
+    out: Notebook = json.loads(json.dumps(nb))
     meta = out.setdefault("metadata", {})
     prov = meta.pop(META, {}).get("provenance")
     if prov:
@@ -242,7 +296,7 @@ MAX_DEPTH = 64
 #: The notebook format versions the builder reads: 4.0 to 4.5 (nbformat's own; it writes 4.5).
 NBFORMAT, NBFORMAT_MINORS = 4, range(0, 6)
 #: What a cell's stored output may pass ``[build] max_output_bytes`` by: the note a run's cap
-#: appends (:func:`tabbook.execute.worker.cap_outputs`, ``cap_error``), whose figures grow with
+#: appends (:func:`tabbook.execute.shape.cap_outputs`, ``cap_error``), whose figures grow with
 #: the size. A run never stores more; an entry that holds more was not made by one.
 CAP_NOTE_BYTES = 1024
 #: Cell tags an entry may carry: the tags the book's marks give (split.FrameworkCell.tags).
@@ -381,7 +435,7 @@ def entry_problem(nb: Any, max_output_bytes: int = 0) -> str | None:
     return None
 
 
-def _size_problem(cell: dict[str, Any], where: str, limit: int) -> str | None:
+def _size_problem(cell: NotebookCell, where: str, limit: int) -> str | None:
     """A cell whose outputs hold more than a run keeps (``limit``, and the cap's note): its
     displays and streams together, and its error apart (each is capped on its own)."""
     outputs = cell.get("outputs", []) if cell.get("cell_type") == "code" else []
@@ -426,13 +480,13 @@ def damaged_entry(shown: str, problem: str) -> BookError:
                      "executed anew), or build with --force --only on its section", shown)
 
 
-def read_entry(path: Path, shown: str | None = None, max_output_bytes: int = 0) -> dict[str, Any]:
+def read_entry(path: Path, shown: str | None = None, max_output_bytes: int = 0) -> Notebook:
     """A freeze entry read from ``path`` and checked (:func:`entry_problem`, with the cap
     ``max_output_bytes``); a :class:`BookError` at ``shown`` (default: the path) when it is not
     JSON, not a notebook, or holds more output than a run keeps."""
     shown = shown or str(path)
     try:
-        nb: dict[str, Any] = parse_entry(path.read_text(encoding="utf-8"))
+        nb: Notebook = parse_entry(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as exc:
         raise damaged_entry(shown, f"not UTF-8 text ({exc.reason})") from exc
     except ValueError as exc:
@@ -517,14 +571,14 @@ class FreezeStore:
             return None
         return entry.seconds if entry is not None else None
 
-    def store(self, section: str, framework: str, nb: dict[str, Any], parts: KeyParts,
-              provenance: dict[str, Any], seconds: float) -> Path:
+    def store(self, section: str, framework: str, nb: Notebook, parts: KeyParts,
+              provenance: Provenance, seconds: float) -> Path:
         """Stamp ``nb`` with the store's metadata and write it atomically; returns its path."""
         if not parts.library:  # a plan's deferred key (plan.Plan.keys_for_todo): never stored
             raise ValueError(f"{section} [{framework}]: key without its library part")
         nb.setdefault("metadata", {})[META] = {
             "key": parts.key, "key_parts": parts.as_dict(), "section": section,
-            "framework": framework, "provenance": provenance, "seconds": round(seconds, 2),
+            "framework": framework, "provenance": provenance.as_dict(), "seconds": round(seconds, 2),
         }
         path = self.checked_path(section, framework)
         write_notebook(path, nb)
@@ -536,8 +590,8 @@ class FreezeStore:
         version-1 key gets the version-2 key; a GPU entry keeps its key and environment parts
         (they describe the GPU machine) and gets the library parts, which it is compared by."""
         meta = dict(entry.meta)
-        if match(entry, parts) == "gpu":
-            stored = entry.parts
+        if match(entry, parts) is Match.GPU:
+            stored = entry.parts.as_dict()
             new = parts.as_dict()
             stored.update({k: v for k, v in new.items() if k.startswith("library")})
             meta.update(key_parts=stored)
@@ -553,6 +607,6 @@ class FreezeStore:
         return sorted(self.root.rglob("*.ipynb")) if self.root.is_dir() else []
 
 
-def write_notebook(path: Path, nb: dict[str, Any]) -> None:
+def write_notebook(path: Path, nb: Notebook) -> None:
     """Deterministic bytes for the same notebook: no spurious git changes."""
     write_atomic(path, json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n")

@@ -16,9 +16,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from tabbook.execute.outputs import KINDS
+from tabbook.nbjson import CellOutput, Notebook, NotebookCell
 
 #: What changes between two honest runs of the same code, each masked to a placeholder before
 #: outputs are compared. Kept narrow on purpose: a number that is not a duration, a date or an
@@ -50,7 +52,7 @@ def _text(value: Any) -> str:
     return "".join(value) if isinstance(value, list) else value if isinstance(value, str) else repr(value)
 
 
-def shown(output: dict[str, Any]) -> list[tuple[str, str]]:
+def shown(output: CellOutput) -> list[tuple[str, str]]:
     """What a reader sees of one output, as (what, comparable text) pairs."""
     kind = output.get("output_type", "?")
     if kind == "stream":
@@ -68,7 +70,7 @@ def _excerpt(text: str, limit: int = 160) -> str:
     return one if len(one) <= limit else one[:limit] + "…"
 
 
-def cell_differences(stored: dict[str, Any], fresh: dict[str, Any]) -> list[str]:
+def cell_differences(stored: NotebookCell, fresh: NotebookCell) -> list[str]:
     """How a stored code cell and the same cell executed again differ (empty: only in volatile parts)."""
     diffs = []
     if _text(stored.get("source", "")) != _text(fresh.get("source", "")):
@@ -90,7 +92,7 @@ def cell_differences(stored: dict[str, Any], fresh: dict[str, Any]) -> list[str]
     return diffs
 
 
-def _merged(outputs: list[dict[str, Any]]) -> list[list[tuple[str, str]]]:
+def _merged(outputs: list[CellOutput]) -> list[list[tuple[str, str]]]:
     out: list[list[tuple[str, str]]] = []
     streams: dict[str, int] = {}
     for o in outputs:
@@ -105,6 +107,16 @@ def _merged(outputs: list[dict[str, Any]]) -> list[list[tuple[str, str]]]:
     return out
 
 
+class VerdictState(StrEnum):
+    """What came of verifying one entry."""
+
+    SAME = "same"  # as a new run gives it (volatile parts aside)
+    DIFFERS = "differs"
+    GPU = "gpu"  # computed on GPUs: not verified on this machine
+    STALE = "stale"  # no entry
+    FAILED = "failed"  # the new run failed
+
+
 @dataclass
 class Verdict:
     """One entry's outcome: identical (volatile parts aside), different, not verified, or failed."""
@@ -112,11 +124,11 @@ class Verdict:
     entry: str  # the store path, relative to the book
     section: str
     framework: str
-    state: str  # same | differs | gpu | stale | failed
+    state: VerdictState
     details: list[str] = field(default_factory=list)
 
 
-def compare_entries(entry: str, section: str, framework: str, stored: dict[str, Any], fresh: dict[str, Any],
+def compare_entries(entry: str, section: str, framework: str, stored: Notebook, fresh: Notebook,
                     lines: list[int]) -> Verdict:
     """Compare two executions of one unit, cell by cell (``lines``: each code cell's Markdown line)."""
     a, b = stored.get("cells", []), fresh.get("cells", [])
@@ -126,12 +138,12 @@ def compare_entries(entry: str, section: str, framework: str, stored: dict[str, 
     for k, (x, y) in enumerate(zip(a, b, strict=False)):
         where = f"{section}:{lines[k]}" if k < len(lines) else f"cell {k}"
         details += [f"{where}: {d}" for d in cell_differences(x, y)]
-    return Verdict(entry, section, framework, "differs" if details else "same", details)
+    return Verdict(entry, section, framework, VerdictState.DIFFERS if details else VerdictState.SAME, details)
 
 
-def verify(units: list[tuple[Any, Any]], stored: Callable[[str, str], dict[str, Any] | None],
-           rel: Callable[[str, str], str], is_gpu: Callable[[dict[str, Any]], bool],
-           run: Callable[[list[tuple[Any, Any]]], dict[tuple[str, str], dict[str, Any] | str]]) -> list[Verdict]:
+def verify(units: list[tuple[Any, Any]], stored: Callable[[str, str], Notebook | None],
+           rel: Callable[[str, str], str], is_gpu: Callable[[Notebook], bool],
+           run: Callable[[list[tuple[Any, Any]]], dict[tuple[str, str], Notebook | str]]) -> list[Verdict]:
     """The verdict on every unit of ``units`` ((Unit, KeyParts) pairs of a plan forced to run
     them): GPU entries are set aside, the rest run once (``run`` returns the fresh notebook or
     an error per unit) and compared with what ``stored`` holds."""
@@ -141,9 +153,9 @@ def verify(units: list[tuple[Any, Any]], stored: Callable[[str, str], dict[str, 
         nb = stored(unit.section, unit.framework)
         where = rel(unit.section, unit.framework)
         if nb is None:
-            verdicts.append(Verdict(where, unit.section, unit.framework, "stale", ["no entry"]))
+            verdicts.append(Verdict(where, unit.section, unit.framework, VerdictState.STALE, ["no entry"]))
         elif is_gpu(nb):
-            verdicts.append(Verdict(where, unit.section, unit.framework, "gpu",
+            verdicts.append(Verdict(where, unit.section, unit.framework, VerdictState.GPU,
                                     ["computed on GPUs: run verify-freeze on such a machine"]))
         else:
             todo.append((unit, parts))
@@ -152,7 +164,7 @@ def verify(units: list[tuple[Any, Any]], stored: Callable[[str, str], dict[str, 
         where = rel(unit.section, unit.framework)
         got = fresh.get((unit.section, unit.framework))
         if not isinstance(got, dict):
-            verdicts.append(Verdict(where, unit.section, unit.framework, "failed", [str(got or "not run")]))
+            verdicts.append(Verdict(where, unit.section, unit.framework, VerdictState.FAILED, [str(got or "not run")]))
             continue
         lines = [c.cell.line for c in unit.cells]
         verdicts.append(compare_entries(where, unit.section, unit.framework,

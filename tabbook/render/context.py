@@ -23,6 +23,7 @@ from typing import Any
 from tabbook.book import named_bibfiles
 from tabbook.config import Config, config_error
 from tabbook.files import BuildDir, write_if_changed
+from tabbook.render.languages import translations
 
 #: Names the serialised context in a Sphinx run's environment (tabbook's own hand-off: set for
 #: the processes it starts, never by a user).
@@ -90,6 +91,8 @@ class RenderContext:
     libs_header: str = ""
     gpu_pattern: str = ""
     non_notebooks: tuple[str, ...] = ()  # Markdown files (root-relative) copied as they are into each zip
+    # [site] languages: document -> its links (role, tag, URL, note): tabbook.render.languages
+    translations: dict[str, tuple[tuple[str, str, str, str], ...]] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1, sort_keys=True)
@@ -174,6 +177,7 @@ def _render_context(config: Config) -> RenderContext:
         trusted_outputs=config.site.trusted_outputs, libs=config.colab.libs,
         libs_header=config.colab.libs_header, gpu_pattern=config.colab.gpu_pattern,
         non_notebooks=tuple(config.rel(p) for p in config.files(config.non_notebooks)),
+        translations=translations(config),
     )
 
 

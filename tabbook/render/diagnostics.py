@@ -39,6 +39,7 @@ from tabbook.errors import BookError, judge
 from tabbook.files import BuildDir
 from tabbook.problems import Problem
 from tabbook.render.sources import source_dir
+from tabbook.render.warning import SphinxWarning
 
 _LOCATION = re.compile(r"^(?P<path>.*?)(?::(?P<line>\d+))?$")
 #: The "line" of a warning about what the builder wrote into a page (the front page's lines):
@@ -136,32 +137,31 @@ def bib_entry_line(bibfile: Path, key: str) -> int | None:
     return text.count("\n", 0, m.start()) + 1 if m else None
 
 
-def _bib_location(config: Config, record: dict[str, Any], bibs: list[Path]) -> tuple[str, int | None] | None:
+def _bib_location(config: Config, record: SphinxWarning, bibs: list[Path]) -> tuple[str, int | None] | None:
     """``(refs.bib, line of the entry)`` for a bibtex warning that names an entry, else None.
 
     sphinxcontrib-bibtex places these at the ``{bibliography}`` directive, often on a page the
     builder generated (``references.md``); the problem is in the bib file's entry."""
-    if record.get("type") != "bibtex" or not bibs:
+    if record.type != "bibtex" or not bibs:
         return None
-    message = str(record.get("message", ""))
     for pattern in _BIB_KEY:
-        m = pattern.search(message)
+        m = pattern.search(record.message)
         for bib in bibs if m else ():
             line = bib_entry_line(bib, m.group("key"))  # type: ignore[union-attr]
             if line is not None:
                 return config.rel(bib), line
-    if record.get("subtype") == "bibfile_data_error":
+    if record.subtype == "bibfile_data_error":
         return config.rel(bibs[0]), None
     return None
 
 
-def kind_of(record: dict[str, Any]) -> Problem | None:
+def kind_of(record: SphinxWarning) -> Problem | None:
     """The kind of a recorded warning: tabbook's own extensions name theirs (``type="tabbook"``,
     ``subtype`` a kind's slug, or :data:`STOPS` for one that fails every build), Sphinx's typed
     ones and a few worded ones have their own; any other is :attr:`Problem.SPHINX`."""
-    if record.get("kind") in _SLUGS:  # a record :func:`short_message` reworded
-        return _SLUGS[str(record["kind"])]
-    typed = (record.get("type"), record.get("subtype"))
+    if record.kind is not None:  # a record :func:`short_message` reworded
+        return record.kind
+    typed = record.typed
     if typed == ("tabbook", STOPS):
         return None
     if typed[0] == "tabbook" and typed[1] in _SLUGS:
@@ -170,8 +170,7 @@ def kind_of(record: dict[str, Any]) -> Problem | None:
         return Problem.BIB_DATA
     if typed in _TYPED:
         return _TYPED[typed]
-    message = str(record.get("message", ""))
-    return next((kind for opening, kind in _WORDED if message.startswith(opening)), Problem.SPHINX)
+    return next((kind for opening, kind in _WORDED if record.message.startswith(opening)), Problem.SPHINX)
 
 
 #: The language in Sphinx's (and older Sphinx's) words for a code block Pygments cannot lex.
@@ -190,14 +189,14 @@ def unnamed_bibfiles(config: Config, named: list[Path]) -> list[Path]:
     return [bib for folder in sorted(folders) for bib in sorted(folder.glob("*.bib")) if bib.resolve() not in known]
 
 
-def missing_citation(config: Config, record: dict[str, Any], named: list[Path],
-                     unnamed: Callable[[], list[Path]] | None = None) -> dict[str, Any]:
+def missing_citation(config: Config, record: SphinxWarning, named: list[Path],
+                     unnamed: Callable[[], list[Path]] | None = None) -> SphinxWarning:
     """A key no bib file the book names has, said as a book without bib files says it (the
     key is shown, :mod:`tabbook.render.ext.bib`), with the unnamed bib file that has it."""
-    typed = (record.get("type"), record.get("subtype"))
-    m = _MISSING_KEY.match(str(record.get("message", "")))
+    typed = record.typed
+    m = _MISSING_KEY.match(record.message)
     if typed == ("tabbook", Problem.MISSING_CITATION.slug):  # a book with no bib file (render/ext/bib.py)
-        m, message = _NO_BIB_KEY.match(str(record.get("message", ""))), str(record.get("message", ""))
+        m, message = _NO_BIB_KEY.match(record.message), record.message
     elif typed == ("bibtex", "key_not_found") and m is not None:
         message = (f"citation {m.group('key')!r} is in no bib file the book names ([pdf] bibfile, or a "
                    ":bibliography: line naming one): shown as its key")
@@ -210,43 +209,41 @@ def missing_citation(config: Config, record: dict[str, Any], named: list[Path],
     other = next((bib for bib in others if bib_entry_line(bib, key) is not None), None)
     if other is not None:
         message += f" ({config.rel(other)} has it: name it on a :bibliography: line or in [pdf] bibfile)"
-    return {**record, "message": message, "type": None, "subtype": None, "kind": Problem.MISSING_CITATION.slug}
+    return record.reworded(message, Problem.MISSING_CITATION)
 
 
-def short_message(record: dict[str, Any]) -> dict[str, Any]:
+def short_message(record: SphinxWarning) -> SphinxWarning:
     """A record whose message is one short line where Sphinx's is long: a code block Pygments
     cannot lex is quoted whole by Sphinx (its ``repr``, ``\\n`` escapes and all), seven times
     on d2lbook's own manual; it is said as ``code block is not valid LANG; shown without
     highlighting``, at the block's line."""
-    if (record.get("type"), record.get("subtype")) != ("misc", "highlighting_failure"):
+    if record.typed != ("misc", "highlighting_failure"):
         return record
-    m = _LEXED_AS.match(str(record.get("message", "")))
+    m = _LEXED_AS.match(record.message)
     lang = m.group("lang") if m else "its language"
-    return {**record, "message": f"code block is not valid {lang}; shown without highlighting",
-            "type": None, "subtype": None, "kind": Problem.HIGHLIGHTING.slug}
+    return record.reworded(f"code block is not valid {lang}; shown without highlighting", Problem.HIGHLIGHTING)
 
 
-def to_error(config: Config, record: dict[str, Any], bibs: list[Path] | None = None,
+def to_error(config: Config, record: SphinxWarning, bibs: list[Path] | None = None,
              unnamed: Callable[[], list[Path]] | None = None) -> BookError:
     """One recorded warning as an error at the Markdown source (or the bib entry, or where
     Sphinx put it). ``unnamed``: the book's bib files no key names, when first asked
     (:func:`unnamed_bibfiles`; a run's warnings share one answer)."""
     bibs = named_bibfiles(config) if bibs is None else bibs
     record = missing_citation(config, short_message(record), bibs, unnamed)
-    first, *rest = str(record.get("message", "")).split("\n")
+    first, *rest = record.message.split("\n")
     message = (first.strip() or "(no message)") + "".join(f"\n    {x}" for x in rest if x.strip())
-    kind = (f" [{record['type']}.{record['subtype']}]" if record.get("type") not in (None, "tabbook")
-            and record.get("subtype") else "")
-    level = str(record.get("level", "WARNING")).lower()
+    kind = (f" [{record.type}.{record.subtype}]" if record.type not in (None, "tabbook")
+            and record.subtype else "")
+    level = record.level.lower()
     text = f"{message}{kind}" if level == "warning" else f"{level}: {message}{kind}"
     problem = kind_of(record)
     bib = _bib_location(config, record, bibs)
     if bib is not None:
         return BookError(text, *bib, kind=problem)
-    location = record.get("location")
-    if not location:
+    if not record.location:
         return BookError(f"Sphinx: {text}", kind=problem)
-    m = _LOCATION.match(str(location))
+    m = _LOCATION.match(record.location)
     assert m is not None  # the pattern matches any string
     path, line = Path(m.group("path")), int(m.group("line")) if m.group("line") else None
     mapped = source_line(config, path, line)
@@ -263,21 +260,21 @@ def collect(config: Config, records_file: Path, strict: bool = False, mark: bool
     """The run's warnings judged by their kinds (:func:`tabbook.errors.judge`; sorted,
     duplicates dropped). With ``mark``, the pages they name are marked for re-reading (a no-op
     build shows the last run's record again, unmarked)."""
-    records: list[Any] = _load(records_file) or []
+    loaded = _load(records_file) or []
+    records = [SphinxWarning.from_dict(r) for r in loaded] if isinstance(loaded, list) else []
     found = Diagnostics()
     touched: set[Path] = set()
     everything = False
     problems = []
     bibs = named_bibfiles(config) if records else []
     unnamed = functools.cache(lambda: unnamed_bibfiles(config, bibs))
-    for record in records if isinstance(records, list) else []:
+    for record in records:
         problem = to_error(config, record, bibs, unnamed)
         if not (problem.line == GENERATED and problem.kind is not None):
             problems.append(problem)
         if not mark:
             continue
-        location = record.get("location")
-        m = _LOCATION.match(str(location)) if location else None
+        m = _LOCATION.match(record.location) if record.location else None
         generated = Path(m.group("path")) if m else None
         if generated is not None and generated.is_file() and source_dir(config).resolve() in generated.resolve().parents:
             touched.add(generated)

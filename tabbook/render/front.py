@@ -24,17 +24,19 @@ import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from tabbook.config import Config
+from tabbook.execute.job import CPU_ONLY, Provenance
 from tabbook.execute.store import Entry as StoreEntry
 from tabbook.execute.store import FreezeStore
+from tabbook.nbjson import Notebook
 from tabbook.render.merge import with_version
 from tabbook.render.myst import convert_roles, myst_text
 from tabbook.render.names import GENERATED_HTML, SYNC_GROUP
 from tabbook.render.package import INDEX, Package, book_package
 from tabbook.render.site import NO_PDF_NOTE, compact_css, compact_js, zip_target
-from tabbook.source.dialect import ATTR_LINE, BEGIN_TAB, BIBLIOGRAPHY, END_TAB, strip_slide_marks
+from tabbook.source.constructs import FRONT_LINES, Front
+from tabbook.source.dialect import strip_slide_marks
 from tabbook.source.model import Section
 from tabbook.source.toc import page_entries
 
@@ -100,10 +102,11 @@ def one_line(section: Section) -> str:
                 if paragraph:
                     return _sentence(" ".join(paragraph))
                 continue
-            if not paragraph and (_SKIP.match(raw) or ATTR_LINE.match(raw) or BEGIN_TAB.match(raw)
-                                  or END_TAB.match(raw) or BIBLIOGRAPHY.match(raw)):
+            # the construct table says which of the dialect's lines are passed over, or end it
+            front = next((use for pattern, use in FRONT_LINES if pattern.match(raw)), Front.SUMMARY)
+            if not paragraph and (_SKIP.match(raw) or front is not Front.SUMMARY):
                 continue
-            if ATTR_LINE.match(raw):
+            if front is Front.ENDS:
                 break
             paragraph.append(stripped)
     return ""
@@ -164,21 +167,21 @@ def contents(root: Section, pages: dict[str, Section], depth: int = 2) -> tuple[
 
 # ---- where the outputs were computed -----------------------------------------------------------
 
-def computed_lines(label: str, provs: Iterable[dict[str, Any]]) -> list[str]:
+def computed_lines(label: str, provs: Iterable[Provenance]) -> list[str]:
     """One line per (device, framework version, Python) a framework's shown outputs came from,
     with how many sections and the dates: "CPU only (AMD EPYC), PyTorch 2.13.0, Python 3.11.7:
     5 sections, 2026-11-24"."""
     groups: dict[tuple[str, str, str], list[str]] = {}
     shown_without = 0
     for prov in provs:
-        if not prov or prov.get("not_executed"):
+        if not prov or prov.not_executed:
             shown_without += 1
             continue
         # The entry's values are data: shown as text (myst_text), never read as MyST.
-        cpu = myst_text(prov.get("cpu", ""))
-        where = myst_text(prov.get("device", "?")) if prov.get("gpus") else (f"CPU only ({cpu})" if cpu else "CPU only")
-        key = (where, str(prov.get("framework_version", "?")), myst_text(prov.get("python", "?")))
-        groups.setdefault(key, []).append(str(prov.get("date", "?")))
+        cpu = myst_text(prov.text("cpu"))
+        where = myst_text(prov.text("device", "?")) if prov.on_gpu else (f"{CPU_ONLY} ({cpu})" if cpu else CPU_ONLY)
+        key = (where, prov.text("framework_version", "?"), myst_text(prov.text("python", "?")))
+        groups.setdefault(key, []).append(prov.text("date", "?"))
     lines = []
     for (where, version, python), dates in sorted(groups.items(), key=lambda kv: -len(kv[1])):
         first, last = myst_text(min(dates)), myst_text(max(dates))
@@ -191,7 +194,7 @@ def computed_lines(label: str, provs: Iterable[dict[str, Any]]) -> list[str]:
 
 
 def where_line(section: Section, pages: dict[str, Section], labels: dict[str, str],
-               notebooks: dict[tuple[str, str], dict[str, Any]]) -> str:
+               notebooks: dict[tuple[str, str], Notebook]) -> str:
     """One line for a chapter's index: where the outputs of the pages below it were computed,
     per framework ("…computed on 1× NVIDIA H100 80GB HBM3 for PyTorch and JAX; on the CPU only
     (AMD EPYC …) for TensorFlow and MXNet."), so a reader sees which tabs met a GPU before
@@ -211,10 +214,10 @@ def where_line(section: Section, pages: dict[str, Section], labels: dict[str, st
         places: list[str] = []
         for path in below:
             prov = StoreEntry(notebooks[(path, fw)]).provenance if (path, fw) in notebooks else None
-            if not prov or prov.get("not_executed"):
+            if not prov or prov.not_executed:
                 continue
-            cpu = myst_text(prov.get("cpu", ""))
-            where = myst_text(prov.get("device", "?")) if prov.get("gpus") else (
+            cpu = myst_text(prov.text("cpu"))
+            where = myst_text(prov.text("device", "?")) if prov.on_gpu else (
                 f"the CPU only ({cpu})" if cpu else "the CPU only")
             if where not in places:
                 places.append(where)
@@ -247,7 +250,7 @@ def pip_extras(root: Path, modules: dict[str, str]) -> dict[str, str]:
 
 
 def front_page_facts(config: Config, root: Section, pages: dict[str, Section],
-                     notebooks: dict[tuple[str, str], dict[str, Any]]) -> FrontFacts:
+                     notebooks: dict[tuple[str, str], Notebook]) -> FrontFacts:
     """What the front page shows, from the toc, the store and the built PDFs."""
     store = FreezeStore(config.freeze_dir)
     labels = {fw: config.framework(fw).label for fw in config.tabs}

@@ -24,6 +24,7 @@ from tabbook.config import Config, config_error
 from tabbook.errors import BookError
 from tabbook.execute.outputs import OUTPUT_KINDS
 from tabbook.render.context import RenderContext, render_context
+from tabbook.render.formats import PDF
 
 #: Our LaTeX style, package data of tabbook (installed with it; a book may override it with
 #: its own ``static/latex/tabbook.sty``).
@@ -165,5 +166,5 @@ def latex_settings(book: RenderContext) -> dict[str, Any]:
         # Notebook outputs, in the order the kinds say (tabbook.execute.outputs): vector PDF
         # (``use_svg_display()`` emits it) before PNG; SVG-only outputs are converted to PDF by
         # the extension's rsvg converter.
-        "nb_mime_priority_overrides": [("latex", k.mime, k.pdf) for k in OUTPUT_KINDS if k.pdf is not None],
+        "nb_mime_priority_overrides": [(PDF.builder, k.mime, k.pdf) for k in OUTPUT_KINDS if k.pdf is not None],
     }

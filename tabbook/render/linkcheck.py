@@ -4,7 +4,9 @@ external one.
 This walks ``build/html`` with the standard library's HTML parser and checks ``href``/``src``
 targets inside the site: the file exists and, for ``#fragment``, an element with that id (or
 a named anchor) exists in the target page. ``tabbook linkcheck [DIR]``, offline. The Markdown
-links of ``llms.txt`` at the site's root (:mod:`tabbook.render.llms`) are checked as well.
+links of ``llms.txt`` at the site's root (:mod:`tabbook.render.llms`) are checked as well. A
+link to another language's site (it carries ``hreflang``: ``[site] languages``) that leads out
+of the site is left to that site; check sites served side by side from their common folder.
 
 ``--external`` (``tabbook linkcheck --external``, ``tabbook build linkcheck --external``) also
 asks every distinct ``http``/``https`` address the pages link to, a few at a time: a HEAD
@@ -30,8 +32,12 @@ class _Page(HTMLParser):
         super().__init__()
         self.ids: set[str] = set()
         self.links: list[tuple[str, int]] = []
+        # links to the same page in another language's site ([site] languages: they carry
+        # ``hreflang``): a relative one that leads out of this site is that site's to check
+        self.sibling_links: set[int] = set()  # their indices in ``links``
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        sibling = any(name == "hreflang" for name, _ in attrs)
         for name, value in attrs:
             if value is None:
                 continue
@@ -39,6 +45,8 @@ class _Page(HTMLParser):
                 self.ids.add(value)
             elif (name == "href" and tag in ("a", "link")) or (name == "src" and tag in ("img", "script")):
                 self.links.append((value, self.getpos()[0]))
+                if sibling:
+                    self.sibling_links.add(len(self.links) - 1)
 
 
 def _parse(path: Path, cache: dict[Path, _Page]) -> _Page:
@@ -56,7 +64,7 @@ def broken_links(site: Path) -> list[str]:
     problems: list[str] = []
     for page_path in sorted(site.rglob("*.html")):
         page = _parse(page_path, cache)
-        for link, line in page.links:
+        for number, (link, line) in enumerate(page.links):
             parts = urlsplit(link)
             if parts.scheme or parts.netloc or link.startswith(("mailto:", "javascript:", "data:")):
                 continue
@@ -64,6 +72,8 @@ def broken_links(site: Path) -> list[str]:
             if target.is_dir():
                 target = target / "index.html"
             where = f"{page_path.relative_to(site)}:{line}"
+            if site not in (target, *target.parents) and number in page.sibling_links:
+                continue
             if not target.is_file() or site not in (target, *target.parents):
                 problems.append(f"{where}: broken link {link}")
                 continue

@@ -28,13 +28,15 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from tabbook.config import Config
+from tabbook.execute.job import CPU_ONLY
 from tabbook.execute.store import Entry
 from tabbook.execute.store import text as nb_text
 from tabbook.files import BuildDir, write_if_changed
+from tabbook.nbjson import CellOutput, Notebook, NotebookCell
 from tabbook.render.merge import solution_summary
+from tabbook.source.constructs import TABLE, Kind, Shape
 from tabbook.source.dialect import ATTR_LINE, BEGIN_TAB, END_TAB, MATH_EQLABEL, TABLE_CAPTION, sub_roles
 from tabbook.source.model import Cell, Section
 
@@ -45,9 +47,9 @@ FULL = "llms-full.txt"
 
 #: Block kinds whose rows are dropped: attribute lines, prose-tab and solution markers, the
 #: ``:bibliography:`` line, tables of contents (the files list the pages themselves).
-_DROPPED = frozenset({"attr", "marker", "bibliography", "toc"})
+_DROPPED = frozenset({Kind.ATTR, Kind.BIBLIOGRAPHY, Kind.TOC, *(c.kind for c in TABLE if c.shape is Shape.CONTAINER)})
 #: Block kinds whose rows are kept exactly as written (code, not prose: no role is read there).
-_VERBATIM = frozenset({"literal", "code", "indented", "rst", "html"})
+_VERBATIM = frozenset({Kind.LITERAL, Kind.CODE, Kind.INDENTED, Kind.RST, Kind.HTML})
 
 _IMAGE = re.compile(r"!\[(?P<alt>(?:[^\]]|\](?!\())*)\]\((?P<src>[^)\s]+)(?:\s+\"[^\"]*\")?\)", re.S)
 _COMMENT = re.compile(r"\s*<!--(?:(?!-->).)*-->\s*", re.S)  # one HTML comment, nothing else
@@ -96,17 +98,18 @@ def prose_markdown(cell: Cell) -> str:
     notes. Pure."""
     prose = cell.prose or cell.source
     rows = prose.split("\n")
-    kinds: list[str | None] = [None] * len(rows)
+    kinds: list[Kind | None] = [None] * len(rows)
     for block in cell.blocks:  # containers come first: the innermost block of a row wins
         for r in range(block.start, min(block.end, len(rows))):
             kinds[r] = block.kind
     if not cell.blocks:
         kinds = _guess_kinds(rows)
+    notes: set[int] = set()
     for block in cell.blocks:
-        if block.kind == "html" and _COMMENT.fullmatch("\n".join(rows[block.start:block.end])):
-            kinds[block.start:block.end] = ["marker"] * (block.end - block.start)  # an author's note
+        if block.kind is Kind.HTML and _COMMENT.fullmatch("\n".join(rows[block.start:block.end])):
+            notes.update(range(block.start, block.end))  # an author's note
     captions = {block.start for block, after in zip(cell.blocks, cell.blocks[1:], strict=False)
-                if block.kind == "text" and block.end - block.start == 1 and after.kind == "table"
+                if block.kind is Kind.TEXT and block.end - block.start == 1 and after.kind is Kind.TABLE
                 and after.start == block.end and TABLE_CAPTION.match(rows[block.start])}
     out: list[tuple[str, bool]] = []  # each row, and whether it is verbatim
     run: list[str] = []  # consecutive rows of prose, rewritten together (an image's alt spans rows)
@@ -117,13 +120,13 @@ def prose_markdown(cell: Cell) -> str:
             run.clear()
 
     for index, (row, kind) in enumerate(zip(rows, kinds, strict=True)):
-        if kind in _DROPPED:
+        if kind in _DROPPED or index in notes:
             continue
         if kind in _VERBATIM:
             flush()
             out.append((row, True))
             continue
-        if kind == "math":
+        if kind is Kind.MATH:
             row = MATH_EQLABEL.sub("$$", row)
         if index in captions and (m := TABLE_CAPTION.match(row)):
             run += [f"Table: {m.group(1)}", ""]  # its own paragraph, above the table
@@ -140,28 +143,28 @@ def prose_markdown(cell: Cell) -> str:
     return "\n".join(kept).strip("\n")
 
 
-def _guess_kinds(rows: list[str]) -> list[str | None]:
+def _guess_kinds(rows: list[str]) -> list[Kind | None]:
     """Block kinds for a cell read without its blocks: fenced rows verbatim, attribute and
     tab-marker lines dropped, everything else prose."""
-    kinds: list[str | None] = []
+    kinds: list[Kind | None] = []
     fence = ""
     for row in rows:
         m = _FENCE_OPEN.match(row)
         if fence:
-            kinds.append("literal")
+            kinds.append(Kind.LITERAL)
             if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not row.strip()[len(m.group(1)):]:
                 fence = ""
         elif m:
             fence = m.group(1)
-            kinds.append("toc" if row.strip().startswith("```toc") else "literal")
+            kinds.append(Kind.TOC if row.strip().startswith("```toc") else Kind.LITERAL)
         elif ATTR_LINE.match(row) or BEGIN_TAB.match(row) or END_TAB.match(row):
-            kinds.append("attr")
+            kinds.append(Kind.ATTR)
         else:
             kinds.append(None)
     # a toc fence's rows are dropped as a whole
     for i in range(1, len(rows)):
-        if kinds[i - 1] == "toc" and kinds[i] == "literal":
-            kinds[i] = "toc"
+        if kinds[i - 1] is Kind.TOC and kinds[i] is Kind.LITERAL:
+            kinds[i] = Kind.TOC
     return kinds
 
 
@@ -182,7 +185,7 @@ def _fenced(body: str, info: str = "") -> str:
     return f"{fence}{info}\n{body.rstrip(chr(10))}\n{fence}"
 
 
-def output_text(out: dict[str, Any]) -> tuple[str, str] | None:
+def output_text(out: CellOutput) -> tuple[str, str] | None:
     """What a stored output says in plain text, as ``("text", …)`` (shown in a fence) or
     ``("note", …)`` (a figure: shown as a line of its own); None for an output that says
     nothing in text. Pure."""
@@ -212,7 +215,7 @@ def output_text(out: dict[str, Any]) -> tuple[str, str] | None:
     return None
 
 
-def code_markdown(cell: dict[str, Any]) -> str:
+def code_markdown(cell: NotebookCell) -> str:
     """An executed code cell: its code in a ``python`` fence, then its outputs (text in
     fences, figures as notes), as its tags say (``#@hide`` and kin). Pure."""
     tags = set(cell.get("metadata", {}).get("tags", []))
@@ -246,28 +249,33 @@ def code_markdown(cell: dict[str, Any]) -> str:
     return "\n\n".join(parts)
 
 
-def provenance_line(label: str, executed: dict[str, Any] | None) -> str:
+def provenance_line(label: str, executed: Notebook | None) -> str:
     """Where the outputs of a page were computed, in one line of text ("" when no entry says):
     what the page's own provenance line says, from the entry, as plain text. Pure."""
     if not executed:
         return ""
     entry = Entry(executed)
-    prov = {k: " ".join(_plain(str(v)).split()) for k, v in entry.provenance.items() if v and k != "gpus"}
-    if not prov:
+    prov = entry.provenance
+    if not prov.says_anything():
         return ""
-    if prov.get("not_executed"):
-        return f"*{label}: code shown without outputs ({prov['not_executed']}).*"
-    where = prov.get("device", "?") if entry.gpus else \
-        f"CPU only ({prov['cpu']})" if prov.get("cpu") else "CPU only"
-    version = prov.get("framework_version", "")
+
+    def plain(name: str, default: str) -> str:
+        value = getattr(prov, name)
+        return " ".join(_plain(str(value)).split()) if value else default
+
+    if plain("not_executed", ""):
+        return f"*{label}: code shown without outputs ({plain('not_executed', '')}).*"
+    where = plain("device", "?") if entry.gpus else \
+        f"{CPU_ONLY} ({plain('cpu', '')})" if plain("cpu", "") else CPU_ONLY
+    version = plain("framework_version", "")
     line = (f"{label} outputs computed on {where}, {f'{label} {version}, ' if version not in ('', '?') else ''}"
-            f"Python {prov.get('python', '?')}, {prov.get('date', '?')}.")
-    if prov.get("outdated"):
-        line = f"{label} outputs from an earlier version of this code ({prov['outdated']}): {line}"
+            f"Python {plain('python', '?')}, {plain('date', '?')}.")
+    if plain("outdated", ""):
+        line = f"{label} outputs from an earlier version of this code ({plain('outdated', '')}): {line}"
     return f"*{line}*"
 
 
-def page_markdown(section: Section, fw: str, executed: dict[str, Any] | None, label: str = "") -> str:
+def page_markdown(section: Section, fw: str, executed: Notebook | None, label: str = "") -> str:
     """One page as one framework's reader sees it, in plain Markdown: shared prose and ``fw``'s
     prose tabs, and ``fw``'s code cells with their stored outputs (``executed``: the notebook
     the page shows for ``fw``, whose k-th cell is the k-th code cell ``fw`` runs; None: prose
@@ -353,7 +361,7 @@ class Written:
 
 
 def page_key(section: Section, fw: str, label: str, origin: str | None,
-             executed: dict[str, Any] | None) -> str:
+             executed: Notebook | None) -> str:
     """What a page's Markdown for ``fw`` is made of: the section's cells, the framework's label
     and its notebook (the plan's origin of it when it has one: the entry and how it was
     published; otherwise the notebook itself). The builder is the memo's fingerprint."""
@@ -365,7 +373,7 @@ def page_key(section: Section, fw: str, label: str, origin: str | None,
     return h.hexdigest()
 
 
-def write_llms(config: Config, sections: Sequence[Section], notebooks: Mapping[tuple[str, str], dict[str, Any]],
+def write_llms(config: Config, sections: Sequence[Section], notebooks: Mapping[tuple[str, str], Notebook],
                origins: Mapping[tuple[str, str], str], html_dir: Path) -> Written:
     """Write ``llms.txt``, ``llms-full.txt`` and every page's Markdown per framework into
     ``html_dir``, and remove the per-page files of pages no longer in the book. A page whose

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import itertools
 import json
-from typing import Any
 
+from tabbook.execute.job import CPU_ONLY, Provenance
 from tabbook.execute.store import Entry, new_notebook
+from tabbook.nbjson import Notebook, NotebookCell
 from tabbook.render.myst import (
     cell_to_myst_lines,
     myst_text,
@@ -36,7 +37,7 @@ from tabbook.render.names import (
 from tabbook.source.model import Section
 
 
-def _md(source: str) -> dict[str, Any]:
+def _md(source: str) -> NotebookCell:
     return {"cell_type": "markdown", "metadata": {}, "source": source}
 
 
@@ -48,32 +49,36 @@ def with_version(label: str, version: str) -> str:
     return "" if version in ("", "?") else f"{label} {myst_text(version)}, "
 
 
-def describe_provenance(label: str, prov: dict[str, Any]) -> str:
+def describe_provenance(label: str, prov: Provenance) -> str:
     """One discreet line: where and with what a framework's outputs were computed. Every value
     comes from the entry, data anyone who can change ``_freeze/`` writes: it is shown as text
     (:func:`myst_text`), never read as MyST."""
     if not prov:
         return f"{label} outputs: not recorded."
-    shown = {k: myst_text(v) for k, v in prov.items() if v}
-    if shown.get("not_executed"):
-        return f"{label}: code shown without outputs ({shown['not_executed']})."
-    cpu = shown.get("cpu", "")
-    where = shown.get("device", "?") if prov.get("gpus") else f"CPU only ({cpu})" if cpu else "CPU only"
-    line = (f"{label} outputs computed on {where}, {with_version(label, str(prov.get('framework_version') or '?'))}"
-            f"Python {shown.get('python', '?')}, {shown.get('date', '?')}.")
-    if shown.get("outdated"):
-        line = f"{label} outputs from an earlier version of this code ({shown['outdated']}): " + line
+
+    def shown(name: str, default: str) -> str:
+        value = getattr(prov, name)
+        return myst_text(value) if value else default
+
+    if prov.not_executed:
+        return f"{label}: code shown without outputs ({shown('not_executed', '')})."
+    cpu = shown("cpu", "")
+    where = shown("device", "?") if prov.on_gpu else f"{CPU_ONLY} ({cpu})" if cpu else CPU_ONLY
+    line = (f"{label} outputs computed on {where}, {with_version(label, str(prov.framework_version or '?'))}"
+            f"Python {shown('python', '?')}, {shown('date', '?')}.")
+    if prov.outdated:
+        line = f"{label} outputs from an earlier version of this code ({shown('outdated', '')}): " + line
     return line
 
 
-def outdated_notice(labels: dict[str, str], provenance: dict[str, dict[str, Any]]) -> str | None:
+def outdated_notice(labels: dict[str, str], provenance: dict[str, Provenance]) -> str | None:
     """A warning at the top of a page whose outputs (some framework's) are older than its code:
     a GPU machine computed them and this build's machine could not stand in (execute/plan.py)."""
-    old = [(fw, p) for fw, p in provenance.items() if p.get("outdated")]
+    old = [(fw, p) for fw, p in provenance.items() if p.outdated]
     if not old:
         return None
-    lines = [f"- {labels.get(fw, fw)}: computed on {myst_text(p.get('device', '?'))} on "
-             f"{myst_text(p.get('date', '?'))}; {myst_text(p['outdated'])}." for fw, p in old]
+    lines = [f"- {labels.get(fw, fw)}: computed on {myst_text(p.text('device', '?'))} on "
+             f"{myst_text(p.text('date', '?'))}; {myst_text(p.outdated)}." for fw, p in old]
     return ("```{warning}\nSome code on this page is shown as an earlier version of it ran, with its "
             "outputs, kept because this build could not run the current code where they were computed:\n\n" + "\n".join(lines)
             + "\n```")
@@ -84,7 +89,7 @@ def solution_summary(text: str) -> str:
     return f"Solution {text}".strip()
 
 
-def _solution_marks(number: int, section: Section, line: int) -> tuple[dict[str, Any], dict[str, Any], int]:
+def _solution_marks(number: int, section: Section, line: int) -> tuple[NotebookCell, NotebookCell, int]:
     """The two cells around solution ``number``, and the line of its opening marker."""
     text, opened = section.solutions.get(number, ("", line))
     start = _md(wrap_div(solution_summary(text), [SOLUTION_START_CLASS]))
@@ -92,24 +97,24 @@ def _solution_marks(number: int, section: Section, line: int) -> tuple[dict[str,
     return start, end, opened
 
 
-def _shown(cell: dict[str, Any]) -> str:
+def _shown(cell: NotebookCell) -> str:
     """What a reader sees of a code cell: its source, tags and outputs (not execution counts)."""
     outputs = [{k: v for k, v in o.items() if k != "execution_count"} for o in cell.get("outputs", [])]
     return json.dumps([cell["source"], cell["metadata"].get("tags", []), outputs], sort_keys=True)
 
 
-def _run(cell: dict[str, Any]) -> int | None:
+def _run(cell: NotebookCell) -> int | None:
     mark = TabMark.of_cell(cell)
     return mark.run if mark is not None else None
 
 
-def share_identical_runs(cells: list[dict[str, Any]], tabs: tuple[str, ...]) -> list[dict[str, Any]]:
+def share_identical_runs(cells: list[NotebookCell], tabs: tuple[str, ...]) -> list[NotebookCell]:
     """Show a run of code cells once, without tabs, when every framework ran and showed the same.
 
     Tabs that would all hold the same code and the same output only add clicks
     (and page weight); shared code with shared results stays shared.
     """
-    out: list[dict[str, Any]] = []
+    out: list[NotebookCell] = []
     for run, group in itertools.groupby(cells, key=_run):
         members = [(cell, TabMark.of_cell(cell)) for cell in group]
         if run is None:
@@ -132,12 +137,12 @@ def share_identical_runs(cells: list[dict[str, Any]], tabs: tuple[str, ...]) -> 
 
 def merge_section(
     section: Section,
-    executed: dict[str, dict[str, Any]],
+    executed: dict[str, Notebook],
     tabs: tuple[str, ...],
     labels: dict[str, str],
     downloads: dict[str, str] | None = None,
     line_maps: list[list[int]] | None = None,
-) -> dict[str, Any]:
+) -> Notebook:
     """Merge ``executed[framework]`` notebooks (keyed by cell index) into one notebook.
 
     ``labels`` maps framework name → display label; ``downloads`` maps framework
@@ -152,12 +157,12 @@ def merge_section(
     # whenever an entry is reused, whatever prose changed around it.
     ran = {fw: nb.get("cells", []) for fw, nb in executed.items()}
     ordinal = {fw: 0 for fw in tabs}
-    cells: list[dict[str, Any]] = []
+    cells: list[NotebookCell] = []
     run = 0
     last_kind: str | None = None  # "code" / "prose" when the previous item was tabbed
     multi = len(tabs) > 1
     open_solution = 0
-    pending_end: dict[str, Any] | None = None
+    pending_end: NotebookCell | None = None
     for cell in section.cells:
         if cell.solution != open_solution:
             if pending_end is not None:
@@ -223,11 +228,11 @@ def merge_section(
     return _notebook(cells)
 
 
-def _provenance_cells(provenance: dict[str, dict[str, Any]], units: int, tabs: tuple[str, ...],
-                      labels: dict[str, str], downloads: dict[str, str] | None) -> list[dict[str, Any]]:
+def _provenance_cells(provenance: dict[str, Provenance], units: int, tabs: tuple[str, ...],
+                      labels: dict[str, str], downloads: dict[str, str] | None) -> list[NotebookCell]:
     """Where each framework's outputs were computed, as one cell at the page's end (none
     when nothing was executed for the page)."""
-    reasons = {p.get("not_executed") for p in provenance.values()}
+    reasons = {p.not_executed for p in provenance.values()}
     if provenance and len(provenance) == units and len(reasons) == 1 and None not in reasons:
         # Nothing ran (execution off): one line, not one per framework.
         return [_md(wrap_div(f"Code shown without outputs ({reasons.pop()}).", [PROVENANCE_CLASS]))]
@@ -244,7 +249,7 @@ def _provenance_cells(provenance: dict[str, dict[str, Any]], units: int, tabs: t
     return [_md(wrap_div("\n".join(lines), [PROVENANCE_CLASS]))]
 
 
-def _notebook(cells: list[dict[str, Any]]) -> dict[str, Any]:
+def _notebook(cells: list[NotebookCell]) -> Notebook:
     """The merged notebook of ``cells``, each with a stable id."""
     for i, cell in enumerate(cells):
         cell["id"] = f"cell-{i}"

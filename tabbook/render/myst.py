@@ -21,8 +21,9 @@ from a text given on its own (:func:`to_myst`)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+from tabbook.source.constructs import CONSTRUCTS, Emit, Kind
 from tabbook.source.dialect import (
     ATTR_LINE,
     IMAGE_PARAGRAPH,
@@ -105,14 +106,14 @@ def _targets(blocks: Sequence[Block]) -> dict[int, Block | None]:
     """Row of each attribute line → the block it describes: the block before it in its container."""
     out: dict[int, Block | None] = {}
     for k, block in enumerate(blocks):
-        if block.kind != "attr":
+        if block.kind is not Kind.ATTR:
             continue
         target = None
         for j in range(k - 1, -1, -1):  # no slice: copying blocks[:k] per line was quadratic
             prev = blocks[j]
             if prev.level < block.level:
                 break  # the container's start: nothing before the line in it
-            if prev.level == block.level and prev.kind != "attr":
+            if prev.level == block.level and prev.kind is not Kind.ATTR:
                 target = prev
                 break
         out[block.start] = target
@@ -213,34 +214,50 @@ class _Emitter:
                              if r not in labelled and cap.level == 0}
 
     def _scan(self) -> None:
+        """Each block claims its rows through the emitter its construct names
+        (:data:`EMITTERS`, :attr:`~tabbook.source.constructs.Construct.emit`)."""
+        for k, b in enumerate(self.blocks):
+            EMITTERS[CONSTRUCTS[b.kind].emit](self, k, b)
+
+    def _claim_lines(self, k: int, b: Block) -> None:
+        """Rows written one by one, roles converted: nothing to claim."""
+
+    def _claim_copied(self, k: int, b: Block) -> None:
+        self.copied.update(range(b.start, b.end))
+
+    def _claim_literal(self, k: int, b: Block) -> None:
+        self._claim_copied(k, b)
+        self.refence.update(_longer_fence(self.lines, b))
+
+    def _claim_eval_rst(self, k: int, b: Block) -> None:
+        self._claim_literal(k, b)
+        self.rst.add(b.start)
+
+    def _claim_bibliography(self, k: int, b: Block) -> None:
+        self.bibliography.add(b.start)
+
+    def _claim_math(self, k: int, b: Block) -> None:
         lines, blocks = self.lines, self.blocks
-        for k, b in enumerate(blocks):
-            if b.kind in ("literal", "code", "rst", "indented", "html"):
-                self.copied.update(range(b.start, b.end))
-                if b.kind in ("literal", "rst"):
-                    self.refence.update(_longer_fence(lines, b))
-                if b.kind == "rst":
-                    self.rst.add(b.start)
-            elif b.kind == "bibliography":
-                self.bibliography.add(b.start)
-            elif b.kind == "math":
-                self.math.update(range(b.start, b.end))
-                if b.attr:
-                    self.math_label[b.end - 1] = b.attr
-                before = blocks[k - 1] if k else None
-                if (before is not None and before.kind == "text" and before.level == b.level
-                        and before.end == b.start and b.start < len(lines)):
-                    # MyST's $$ cannot interrupt a paragraph: a blank row (inside the same container) first
-                    row = lines[b.start]
-                    self.math_break[b.start] = row[:row.find("$$")].rstrip() if "$$" in row else ""
-            elif b.kind == "toc":
-                self.tocs[b.start] = b.end
-            elif b.kind == "table":
-                self.tables[b.start] = b
-            elif b.kind == "attr":
-                self.attrs[b.start] = b
-                if k + 1 < len(blocks):
-                    self.after[b.start] = blocks[k + 1]
+        self.math.update(range(b.start, b.end))
+        if b.attr:
+            self.math_label[b.end - 1] = b.attr
+        before = blocks[k - 1] if k else None
+        if (before is not None and before.kind is Kind.TEXT and before.level == b.level
+                and before.end == b.start and b.start < len(lines)):
+            # MyST's $$ cannot interrupt a paragraph: a blank row (inside the same container) first
+            row = lines[b.start]
+            self.math_break[b.start] = row[:row.find("$$")].rstrip() if "$$" in row else ""
+
+    def _claim_toctree(self, k: int, b: Block) -> None:
+        self.tocs[b.start] = b.end
+
+    def _claim_table(self, k: int, b: Block) -> None:
+        self.tables[b.start] = b
+
+    def _claim_attribute(self, k: int, b: Block) -> None:
+        self.attrs[b.start] = b
+        if k + 1 < len(self.blocks):
+            self.after[b.start] = self.blocks[k + 1]
 
     def emit(self) -> tuple[str, list[int]]:
         i, n = 0, len(self.lines)
@@ -298,7 +315,7 @@ class _Emitter:
         attr, target = self.attrs[i], self.targets.get(i)
         t_row = target.start if target is not None else -1
         kind, value = attr.attr, _attr_value(self.lines[i])
-        if (target is not None and target.kind == "image" and t_row not in self.figured and kind != "eqlabel"
+        if (target is not None and target.kind is Kind.IMAGE and t_row not in self.figured and kind != "eqlabel"
                 and all(r in self.attrs or not self.lines[r].strip() for r in range(target.end, i))
                 and self.w.owner and self.w.owner[-1] in range(t_row, i)):
             return self._figure(i, target)
@@ -310,11 +327,11 @@ class _Emitter:
             return i
         at = self.w.anchor(t_row) if target is not None else 0
         table = self.after.get(i - 1)
-        if (kind == "label" and target is not None and target.kind == "text"
-                and TABLE_CAPTION.match(self.lines[t_row]) and table is not None and table.kind == "table"
+        if (kind == "label" and target is not None and target.kind is Kind.TEXT
+                and TABLE_CAPTION.match(self.lines[t_row]) and table is not None and table.kind is Kind.TABLE
                 and table.level == attr.level and not any(x.strip() for x in self.lines[i:table.start])):
             return self._captioned_table(target, value, i - 1, table)
-        if target is not None and target.kind == "table":
+        if target is not None and target.kind is Kind.TABLE:
             self._write_table(self.captions.get(t_row), value, i - 1, at)
             return i
         self._label(at, t_row, value)
@@ -430,14 +447,38 @@ def _table_captions(lines: list[str], blocks: Sequence[Block]) -> dict[int, Bloc
     the paragraph however many lines), with only blank rows between."""
     out: dict[int, Block] = {}
     for k, table in enumerate(blocks):
-        if table.kind != "table":
+        if table.kind is not Kind.TABLE:
             continue
         before = next((b for b in reversed(blocks[:k]) if b.level <= table.level), None)
-        if (before is not None and before.level == table.level and before.kind == "text"
+        if (before is not None and before.level == table.level and before.kind is Kind.TEXT
                 and TABLE_CAPTION.match(lines[before.start])
                 and not any(x.strip() for x in lines[before.end:table.start])):
             out[table.start] = before
     return out
+
+
+#: Each emitter of the construct table (:class:`~tabbook.source.constructs.Emit`): how a block
+#: claims its rows before they are written (the rows themselves are written by :meth:`_Emitter.emit`).
+EMITTERS: dict[Emit, Callable[[_Emitter, int, Block], None]] = {
+    Emit.LINES: _Emitter._claim_lines,
+    Emit.COPIED: _Emitter._claim_copied,
+    Emit.LITERAL: _Emitter._claim_literal,
+    Emit.MATH: _Emitter._claim_math,
+    Emit.ATTRIBUTE: _Emitter._claim_attribute,
+    Emit.TABLE: _Emitter._claim_table,
+    Emit.TOCTREE: _Emitter._claim_toctree,
+    Emit.EVAL_RST: _Emitter._claim_eval_rst,
+    Emit.BIBLIOGRAPHY: _Emitter._claim_bibliography,
+}
+
+
+def missing_emitters(emitters: dict[Emit, Callable[[_Emitter, int, Block], None]] = EMITTERS) -> list[str]:
+    """The emitters the construct table names and the renderer lacks (empty: none)."""
+    return [e.name for e in Emit if e not in emitters]
+
+
+if _missing := missing_emitters():  # pragma: no cover - stops the renderer at import
+    raise RuntimeError(f"the MyST renderer has no emitter for {', '.join(_missing)}")
 
 
 def _figure(rows: list[str], name: str | None, width: str | None) -> list[str]:

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tabbook.nbjson import NotebookCell
+
 #: The key of a merged code cell's metadata holding its :class:`TabMark`:
 #: ``{"framework": "jax", "run": 3}``.
 CELL_KEY = "tabbook"
@@ -36,7 +38,7 @@ class TabMark:
         return {"framework": self.framework, "run": self.run}
 
     @classmethod
-    def of_cell(cls, cell: dict[str, Any]) -> TabMark | None:
+    def of_cell(cls, cell: NotebookCell) -> TabMark | None:
         """The mark of a merged notebook cell (its metadata), or None."""
         mark = cell.get("metadata", {}).get(CELL_KEY)
         return cls.from_metadata(mark) if isinstance(mark, dict) else None

@@ -31,6 +31,7 @@ from pathlib import Path
 from tabbook.config import Config, config_error
 from tabbook.errors import BookError, Log, raise_all
 from tabbook.files import BuildDir, copy_atomic
+from tabbook.render.formats import PDF
 from tabbook.render.latex_conf import TEX_NAME, font_warnings
 from tabbook.render.sphinx import WARNINGS_ENV, sphinx_command, sphinx_env
 
@@ -168,7 +169,7 @@ def write_latex(config: Config, framework: str, log: Log = print, unsaid: Unsaid
     from tabbook.render.diagnostics import collect
 
     out = tex_dir(config, framework)
-    cmd = sphinx_command(config, "latex", out, {"tabbook_framework": framework})
+    cmd = sphinx_command(config, PDF.builder, out, {"tabbook_framework": framework})
     records = BuildDir(config.build_dir).warnings / f"latex-pdf-{framework}.json"
     records.unlink(missing_ok=True)
     proc = subprocess.run(cmd, env={**sphinx_env(config), WARNINGS_ENV: str(records)}, capture_output=True, text=True)

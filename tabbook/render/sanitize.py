@@ -38,11 +38,11 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 from tabbook.execute.outputs import KINDS, Clean
 from tabbook.execute.store import text as nb_text
+from tabbook.nbjson import MimeBundle, Notebook
 
 #: What an output whose every type was dropped shows instead.
 DROPPED_NOTE = ("[an output this site does not show: it would run script in the reader's browser "
@@ -224,9 +224,9 @@ def clean_svg(svg: str) -> str | None:
 # ---- notebooks -----------------------------------------------------------------------------------
 
 
-def clean_bundle(data: dict[str, Any]) -> dict[str, Any]:
+def clean_bundle(data: MimeBundle) -> MimeBundle:
     """A mime bundle as the site shows it untrusted (see the module's docstring)."""
-    out: dict[str, Any] = {}
+    out: MimeBundle = {}
     for mime, value in data.items():
         clean = KINDS[mime].clean if mime in KINDS else None  # none: a type that needs script
         if clean is Clean.PLAIN:
@@ -251,7 +251,7 @@ def clean_bundle(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def untrusted_notebook(nb: dict[str, Any]) -> dict[str, Any]:
+def untrusted_notebook(nb: Notebook) -> Notebook:
     """``nb`` with every output's bundle cleaned; ``nb`` itself when nothing had to change."""
     changed = False
     cells = []
@@ -292,7 +292,7 @@ def untrusted_notebook(nb: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-class PublishedNotebooks(Mapping[tuple[str, str], dict[str, Any]]):
+class PublishedNotebooks(Mapping[tuple[str, str], Notebook]):
     """The executed notebooks as the site may show them: cleaned on first access (and then
     remembered), so a build that merges few pages cleans few notebooks.
 
@@ -302,10 +302,10 @@ class PublishedNotebooks(Mapping[tuple[str, str], dict[str, Any]]):
     module's code: an unchanged book's outputs are not scanned again. :meth:`save` writes it.
     """
 
-    def __init__(self, notebooks: Mapping[tuple[str, str], dict[str, Any]],
+    def __init__(self, notebooks: Mapping[tuple[str, str], Notebook],
                  origins: Mapping[tuple[str, str], str] | None = None, memo: Path | None = None) -> None:
         self._raw = notebooks
-        self._clean: dict[tuple[str, str], dict[str, Any]] = {}
+        self._clean: dict[tuple[str, str], Notebook] = {}
         self._origins = origins or {}
         self._memo = memo
         self._code = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
@@ -323,7 +323,7 @@ class PublishedNotebooks(Mapping[tuple[str, str], dict[str, Any]]):
         origin = self._origins.get(key, "")
         return f"{key[0]} {key[1]} {origin}" if origin.startswith("entry ") else None
 
-    def __getitem__(self, key: tuple[str, str]) -> dict[str, Any]:
+    def __getitem__(self, key: tuple[str, str]) -> Notebook:
         if key not in self._clean:
             raw = self._raw[key]
             sig = self._signature(key)
@@ -360,9 +360,9 @@ class PublishedNotebooks(Mapping[tuple[str, str], dict[str, Any]]):
             pass  # only slower next time
 
 
-def published(notebooks: Mapping[tuple[str, str], dict[str, Any]], trusted: bool,
+def published(notebooks: Mapping[tuple[str, str], Notebook], trusted: bool,
               origins: Mapping[tuple[str, str], str] | None = None,
-              memo: Path | None = None) -> Mapping[tuple[str, str], dict[str, Any]]:
+              memo: Path | None = None) -> Mapping[tuple[str, str], Notebook]:
     """What the site shows of ``notebooks``: all of it for a book that trusts its outputs."""
     return notebooks if trusted else PublishedNotebooks(notebooks, origins, memo)
 

@@ -23,10 +23,10 @@ import shutil
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from tabbook.execute.store import FreezeStore, new_notebook, public_copy, read_entry, text
 from tabbook.files import Memo, write_if_changed
+from tabbook.nbjson import Notebook, NotebookCell
 from tabbook.render.context import SLIDES, RenderContext, github_repo
 
 DOWNLOADS = "_downloads"  # under the HTML output directory
@@ -130,7 +130,7 @@ def available_pdfs(opts: RenderContext) -> set[str]:
     return {fw for fw in opts.tabs if (Path(opts.pdf_dir) / f"{opts.name}-{fw}.pdf").is_file()}
 
 
-def reader_notebook(nb: dict[str, Any], trusted: bool = False) -> dict[str, Any]:
+def reader_notebook(nb: Notebook, trusted: bool = False) -> Notebook:
     """A freeze entry as a reader gets it: a plain Python 3 kernel, the provenance kept, the store's
     bookkeeping (keys, hashes) dropped, its outputs cleaned unless the book trusts them."""
     from tabbook.render.sanitize import untrusted_notebook
@@ -145,7 +145,7 @@ def reader_notebook(nb: dict[str, Any], trusted: bool = False) -> dict[str, Any]
 IMPORTED = re.compile(r"^\s*(?:from\s+([\w]+)[\w.]*\s+import|import\s+([\w]+))", re.M)
 
 
-def install_cell(nb: dict[str, Any], libs: list[tuple[str, str]], version: str) -> str:
+def install_cell(nb: Notebook, libs: list[tuple[str, str]], version: str) -> str:
     """``[colab] libs``: the pip lines for the libraries the notebook's code imports ("" for none),
     ``==RELEASE`` standing for the book's version, as d2lbook writes them for Colab."""
     wanted = dict(libs)
@@ -160,7 +160,7 @@ def install_cell(nb: dict[str, Any], libs: list[tuple[str, str]], version: str) 
     return "".join(f"!pip install {wanted[n].replace('==RELEASE', f'=={version}')}\n" for n in found)
 
 
-def for_colab(nb: dict[str, Any], opts: RenderContext, fw: str) -> dict[str, Any]:
+def for_colab(nb: Notebook, opts: RenderContext, fw: str) -> Notebook:
     """A reader's notebook with d2lbook's ``[colab]`` keys applied: a first cell installing the
     ``libs`` its code imports (under ``libs_header``), and ``accelerator: GPU`` when its code
     contains ``gpu_pattern`` (what Colab reads when the notebook is opened there). Pure."""
@@ -171,7 +171,7 @@ def for_colab(nb: dict[str, Any], opts: RenderContext, fw: str) -> dict[str, Any
     libs = [(lib, pip) for tab, lib, pip in opts.libs if tab in ("", fw)]
     pip = install_cell(nb, libs, opts.version) if libs else ""
     if pip:
-        first: list[dict[str, Any]] = [{"cell_type": "code", "execution_count": None, "id": "tabbook-install", "metadata": {},
+        first: list[NotebookCell] = [{"cell_type": "code", "execution_count": None, "id": "tabbook-install", "metadata": {},
                   "outputs": [], "source": pip}]
         if opts.libs_header:
             first.insert(0, {"cell_type": "markdown", "id": "tabbook-install-header", "metadata": {},

@@ -42,8 +42,10 @@ from tabbook.execute.outputs import SLIDE_IMAGES
 from tabbook.execute.store import Entry
 from tabbook.execute.store import text as nb_text
 from tabbook.files import BuildDir, write_atomic, write_if_changed
+from tabbook.nbjson import CellOutput, Notebook
 from tabbook.render.context import SLIDES
 from tabbook.render.site import deck_target
+from tabbook.source.constructs import Marker, Slides, deck_use
 from tabbook.source.dialect import ROLE
 from tabbook.source.model import Section
 
@@ -72,7 +74,7 @@ class Code:
     """A code block on a slide and the outputs shown under it (notebook output dicts)."""
 
     source: str
-    outputs: tuple[dict[str, Any], ...] = ()
+    outputs: tuple[CellOutput, ...] = ()
 
 
 @dataclass
@@ -148,7 +150,7 @@ def lecture_code(source: str) -> str:
     return "\n".join(out).strip("\n")
 
 
-def build_deck(section: Section, framework: str, label: str, executed: dict[str, Any] | None) -> Deck | None:
+def build_deck(section: Section, framework: str, label: str, executed: Notebook | None) -> Deck | None:
     """The deck of ``section`` for ``framework`` from its executed notebook, or None without marks.
 
     The k-th code cell the framework runs is the k-th cell of its executed notebook (what the
@@ -161,9 +163,12 @@ def build_deck(section: Section, framework: str, label: str, executed: dict[str,
     heading = ""  # the latest subsection heading not yet on a slide
     any_marks = False
     k = 0
+    # the construct table says what a deck does with a prose tab's cells and a solution's
+    per_tab = deck_use(Marker.OPEN_TAB) is Slides.FRAMEWORK
+    solutions_out = deck_use(Marker.OPEN_SOLUTION) is Slides.LEFT_OUT
     for cell in section.cells:
         if cell.kind == "markdown":
-            if (cell.tabs and framework not in cell.tabs) or cell.solution:
+            if (per_tab and cell.tabs and framework not in cell.tabs) or (solutions_out and cell.solution):
                 continue
             headings = _HEADING.findall(_FENCE.sub("", cell.source))
             if headings:
@@ -185,7 +190,7 @@ def build_deck(section: Section, framework: str, label: str, executed: dict[str,
             continue
         out = ran[k] if k < len(ran) else None
         k += 1
-        if cell.flags & {"hide", "hide_code"} or cell.solution:
+        if cell.flags & {"hide", "hide_code"} or (solutions_out and cell.solution):
             continue
         code = lecture_code(out["source"] if out and isinstance(out.get("source"), str) else cell.source)
         outputs = tuple(out.get("outputs", [])) if out and "hide_output" not in cell.flags else ()
@@ -222,7 +227,7 @@ def item_lines(item: str | Code) -> float:
     return 1.0 + 0.6 * sum(max(1, -(-len(line) // 90)) for line in rows)
 
 
-def _output_rows(out: dict[str, Any]) -> list[str]:
+def _output_rows(out: CellOutput) -> list[str]:
     if out.get("output_type") == "stream":
         return nb_text(out.get("text", "")).splitlines()
     if out.get("output_type") == "error":
@@ -305,7 +310,7 @@ class Renderer:
 
         return f'<pre class="highlight"><code>{highlight(source, PythonLexer(), self.formatter)}</code></pre>'
 
-    def output(self, out: dict[str, Any]) -> str:
+    def output(self, out: CellOutput) -> str:
         kind = out.get("output_type")
         if kind == "stream":
             text = _ANSI.sub("", nb_text(out.get("text", "")))
@@ -323,7 +328,7 @@ class Renderer:
         return ""
 
 
-def error_text(out: dict[str, Any]) -> str:
+def error_text(out: CellOutput) -> str:
     """What a slide shows of an error: the exception's own statement (``ValueError: …``), not the
     frames above it, which a lecture does not read out and which filled whole slides. The last
     line naming the exception starts it (an exception whose message holds another traceback, as
@@ -386,11 +391,11 @@ def _items(items: list[str | Code], r: Renderer) -> list[str]:
     return out
 
 
-def coalesced(outputs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def coalesced(outputs: Sequence[CellOutput]) -> list[CellOutput]:
     """Consecutive stream outputs of one stream as one, as the page shows them: how a kernel cuts
     what a cell prints into messages depends on timing (``print(x)`` may arrive as ``x`` and then
     ``\\n``), and a deck must not depend on it."""
-    out: list[dict[str, Any]] = []
+    out: list[CellOutput] = []
     for o in outputs:
         last = out[-1] if out else None
         if (last is not None and o.get("output_type") == "stream" and last.get("output_type") == "stream"
@@ -441,7 +446,7 @@ def publish_reveal(html_dir: Path) -> None:
         write_if_changed(dst, src.read_bytes())
 
 
-def deck_key(section: Section, framework: str, executed: dict[str, Any] | None) -> str:
+def deck_key(section: Section, framework: str, executed: Notebook | None) -> str:
     """What a deck is made of: the section's cells, the framework and its executed notebook (the
     store's key for it when it has one: the key decides the outputs); the deck code is the
     slides memo's builder fingerprint."""
@@ -454,7 +459,7 @@ def deck_key(section: Section, framework: str, executed: dict[str, Any] | None) 
     return h.hexdigest()
 
 
-def write_decks(config: Config, sections: Sequence[Section], notebooks: dict[tuple[str, str], dict[str, Any]],
+def write_decks(config: Config, sections: Sequence[Section], notebooks: dict[tuple[str, str], Notebook],
                 html_dir: Path) -> Written:
     """Write every section's decks and remove decks that no longer have marks. A deck whose
     inputs (:func:`deck_key`) are those of the file on disk is not rendered again, so a build

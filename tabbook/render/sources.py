@@ -20,6 +20,7 @@ from typing import Any
 from tabbook.config import Config
 from tabbook.errors import BookError
 from tabbook.files import BuildDir, write_if_changed
+from tabbook.nbjson import Notebook
 from tabbook.render.front import hide_root_toctree
 from tabbook.render.names import APPENDIX_CAPTION
 from tabbook.source.model import Section
@@ -118,7 +119,7 @@ class SourceTree:
 
 
 def write_sources(
-    config: Config, sections: list[Section], notebooks: dict[tuple[str, str], dict[str, Any]],
+    config: Config, sections: list[Section], notebooks: dict[tuple[str, str], Notebook],
     extra: dict[str, str] | None = None, origins: dict[tuple[str, str], str] | None = None,
     page_hashes: dict[str, str] | None = None, orphans: Collection[str] = (),
     notebook_pages: Collection[str] = (),
@@ -185,8 +186,8 @@ def plan_pages(config: Config, build: BuildDir, sections: list[Section], labels:
     return jobs
 
 
-def _write_notebook_page(tree: SourceTree, job: PageJob, executed: dict[str, dict[str, Any]],
-                         tabs: tuple[str, ...], labels: dict[str, str]) -> dict[str, Any]:
+def _write_notebook_page(tree: SourceTree, job: PageJob, executed: dict[str, Notebook],
+                         tabs: tuple[str, ...], labels: dict[str, str]) -> Notebook:
     """A page with code: its executed notebooks merged into one; returns its line map."""
     from tabbook.render.merge import merge_section
 
@@ -202,8 +203,8 @@ def _write_notebook_page(tree: SourceTree, job: PageJob, executed: dict[str, dic
 
 
 def _write_prose_page(tree: SourceTree, job: PageJob, config: Config, sections: list[Section],
-                      notebooks: dict[tuple[str, str], dict[str, Any]], labels: dict[str, str],
-                      extra: dict[str, str] | None) -> dict[str, Any]:
+                      notebooks: dict[tuple[str, str], Notebook], labels: dict[str, str],
+                      extra: dict[str, str] | None) -> Notebook:
     """A page of prose: MyST, with the front page under the root page's prose, a chapter
     index's "where computed" line and the generated pages' toctree; returns its line map."""
     from tabbook.render.merge import merge_section
@@ -315,7 +316,7 @@ def _remove_unwanted(tree: SourceTree) -> None:
 _SOURCE_KEY = re.compile(r'^\s*"source":\s*(\[?)')
 
 
-def notebook_page(config: Config, rel: str) -> tuple[str, dict[str, Any]]:
+def notebook_page(config: Config, rel: str) -> tuple[str, Notebook]:
     """A toc entry that is a notebook of the book (d2l-java's ``x.ipynb``, made by its own build
     script), as Sphinx reads it: its Markdown cells read as the dialect (they hold ``:label:``
     and ``:numref:``, which d2lbook converts), its outputs cleaned of script unless the book trusts
@@ -363,7 +364,7 @@ def _write_rsts(tree: SourceTree, config: Config) -> None:
 
 
 def front_page(config: Config, root: Section, sections: list[Section],
-               notebooks: dict[tuple[str, str], dict[str, Any]]) -> str:
+               notebooks: dict[tuple[str, str], Notebook]) -> str:
     """The generated front matter of the root page (:mod:`tabbook.render.front`), or "" when
     ``[site] front_page`` is off."""
     from tabbook.render.front import front_matter, front_page_facts

@@ -41,6 +41,7 @@ from tabbook.config import Config
 from tabbook.errors import BookError
 from tabbook.files import SPHINX_PARENT_ENV, BuildDir, builder_fingerprint
 from tabbook.render.context import hand_off, render_context
+from tabbook.render.formats import format_named
 from tabbook.render.sources import source_dir
 
 
@@ -286,7 +287,7 @@ class SphinxRun:
         return False
 
     def _env(self) -> dict[str, str]:
-        learn = learn_env(self.config) if self.builder == "html" else {}
+        learn = learn_env(self.config) if format_named(self.builder).site else {}
         return {**sphinx_env(self.config), WARNINGS_ENV: str(self.records), PROGRESS_ENV: str(self.progress), **learn}
 
     def start(self) -> None:

@@ -2,7 +2,9 @@
 
 Every stage that needs to recognise a piece of the dialect imports it from
 here (read, check, split, render's MyST emission, the library's Python
-surgery) instead of spelling its own regex. The constructs:
+surgery) instead of spelling its own regex; the block constructs built from these patterns
+(their kinds, reader rules and what each stage does with them) are the construct table,
+:mod:`tabbook.source.constructs`. The constructs:
 
 Code cells
     A fence whose info string is ``{.python .input}`` (:data:`CODE_INFO`) is
@@ -15,8 +17,9 @@ Code cells
 
 Prose
     ``:begin_tab:`NAMES``` / ``:end_tab:`` lines delimit framework-specific
-    prose (:data:`BEGIN_TAB`, :data:`END_TAB`). Attribute lines follow the
-    block they describe: ``:label:`name``` (a heading, paragraph, image or
+    prose (:data:`BEGIN_TAB`, :data:`END_TAB`); a ``:begin_tab:`` naming no framework
+    (``:begin_tab:toc``, :data:`BEGIN_SHARED_TAB`) opens prose every framework sees, as in
+    d2lbook. Attribute lines follow the block they describe: ``:label:`name``` (a heading, paragraph, image or
     table), ``:eqlabel:`name``` (display math), ``:width:`400px``` (an image):
     :data:`ATTR_LINE`; ``:eqlabel:`` may also end the math's closing line
     (:data:`MATH_EQLABEL`). A table's caption is a paragraph above it that
@@ -47,13 +50,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # markdown-it is imported where a page is parsed: a no-op build parses none
-    from markdown_it import MarkdownIt
-    from markdown_it.rules_block import StateBlock
-    from markdown_it.rules_core import StateCore
-    from markdown_it.token import Token
 
 # --- code cells -------------------------------------------------------------------------------
 
@@ -124,6 +120,10 @@ def begin_tab_oddity(line: str) -> str | None:
     return " and ".join(odd) or None
 #: ``:end_tab:``: the prose tab ends.
 END_TAB = re.compile(r"^\s*:end_tab:\s*$")
+#: ``:begin_tab:`` naming no framework (no backticks after it: ``:begin_tab:``, ``:begin_tab:toc``):
+#: d2lbook's pattern reads a marker of no tab there, and the prose up to ``:end_tab:`` is shared
+#: (the marker lines left out); group 1: what follows the marker.
+BEGIN_SHARED_TAB = re.compile(r"^\s*:begin_tab:(?![ \t]*`)[ \t]*(.*?)\s*$")
 #: ``<!-- solution 3 -->`` alone on a line: a solution starts; group 1: what follows "solution"
 #: (its summary on the site is "Solution" and this text). ``<!-- solutions -->`` is no marker.
 BEGIN_SOLUTION = re.compile(r"^<!--[ \t]*solution(?![\w-])[ \t]*(.*?)[ \t]*-->[ \t]*$")
@@ -316,193 +316,6 @@ def strip_slide_marks(text: str) -> str:
     return "".join(out) + text[pos:]
 
 
-# --- the markdown-it plugin -------------------------------------------------------------------
-#
-# The dialect's block constructs become tokens of markdown-it's one parse, so every stage sees
-# the same structure: an attribute or prose-tab line ends the paragraph, table or quote above
-# it (as a heading would), and nothing inside a fence or an indented code block is one.
-#
-#   dialect_attr       ``:label:``/``:eqlabel:``/``:width:`` line; ``info`` the kind, ``content`` the value
-#   dialect_begin_tab  ``:begin_tab:`NAMES``` line; ``info`` the names
-#   dialect_end_tab    ``:end_tab:`` line
-#   dialect_begin_solution  ``<!-- solution TEXT -->`` line (not indented); ``info`` the text
-#   dialect_end_solution    ``<!-- end solution -->`` line (not indented)
-#   dialect_math       display math, ``$$…$$`` on one line or ``$$`` … ``$$`` over several;
-#                      ``meta["eqlabel"]`` the label on its closing line, if any
-#   dialect_bibliography  ``:bibliography:`FILE``` line; ``content`` the file
-#   fence              as markdown-it makes it, with ``meta["dialect"]`` ``code`` (an executable
-#                      cell), ``toc`` (a table of contents), ``rst`` (```` ```eval_rst ````)
-#                      or ``literal``
-
-_FENCE_RUN = re.compile(r"^(`{3,}|~{3,})")
-_TERMINATES = ["paragraph", "reference", "blockquote"]  # "blockquote" also ends a table's rows
-
-
-def _line(state: StateBlock, line: int) -> str:
-    """The text of ``line`` inside the current container (after its quote marks and indent)."""
-    return state.src[state.bMarks[line] + state.tShift[line]:state.eMarks[line]]
-
-
-def _single_line_rule(pattern: re.Pattern[str], make: Callable[[StateBlock, re.Match[str]], Token]
-                      ) -> Callable[[StateBlock, int, int, bool], bool]:
-    """A block rule for a construct that is one whole line matching ``pattern``."""
-
-    def rule(state: StateBlock, start: int, end: int, silent: bool) -> bool:
-        if state.is_code_block(start):
-            return False
-        m = pattern.match(_line(state, start))
-        if m is None:
-            return False
-        if not silent:
-            token = make(state, m)
-            token.map = [start, start + 1]
-            token.markup = _line(state, start)
-            state.line = start + 1
-        return True
-
-    return rule
-
-
-def _attr_token(state: StateBlock, m: re.Match[str]) -> Token:
-    token = state.push("dialect_attr", "", 0)
-    token.info, token.content = m.group(1), m.group(2).strip()
-    return token
-
-
-def _marker_token(kind: str, with_info: bool) -> Callable[[StateBlock, re.Match[str]], Token]:
-    """The maker of a marker line's token: ``kind``, and the pattern's group 1 as ``info``."""
-
-    def make(state: StateBlock, m: re.Match[str]) -> Token:
-        token = state.push(kind, "", 0)
-        if with_info:
-            token.info = m.group(1)
-        return token
-
-    return make
-
-
-def _top_level_line_rule(pattern: re.Pattern[str], make: Callable[[StateBlock, re.Match[str]], Token]
-                         ) -> Callable[[StateBlock, int, int, bool], bool]:
-    """A block rule for a whole line matching ``pattern`` at the top level only (no indent,
-    not inside a list or quote): what a solution marker must be, since it encloses cells."""
-    inner = _single_line_rule(pattern, make)
-
-    def rule(state: StateBlock, start: int, end: int, silent: bool) -> bool:
-        if state.level != 0 or state.sCount[start] != 0 or state.blkIndent != 0:
-            return False
-        return inner(state, start, end, silent)
-
-    return rule
-
-
-def _bibliography_token(state: StateBlock, m: re.Match[str]) -> Token:
-    token = state.push("dialect_bibliography", "", 0)
-    token.content = m.group(1).strip()
-    return token
-
-
-def _without_eqlabel(s: str) -> str:
-    """A math line with the ``:eqlabel:`` after its closing ``$$`` cut off (``…$$``)."""
-    m = MATH_EQLABEL.search(s)
-    return s[:m.start()] + "$$" if m else s
-
-
-def _math_end(state: StateBlock, start: int, end: int) -> int | None:
-    """Exclusive end row of display math opened at ``start``, or None when it is not closed.
-
-    ``$$…$$`` on the opening line closes it there; otherwise the first later line
-    that is a lone ``$$`` (possibly with text after) or ends with ``$$`` closes it.
-    A fence or another dialect line before the close means the ``$$`` was text.
-    """
-    first = _without_eqlabel(_line(state, start).strip())
-    if first.count("$$") >= 2:
-        # ``$$…$$ with text after`` is a paragraph that starts with display math (pandoc and
-        # MyST read the math inside it), not a block of math with the text in its TeX
-        # (so is ``$$a$$ and $$b$$``: two pieces of math in one paragraph)
-        return start + 1 if first.count("$$") == 2 and first.endswith("$$") else None
-    for row in range(start + 1, end):
-        if state.sCount[row] < state.blkIndent and not state.isEmpty(row):
-            return None  # the container ended first
-        s = _without_eqlabel(_line(state, row).strip())
-        if s.startswith("$$"):
-            if s.count("$$") == 1:
-                return row + 1
-            continue
-        if s.endswith("$$"):
-            return row + 1
-        if _FENCE_RUN.match(s) or ATTR_LINE.match(s) or BEGIN_TAB.match(s) or END_TAB.match(s):
-            return None
-    return None
-
-
-def _math_rule(state: StateBlock, start: int, end: int, silent: bool) -> bool:
-    if state.is_code_block(start) or not _line(state, start).startswith("$$"):
-        return False
-    stop = _math_end(state, start, end)
-    if stop is None:
-        return False
-    if not silent:
-        token = state.push("dialect_math", "math", 0)
-        token.block = True
-        token.map = [start, stop]
-        token.content = state.getLines(start, stop, state.blkIndent, False)
-        label = MATH_EQLABEL.search(_line(state, stop - 1))
-        if label:
-            token.meta["eqlabel"] = label.group(1).strip()
-        state.line = stop
-    return True
-
-
-def _classify_fences(state: StateCore) -> None:
-    """Mark every fence ``code``, ``toc`` or ``literal`` in ``meta["dialect"]``."""
-    rows: list[str] | None = None
-    for token in state.tokens:
-        if token.type != "fence":
-            continue
-        info = token.info.strip()
-        kind = "literal"
-        if is_code_info(info):
-            kind = "code"
-        elif info == EVAL_RST_INFO:
-            kind = "rst"
-        elif info == "toc" and token.map:
-            rows = rows if rows is not None else state.src.split("\n")
-            if is_toc_opener(rows[token.map[0]]):
-                kind = "toc"
-        token.meta["dialect"] = kind
-
-
-def dialect_plugin(md: MarkdownIt) -> None:
-    """Teach ``md`` the dialect's block constructs (see the token list above)."""
-    from markdown_it.rules_block.fence import make_fence_rule
-
-    md.block.ruler.before("paragraph", "dialect_attr", _single_line_rule(ATTR_LINE, _attr_token),
-                          {"alt": _TERMINATES})
-    md.block.ruler.before("paragraph", "dialect_begin_tab",
-                          _single_line_rule(BEGIN_TAB, _marker_token("dialect_begin_tab", True)),
-                          {"alt": _TERMINATES})
-    md.block.ruler.before("paragraph", "dialect_end_tab",
-                          _single_line_rule(END_TAB, _marker_token("dialect_end_tab", False)),
-                          {"alt": _TERMINATES})
-    # Before CommonMark's HTML blocks, which would otherwise take the comment lines.
-    md.block.ruler.before("html_block", "dialect_begin_solution",
-                          _top_level_line_rule(BEGIN_SOLUTION, _marker_token("dialect_begin_solution", True)),
-                          {"alt": _TERMINATES})
-    md.block.ruler.before("html_block", "dialect_end_solution",
-                          _top_level_line_rule(END_SOLUTION, _marker_token("dialect_end_solution", False)),
-                          {"alt": _TERMINATES})
-    md.block.ruler.before("paragraph", "dialect_bibliography",
-                          _single_line_rule(BIBLIOGRAPHY, _bibliography_token), {"alt": _TERMINATES})
-    # Before the setext heading rule, which would read ``$$`` and the TeX after it as a heading
-    # title underlined by a ``=`` line of the math (nlp-notes': ``… \n= \n…``).
-    md.block.ruler.before("lheading", "dialect_math", _math_rule, {"alt": _TERMINATES})
-    # d2lbook's fences: closed by a bare run of exactly the opener's length (CommonMark: at
-    # least), so an example of the dialect's own fences can be shown inside a shorter one.
-    md.block.ruler.at("fence", make_fence_rule(exact_match=True),
-                      {"alt": ["paragraph", "reference", "blockquote", "list"]})
-    md.core.ruler.push("dialect_fences", _classify_fences)
-
-
 # How deep blocks may nest (a quote in a quote counts one level, a list two: the list and its
 # item). markdown-it's CommonMark preset stops at 20 and drops the rest of the page without a
 # word (MyST included: a list ten deep and everything after it vanished from the HTML). Past
@@ -516,15 +329,3 @@ def max_nesting(margin: int = 2) -> int:
     """The ``maxNesting`` option a parser of the book's prose gets: past :data:`MAX_NESTING`, so
     that a page at the limit parses whole and one past it is seen to be (and refused)."""
     return MAX_NESTING + margin
-
-
-def dialect_parser() -> MarkdownIt:
-    """CommonMark with pipe tables and the dialect's constructs: the one parser of the book's prose.
-
-    Block structure only (inline parsing is not needed by any stage and is skipped).
-    """
-    from markdown_it import MarkdownIt
-
-    md = MarkdownIt("commonmark", {"maxNesting": max_nesting()}).enable("table").use(dialect_plugin)
-    md.disable("inline")
-    return md

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from tabbook.errors import BookError
+from tabbook.source.constructs import Kind
 
 CellKind = Literal["code", "markdown"]
 
@@ -22,19 +23,15 @@ CellKind = Literal["code", "markdown"]
 class Block:
     """One block of prose as the dialect's markdown-it parse found it.
 
-    ``kind``: ``text`` (paragraph, heading, list, quote, HTML…), ``image`` (a
-    paragraph that is one image, its alt text on one line or several), ``table``, ``math`` (display math;
-    ``attr`` the ``:eqlabel:`` on its closing line, if any), ``attr``
-    (``:label:``/``:eqlabel:``/``:width:``, named in ``attr``),
-    ``literal``/``code``/``toc``/``rst`` (fences; ``rst`` is ```` ```eval_rst ````),
-    ``marker`` (a prose-tab or solution line), ``bibliography`` (a ``:bibliography:`` line),
-    ``indented`` (an indented code block), ``html`` (an HTML block or comment).
-    Rows ``start`` … ``end - 1`` are 0-based; ``level`` is markdown-it's
+    ``kind``: the construct it is (:class:`~tabbook.source.constructs.Kind`, each declared
+    once in :data:`~tabbook.source.constructs.TABLE`); ``attr``: for display math the
+    ``:eqlabel:`` on its closing line, if any, for an attribute line its name (``label``,
+    ``eqlabel``, ``width``). Rows ``start`` … ``end - 1`` are 0-based; ``level`` is markdown-it's
     nesting level (blocks of one container share it). Containers (lists,
     quotes) come before the blocks inside them.
     """
 
-    kind: str
+    kind: Kind
     start: int
     end: int
     level: int = 0

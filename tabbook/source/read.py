@@ -2,7 +2,7 @@
 
 A pure function of the text (no I/O). The text is parsed once, with
 markdown-it (MyST's parser) taught the dialect's block constructs
-(:func:`tabbook.source.dialect.dialect_plugin`): code fences inside lists or
+(:func:`tabbook.source.constructs.dialect_plugin`, from the construct table): code fences inside lists or
 quotes, and other fence languages, are handled as Markdown does; everything
 between code cells is prose, split further at the ``:begin_tab:``/``:end_tab:``
 lines and the solution markers (``<!-- solution … -->`` / ``<!-- end solution -->``) the
@@ -20,14 +20,20 @@ from typing import TYPE_CHECKING, Any
 
 from tabbook.errors import BookError, raise_all
 from tabbook.problems import Problem
+from tabbook.source.constructs import (
+    CONSTRUCTS,
+    Kind,
+    LineRule,
+    Marker,
+    Shape,
+    dialect_parser,
+    is_block,
+    token_kind,
+)
 from tabbook.source.dialect import (
-    BEGIN_SOLUTION,
     BEGIN_TAB,
-    END_SOLUTION,
-    END_TAB,
     FLAG_LINE,
     IMAGE_LINE,
-    IMAGE_PARAGRAPH,
     LABEL_LINE,
     LEGACY_TAB,
     MAX_NESTING,
@@ -39,7 +45,6 @@ from tabbook.source.dialect import (
     TAB_NAME_SEP,
     TOC_OPTIONS,
     begin_tab_oddity,
-    dialect_parser,
     find_roles,
     is_code_info,
     strip_slide_marks,
@@ -99,16 +104,13 @@ class _Fence:
     info: str
     content: str
     markup: str  # the opening run, e.g. "```"
-    kind: str  # dialect_plugin's classification: "code", "toc", "rst" or "literal"
+    kind: Kind  # the construct table's: a fence kind
 
     @property
     def closed(self) -> bool:
         # markdown-it's map spans the closing line only when there is one; the
         # content holds one "\n"-terminated line per line in between.
         return self.end - self.start == self.content.count("\n") + 2
-
-
-_TABLE_PARTS = ("thead_", "tbody_", "tr_", "th_", "td_")
 
 
 def parse_blocks(text: str) -> tuple[list[Token], tuple[Block, ...]]:
@@ -128,35 +130,17 @@ def _parser() -> MarkdownIt:
 
 
 def _blocks(tokens: list[Token], text: str) -> tuple[Block, ...]:
+    """A block for every token that starts one, of the kind the parse gave it."""
     blocks: list[Block] = []
-    rows: list[str] | None = None
     for tok in tokens:
-        if tok.nesting == -1 or tok.map is None or tok.type == "inline" or tok.type.startswith(_TABLE_PARTS):
+        if not is_block(tok):
             continue
-        start, end = tok.map
-        kind, attr = "text", ""
-        if tok.type == "fence":
-            kind = tok.meta.get("dialect", "literal")
-        elif tok.type == "code_block":
-            kind = "indented"
-        elif tok.type == "html_block":
-            kind = "html"
-        elif tok.type == "dialect_math":
-            kind, attr = "math", tok.meta.get("eqlabel", "")
-        elif tok.type == "dialect_bibliography":
-            kind = "bibliography"
-        elif tok.type == "dialect_attr":
-            kind, attr = "attr", tok.info
-        elif tok.type in ("dialect_begin_tab", "dialect_end_tab", "dialect_begin_solution",
-                          "dialect_end_solution"):
-            kind = "marker"
-        elif tok.type == "table_open":
-            kind = "table"
-        elif tok.type == "paragraph_open":
-            rows = rows if rows is not None else text.split("\n")
-            if IMAGE_PARAGRAPH.match("\n".join(rows[start:end])):
-                kind = "image"
-        blocks.append(Block(kind, start, end, tok.level, attr))
+        assert tok.map is not None
+        kind = token_kind(tok)
+        if kind is None:  # every block token has one (constructs._mark_kinds): a parser made otherwise
+            raise ValueError(f"a {tok.type} token without its kind: parse with the dialect's parser")
+        attr = tok.meta.get("eqlabel", "") if kind is Kind.MATH else tok.info if kind is Kind.ATTR else ""
+        blocks.append(Block(kind, tok.map[0], tok.map[1], tok.level, attr))
     return tuple(blocks)
 
 
@@ -198,8 +182,8 @@ MEND_ROUNDS = 8
 
 
 def _fences(tokens: list[Token]) -> list[_Fence]:
-    return [_Fence(t.map[0], t.map[1], t.info.strip(), t.content, t.markup, t.meta.get("dialect", "literal"))
-            for t in tokens if t.type == "fence" and t.map]
+    return [_Fence(t.map[0], t.map[1], t.info.strip(), t.content, t.markup, kind)
+            for t in tokens if t.type == "fence" and t.map and (kind := token_kind(t)) is not None]
 
 
 def _mend_fences(lines: list[str], path: str, errors: list[BookError]
@@ -218,7 +202,7 @@ def _mend_fences(lines: list[str], path: str, errors: list[BookError]
     tokens, blocks = parse_blocks("\n".join(lines))
     fences = _fences(tokens)
     for round_ in range(MEND_ROUNDS + 1):
-        broken = [(i, swallowed) for i, fence in enumerate(fences) if fence.kind in ("literal", "rst")
+        broken = [(i, swallowed) for i, fence in enumerate(fences) if CONSTRUCTS[fence.kind].shape is Shape.PROSE
                   and (swallowed := _swallowed_cell(fence)) is not None]
         if not broken:
             break
@@ -379,13 +363,13 @@ def is_setup_cell(lines: list[str]) -> bool:
 
 def _prose_cells(
     lines: list[str], start: int, path: str, tabs: tuple[str, ...], state: dict[str, Any],
-    markers: dict[int, Token], blocks: tuple[Block, ...],
+    markers: dict[int, tuple[Marker, Token]], blocks: tuple[Block, ...],
 ) -> list[Cell]:
     """Split prose lines (0-based ``start``) at the prose-tab and solution markers the parse found.
 
-    ``markers`` maps 0-based lines to their ``dialect_begin_tab``/``dialect_end_tab``/
-    ``dialect_begin_solution``/``dialect_end_solution`` tokens (never inside a fence: a
-    marker there is quoted text).
+    ``markers`` maps 0-based lines to the marker action of the container line there
+    (:class:`~tabbook.source.constructs.Marker`) and its token (never inside a fence: a marker
+    there is quoted text).
     """
     cells: list[Cell] = []
     buf: list[str] = []
@@ -399,7 +383,8 @@ def _prose_cells(
         while lead < len(buf) and buf[lead] == "":
             lead += 1
         text = "\n".join(buf).strip("\n")
-        if text.strip() and state["tab"] != ():  # a prose tab of no known tab is left out
+        # a prose tab of no known tab is left out (a shared one, d2lbook's tab of none, is not)
+        if text.strip() and (state["tab"] != () or state["shared"]):
             first = buf_start + lead
             found = parse_blocks(text)[1] if fresh and lead == 0 else \
                 cell_blocks(blocks, first, first + text.count("\n") + 1)
@@ -409,23 +394,28 @@ def _prose_cells(
     for i, raw in enumerate(lines):
         row = start + i
         lineno = row + 1
-        marker = markers.get(row)
+        action, marker = markers.get(row, (None, None))
         if marker is not None:
             flush()
             buf = []
             buf_start = row + 1
             fresh = False
-        if marker is not None and marker.type in ("dialect_begin_solution", "dialect_end_solution"):
-            _solution_marker(marker, lineno, path, state)
-        elif marker is not None and marker.type == "dialect_begin_tab":
+        if marker is None or action is None:
+            buf.append(raw)
+        elif action in (Marker.OPEN_SOLUTION, Marker.CLOSE_SOLUTION):
+            _solution_marker(marker, action is Marker.OPEN_SOLUTION, lineno, path, state)
+        elif action in (Marker.OPEN_TAB, Marker.OPEN_SHARED):
             if state["tab"] is not None:
                 # d2lbook reads this as "the open tab ends here"; so do we, and say so.
                 state["errors"].append(BookError(
                     f":begin_tab: is never closed by :end_tab:; it ends at line {lineno}, "
                     "where the next :begin_tab: opens", path, state["tab_line"], kind=Problem.UNCLOSED_TAB))
+            state["tab_line"], state["shared"] = lineno, action is Marker.OPEN_SHARED
+            if state["shared"]:  # d2lbook's tab of no framework: shared prose up to :end_tab:
+                state["tab"], state["tab_all"] = (), False
+                continue
             state["tab"] = _tab_names(marker.info, tabs, (path, lineno), state["errors"])
             state["tab_all"] = _names_all(marker.info)
-            state["tab_line"] = lineno
             odd = begin_tab_oddity(raw)
             if odd is not None:
                 # d2lbook's pattern reads such a line as a marker too, but loses its framework (a
@@ -436,21 +426,19 @@ def _prose_cells(
             rest = BEGIN_TAB.match(raw)
             if rest is not None and rest.group(2):
                 buf, buf_start, fresh = [rest.group(2)], row, True
-        elif marker is not None:
+        else:  # Marker.CLOSE_TAB
             if state["tab"] is None:  # d2lbook drops the line (it ends a prose cell)
                 state["errors"].append(BookError(":end_tab: without a matching :begin_tab:", path, lineno,
                                                  kind=Problem.STRAY_END_TAB))
-            state["tab"] = None
-        else:
-            buf.append(raw)
+            state["tab"], state["shared"] = None, False
     flush()
     return cells
 
 
-def _solution_marker(marker: Token, lineno: int, path: str, state: dict[str, Any]) -> None:
+def _solution_marker(marker: Token, opening: bool, lineno: int, path: str, state: dict[str, Any]) -> None:
     """Open or close a solution at ``lineno``; the problems of an unbalanced or misplaced marker."""
-    opening = marker.type == "dialect_begin_solution"
-    name = "<!-- solution -->" if opening else "<!-- end solution -->"
+    kind = token_kind(marker)
+    name = CONSTRUCTS[kind].spelling if kind is not None else ""
     if state["tab"] is not None:
         state["errors"].append(BookError(
             f"{name} inside the prose tab opened at line {state['tab_line']}: close the tab first",
@@ -538,9 +526,10 @@ def _scan_refs(
     refs: list[tuple[str, str, int]] = []
     errors: list[BookError] = []
     for tok in tokens:
-        if tok.type == "dialect_math" and tok.meta.get("eqlabel") and tok.map:
+        kind = token_kind(tok)
+        if kind is Kind.MATH and tok.meta.get("eqlabel") and tok.map:
             lineno, name = tok.map[1], tok.meta["eqlabel"]  # ``$$ :eqlabel:`name``` on the closing line
-        elif (tok.type != "dialect_attr" or tok.info == "width" or not tok.map
+        elif (kind is not Kind.ATTR or tok.info == "width" or not tok.map
               or not LABEL_LINE.match(lines[tok.map[0]])):
             continue  # (behind a quote's ``>`` the line is not a label line)
         else:
@@ -551,7 +540,7 @@ def _scan_refs(
         else:
             labels[name] = lineno
     for tok in tokens:  # indented code and HTML blocks are text too, like fences
-        if tok.type in ("code_block", "html_block") and tok.map:
+        if token_kind(tok) in (Kind.INDENTED, Kind.HTML) and tok.map:
             quoted.update(range(*tok.map))
     for row, raw in enumerate(lines):
         if row not in quoted and ":" in raw:
@@ -575,19 +564,16 @@ def read_section(text: str, path: str, tabs: tuple[str, ...], default_tab: str) 
     lines = text.split("\n")
     cells: list[Cell] = []
     tocs: list[TocBlock] = []
-    state: dict[str, Any] = {"tab": None, "tab_line": 0, "errors": [], "solution": 0, "solutions": {},
+    state: dict[str, Any] = {"tab": None, "shared": False, "tab_line": 0, "errors": [], "solution": 0, "solutions": {},
                              "solution_rows": []}
     lines, tokens, blocks, fences = _mend_fences(lines, path, state["errors"])
     if (deep := next((t.map[0] for t in tokens if t.level > MAX_NESTING and t.map and t.type != "inline"),
                      None)) is not None:
         raise BookError(f"blocks nested more than {MAX_NESTING} deep (a quote counts one level, a list two): "
                         "no Markdown parser keeps what is deeper; flatten it", path, deep + 1)
-    patterns = {"dialect_begin_tab": BEGIN_TAB, "dialect_end_tab": END_TAB,
-                "dialect_begin_solution": BEGIN_SOLUTION, "dialect_end_solution": END_SOLUTION}
-    markers = {
-        t.map[0]: t for t in tokens
-        if t.type in patterns and t.map and patterns[t.type].match(lines[t.map[0]])
-    }
+    markers = {t.map[0]: (c.marker, t) for t in tokens if t.map and (kind := token_kind(t)) is not None
+               and (c := CONSTRUCTS[kind]).marker is not None and isinstance(c.rule, LineRule)
+               and c.rule.pattern.match(lines[t.map[0]])}
     quoted: set[int] = set()  # rows of every fence: no reference there is one
     for fence in fences:
         if not fence.closed:
@@ -596,22 +582,25 @@ def read_section(text: str, path: str, tabs: tuple[str, ...], default_tab: str) 
     pos = 0
     for fence in fences:
         start, end = fence.start, fence.end
-        if start < pos or fence.kind in ("literal", "rst"):  # prose
+        shape = CONSTRUCTS[fence.kind].shape
+        if start < pos or shape is Shape.PROSE:
             continue
         cells.extend(_prose_cells(lines[pos:start], pos, path, tabs, state, markers, blocks))
-        if fence.kind == "toc":
+        if shape is Shape.TOC:
             tocs.append(_toc(fence.content, start + 1, path, state["errors"]))
             cells.append(prose_cell("\n".join(lines[start:end]), path, start + 1, (),
                                     cell_blocks(blocks, start, end)))
-        else:
+        elif shape is Shape.CODE:
             if state["tab"] is not None:  # d2lbook's prose tab ends at the code cell
                 state["errors"].append(BookError(
                     f"code cell inside the prose tab opened at line {state['tab_line']}: the tab ends here",
                     path, start + 1, kind=Problem.CODE_IN_PROSE_TAB))
-                state["tab"] = None
+                state["tab"], state["shared"] = None, False
             cell = _code_cell(fence.content, path, start + 1, tabs, default_tab, state["errors"])
             if cell is not None:
                 cells.append(replace(cell, solution=state["solution"]) if state["solution"] else cell)
+        else:  # the table gives no fence another shape (constructs.check_table)
+            raise ValueError(f"{fence.kind}: a fence of shape {shape}")
         pos = end
     cells.extend(_prose_cells(lines[pos:], pos, path, tabs, state, markers, blocks))
     if state["tab"] is not None:

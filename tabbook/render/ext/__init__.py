@@ -18,20 +18,26 @@ book without bib files), :mod:`.apidoc` (autodoc of the book's own library, read
 :mod:`.progress` (what the run reads and writes, as it goes, for the build to show),
 :mod:`.nesting` (MyST's parsers given the reader's room for nested blocks),
 :mod:`.incremental` (an incremental run ends where a clean one does: duplicate labels,
-references whose target changed, files of removed pages) and :mod:`.fignumbers` (figure numbers
-from each page's recorded outline, not from every doctree unpickled again). Each
+references whose target changed, files of removed pages), :mod:`.languages` (each page's
+translations, ``[site] languages``) and :mod:`.fignumbers` (figure numbers from each page's
+recorded outline, not from every doctree unpickled again). Each
 module is also an extension on its own, so a test or a book can load just the parts it needs.
 """
 
 from __future__ import annotations
 
 import signal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from tabbook.files import SPHINX_PARENT_ENV, end_with_parent
 
 if TYPE_CHECKING:
     from sphinx.application import Sphinx
+    from sphinx.util.typing import ExtensionMetadata
+
+#: What Sphinx's ``html-page-context`` event hands its handlers: the page's template variables,
+#: Sphinx's own namespace (its type is ``dict[str, Any]``), which a handler reads and adds to.
+PageContext: TypeAlias = dict[str, Any]
 
 PARTS = ("tabbook.render.ext.tabs", "tabbook.render.ext.latex", "tabbook.render.ext.html",
          "tabbook.render.ext.math", "tabbook.render.ext.preview", "tabbook.render.ext.references",
@@ -40,10 +46,10 @@ PARTS = ("tabbook.render.ext.tabs", "tabbook.render.ext.latex", "tabbook.render.
          "tabbook.render.ext.learn", "tabbook.render.ext.paths", "tabbook.render.ext.access",
          "tabbook.render.ext.solutions", "tabbook.render.ext.rawhtml",
          "tabbook.render.ext.progress", "tabbook.render.ext.nesting", "tabbook.render.ext.incremental",
-         "tabbook.render.ext.fignumbers")
+         "tabbook.render.ext.languages", "tabbook.render.ext.fignumbers")
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
+def setup(app: Sphinx) -> ExtensionMetadata:
     # A build killed outright takes its Sphinx with it: no writing build/ without the book's lock.
     end_with_parent(signal.SIGKILL, SPHINX_PARENT_ENV)
     # Set by tabbook.render.sphinx_conf; a change makes Sphinx read and write every page again.

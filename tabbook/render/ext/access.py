@@ -32,6 +32,10 @@ from typing import Any
 from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.transforms.post_transforms import SphinxPostTransform
+from sphinx.util.typing import ExtensionMetadata
+
+from tabbook.render.ext import PageContext
+from tabbook.render.formats import ForFormat, Format, Images, format_of
 
 #: What an output plot's alt text starts with.
 PLOT_WORDS = "Figure drawn by the code above"
@@ -102,11 +106,14 @@ def _source_file(app: Sphinx, uri: str) -> Path | None:
     return path if path.is_file() else None
 
 
-class ImageWords(SphinxPostTransform):
+class ImageWords(ForFormat, SphinxPostTransform):
     """Alt text for every image whose source gave none (Sphinx would write its path)."""
 
     default_priority = 900
-    formats = ("html",)
+
+    @staticmethod
+    def applies(fmt: Format) -> bool:
+        return fmt.images is Images.WEB
 
     def run(self, **kwargs: Any) -> None:
         for image in self.document.findall(nodes.image):
@@ -207,10 +214,10 @@ def named_landmarks(page: str) -> str:
     return _ASIDE.sub(lambda m: f'<aside class="{m.group(1)}" aria-label="{LANDMARKS[m.group(1)]}">', page)
 
 
-def _page_body(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any],
+def _page_body(app: Sphinx, pagename: str, templatename: str, context: PageContext,
                doctree: nodes.document | None) -> None:
     body = context.get("body")
-    if app.builder.format != "html" or not isinstance(body, str):
+    if not format_of(app.builder).web_page or not isinstance(body, str):
         return
     files = {}
     for uri, name in getattr(app.builder, "images", {}).items():
@@ -224,11 +231,11 @@ def _name_landmarks(app: Sphinx) -> None:
     """furo writes its ``<aside>`` landmarks in its templates, not in a page's body: the page as
     rendered gets their names."""
     templates = getattr(app.builder, "templates", None)
-    if app.builder.format != "html" or templates is None or getattr(templates, "tabbook_named", False):
+    if not format_of(app.builder).web_page or templates is None or getattr(templates, "tabbook_named", False):
         return
     render = templates.render
 
-    def render_named(template: str, context: dict[str, Any]) -> str:
+    def render_named(template: str, context: PageContext) -> str:
         return named_landmarks(render(template, context))
 
     templates.render = render_named
@@ -241,6 +248,6 @@ def setup_access(app: Sphinx) -> None:
     app.connect("html-page-context", _page_body, priority=950)
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
+def setup(app: Sphinx) -> ExtensionMetadata:
     setup_access(app)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

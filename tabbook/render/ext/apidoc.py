@@ -32,6 +32,7 @@ from sphinx.application import Sphinx
 from sphinx.ext.autodoc.directive import AutodocDirective
 from sphinx.util import logging
 from sphinx.util.nodes import nested_parse_with_titles
+from sphinx.util.typing import ExtensionMetadata
 
 logger = logging.getLogger(__name__)
 
@@ -261,7 +262,7 @@ def _register(app: Sphinx, config: Any) -> None:
         app.add_directive(f"auto{kind}", StaticAutodoc, override=True)
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
+def setup(app: Sphinx) -> ExtensionMetadata:
     app.setup_extension("sphinx.ext.autodoc")
     app.add_config_value("tabbook_library_dir", "", "env")
     # After autodoc's own registration, which Sphinx 9 makes at config-inited.

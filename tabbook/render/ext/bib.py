@@ -22,6 +22,7 @@ from sphinx.config import Config
 from sphinx.domains import Domain
 from sphinx.util import logging
 from sphinx.util.docutils import is_directive_registered
+from sphinx.util.typing import ExtensionMetadata
 
 from tabbook.problems import Problem
 
@@ -176,6 +177,6 @@ def _entry_points_read_once() -> None:
     pybtex.plugin.entry_points = entry_points  # type: ignore[assignment]
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
+def setup(app: Sphinx) -> ExtensionMetadata:
     app.connect("config-inited", _fallback)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -18,25 +18,26 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Any
 
 from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.util.logging import NAMESPACE, WarningSuppressor, get_node_location
+from sphinx.util.typing import ExtensionMetadata
 
 from tabbook.files import write_atomic
 from tabbook.render.sphinx import WARNINGS_ENV as ENV_VAR
+from tabbook.render.warning import SphinxWarning
 
 _COLLECTORS: dict[int, Collector] = {}  # id(app) -> its collector
 
 
 class Collector(logging.Handler):
-    """Keeps WARNING and worse records as plain dicts."""
+    """Keeps WARNING and worse records (:class:`~tabbook.render.warning.SphinxWarning`)."""
 
     def __init__(self, app: Sphinx) -> None:
         super().__init__(logging.WARNING)
         self.app = app
-        self.records: list[dict[str, Any]] = []
+        self.records: list[SphinxWarning] = []
         self.addFilter(WarningSuppressor(app))
 
     def _location(self, record: logging.LogRecord) -> str | None:
@@ -58,10 +59,9 @@ class Collector(logging.Handler):
             message = logging.LogRecord.getMessage(record)  # without Sphinx's location prefix
         except (TypeError, ValueError):
             message = str(record.msg)
-        self.records.append({
-            "level": record.levelname, "location": self._location(record), "message": message,
-            "type": getattr(record, "type", None), "subtype": getattr(record, "subtype", None),
-        })
+        self.records.append(SphinxWarning(
+            level=record.levelname, location=self._location(record), message=message,
+            type=getattr(record, "type", None), subtype=getattr(record, "subtype", None)))
 
 
 def _write(app: Sphinx, exception: BaseException | None) -> None:
@@ -70,10 +70,10 @@ def _write(app: Sphinx, exception: BaseException | None) -> None:
     if not target or collector is None:
         return
     logging.getLogger(NAMESPACE).removeHandler(collector)
-    write_atomic(Path(target), json.dumps(collector.records, indent=1))
+    write_atomic(Path(target), json.dumps([r.as_dict() for r in collector.records], indent=1))
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
+def setup(app: Sphinx) -> ExtensionMetadata:
     if os.environ.get(ENV_VAR):
         collector = Collector(app)
         logging.getLogger(NAMESPACE).addHandler(collector)

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tabbook.render.sphinx import GATE_ENV as ENV_VAR
 from tabbook.render.sphinx import GATE_GO as GO
 
 if TYPE_CHECKING:
     from sphinx.application import Sphinx
+    from sphinx.util.typing import ExtensionMetadata
 #: Exit status of a run the builder called off: nothing was read or written.
 CALLED_OFF = 75
 
@@ -35,6 +36,6 @@ def _wait_for_the_builder(app: Sphinx) -> None:
         os._exit(CALLED_OFF)  # no cleanup on purpose: nothing may be written
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
+def setup(app: Sphinx) -> ExtensionMetadata:
     app.connect("builder-inited", _wait_for_the_builder, priority=999)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

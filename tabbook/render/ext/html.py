@@ -27,9 +27,12 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util.osutil import relative_uri
+from sphinx.util.typing import ExtensionMetadata
 
 from tabbook.files import write_atomic
 from tabbook.render.context import RenderContext
+from tabbook.render.ext import PageContext
+from tabbook.render.formats import HTML_NAME, ForFormat, Format, Images, format_of
 from tabbook.render.names import SYNC_GROUP
 from tabbook.render.site import (
     NO_PDF_NOTE,
@@ -78,14 +81,14 @@ def _lean_highlighting(app: Sphinx) -> None:
     look exactly like the text around them in the light and the dark style. Leaving those out
     makes a code-heavy page's HTML roughly a third smaller, with the same pixels."""
     highlighter = getattr(app.builder, "highlighter", None)
-    if app.builder.format != "html" or highlighter is None or highlighter.dest != "html":
+    if not format_of(app.builder).web_page or highlighter is None or highlighter.dest != HTML_NAME:
         return
     from sphinx.highlighting import PygmentsBridge
 
     styles = [highlighter.formatter_args["style"]]
     dark = getattr(app.config, "pygments_dark_style", None)  # furo's option
     if dark:
-        styles.append(PygmentsBridge("html", dark).formatter_args["style"])
+        styles.append(PygmentsBridge(HTML_NAME, dark).formatter_args["style"])
     plain = plain_token_types(styles)
     base = highlighter.formatter
 
@@ -123,11 +126,14 @@ def _lean_pygments_css(app: Sphinx, exception: BaseException | None) -> None:
         path.write_text(lean, encoding="utf-8")
 
 
-class LazyImages(SphinxPostTransform):
+class LazyImages(ForFormat, SphinxPostTransform):
     """``loading="lazy"`` on every image: a hidden tab's plots load only when it is opened."""
 
     default_priority = 900
-    formats = ("html",)
+
+    @staticmethod
+    def applies(fmt: Format) -> bool:
+        return fmt.images is Images.WEB
 
     def run(self, **kwargs: Any) -> None:
         for image in self.document.findall(nodes.image):
@@ -157,7 +163,7 @@ def _links_changed(app: Sphinx, env: Any, added: set[str], changed: set[str], re
     """Re-write pages whose download links changed since the last build (a PDF appeared, a
     notebook was added): Sphinx cannot see those files, so it is told here."""
     opts = _options(app)
-    if opts is None or app.builder.format != "html":
+    if opts is None or not format_of(app.builder).downloads:
         return []
     current = {doc: [tuple(vars(link).values()) for link in links_for(opts, doc)] for doc in env.found_docs}
     before = getattr(env, "tabbook_links", {})
@@ -203,7 +209,7 @@ def _bar(links: list[Link], here: str, default: str = "", pdf_missing: bool = Fa
         if kind in FOLLOW and templates and kind in templates:
             url = templates[kind]
             url = url if "://" in url else relative_uri(here, url)
-            para += nodes.raw("", follow_link_html(group, url, default), format="html")
+            para += nodes.raw("", follow_link_html(group, url, default), format=HTML_NAME)
             bar += para
             continue
         for link in group:
@@ -223,13 +229,13 @@ def _front_pdfs(opts: RenderContext, doctree: nodes.document, here: str) -> None
         url = pdf_url(opts, fw)
         pdfs[fw] = url if "://" in url else relative_uri(here, url)
     for node in list(doctree.findall(nodes.raw)):
-        if "html" in node.get("format", "").split() and "<!--tabbook-pdf:" in node.astext():
+        if HTML_NAME in node.get("format", "").split() and "<!--tabbook-pdf:" in node.astext():
             text = fill_pdf_cells(node.astext(), pdfs, opts.labels)
-            node.replace_self(nodes.raw("", text, format="html"))
+            node.replace_self(nodes.raw("", text, format=HTML_NAME))
 
 
 def _downloads_bar(app: Sphinx, doctree: nodes.document, docname: str) -> None:
-    if app.builder.format != "html":
+    if not format_of(app.builder).downloads:
         return
     opts = _options(app)
     if opts is None:
@@ -247,11 +253,12 @@ def _downloads_bar(app: Sphinx, doctree: nodes.document, docname: str) -> None:
 
 
 def _publish(app: Sphinx, exception: BaseException | None) -> None:
-    if exception is not None or app.builder.format != "html":
+    fmt = format_of(app.builder)
+    if exception is not None or not fmt.web_page:
         return
     outdir = Path(app.outdir)
     opts = _options(app)
-    if opts is not None:
+    if opts is not None and fmt.downloads:
         publish_downloads(opts, sorted(app.env.found_docs), outdir)
     # Our readable sources, served compact (Sphinx copies them anew each build, before this).
     for name, compact in (("tabbook.js", compact_js), ("tabbook.css", compact_css)):
@@ -266,9 +273,9 @@ def _basename(asset: Any) -> str:
     return str(getattr(asset, "filename", asset)).rsplit("/", 1)[-1]
 
 
-def _page_assets(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any],
+def _page_assets(app: Sphinx, pagename: str, templatename: str, context: PageContext,
                  doctree: nodes.document | None) -> None:
-    if app.builder.format != "html":
+    if not format_of(app.builder).web_page:
         return
     css = context.get("css_files")
     js = context.get("script_files")
@@ -286,11 +293,11 @@ def _page_assets(app: Sphinx, pagename: str, templatename: str, context: dict[st
         js[:] = [s for s in js if _basename(s) not in drop_js]
 
 
-def _header_links(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any],
+def _header_links(app: Sphinx, pagename: str, templatename: str, context: PageContext,
                   doctree: nodes.document | None) -> None:
     """``[html] header_links`` (d2lbook's navbar links) above every page's content."""
     opts = _options(app)
-    if app.builder.format != "html" or opts is None or not opts.header_links or "body" not in context:
+    if not format_of(app.builder).navigation or opts is None or not opts.header_links or "body" not in context:
         return
     to_root = relative_uri(app.builder.get_target_uri(pagename), "")
     context["body"] = header_links_html(opts.header_links, to_root) + (context.get("body") or "")
@@ -299,7 +306,7 @@ def _header_links(app: Sphinx, pagename: str, templatename: str, context: dict[s
 HEADING_WITHOUT_LEVEL = re.compile(r'role="heading"(?![^>]*aria-level)')
 
 
-def _heading_levels(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any],
+def _heading_levels(app: Sphinx, pagename: str, templatename: str, context: PageContext,
                     doctree: nodes.document | None) -> None:
     """Sphinx writes toctree captions as ``role="heading"`` without the ``aria-level`` ARIA
     requires; give them one (after furo has built its navigation tree)."""
@@ -328,7 +335,7 @@ def _cached_highlighting(app: Sphinx) -> None:
     import pickle
 
     highlighter = getattr(app.builder, "highlighter", None)
-    if app.builder.format != "html" or highlighter is None or highlighter.dest != "html":
+    if not format_of(app.builder).web_page or highlighter is None or highlighter.dest != HTML_NAME:
         return
     from tabbook.files import builder_fingerprint
 
@@ -404,6 +411,6 @@ def setup_html(app: Sphinx) -> None:
     app.connect("build-finished", _publish)
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
+def setup(app: Sphinx) -> ExtensionMetadata:
     setup_html(app)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

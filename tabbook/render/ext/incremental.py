@@ -44,6 +44,10 @@ from docutils import nodes
 from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.environment import BuildEnvironment
+from sphinx.util.typing import ExtensionMetadata
+
+from tabbook.render.ext import PageContext
+from tabbook.render.formats import format_of
 
 #: The folder Sphinx copies a ``{download}`` file into: the MD5 of its source path.
 _SPHINX_DOWNLOAD = re.compile(r"[0-9a-f]{32}")
@@ -252,7 +256,7 @@ def _referrers(app: Sphinx, env: BuildEnvironment) -> list[str]:
 
 def _remove_stale(app: Sphinx, exception: BaseException | None) -> None:
     """After a successful HTML run: the pages, images and downloads no current page accounts for."""
-    if exception is not None or app.builder.format != "html" or app.builder.name != "html":
+    if exception is not None or not format_of(app.builder).prunes_stale:
         return
     env = app.env
     out = Path(app.outdir)
@@ -285,7 +289,7 @@ def _remove_stale(app: Sphinx, exception: BaseException | None) -> None:
                 folder.rmdir()
 
 
-def _rendered(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any) -> None:
+def _rendered(app: Sphinx, pagename: str, templatename: str, context: PageContext, doctree: Any) -> None:
     if not hasattr(app, "tabbook_rendered"):
         app.tabbook_rendered = set()  # type: ignore[attr-defined]
     _before_first_page(app)
@@ -350,7 +354,7 @@ def _prune_search_terms(app: Sphinx) -> None:
                 del mapping[word]
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
+def setup(app: Sphinx) -> ExtensionMetadata:
     app.connect("doctree-read", _record)
     app.connect("env-purge-doc", _purge)
     app.connect("env-merge-info", _merge)

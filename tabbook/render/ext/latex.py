@@ -27,8 +27,9 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.config import Config
 from sphinx.transforms.post_transforms import SphinxPostTransform
+from sphinx.util.typing import ExtensionMetadata
 
-from tabbook.render.ext.tabs import builder_format
+from tabbook.render.formats import LATEX_NAME, PDF, ForFormat, Format, Images, Tabs, format_of_transform
 from tabbook.render.names import APPENDIX_CAPTION, PROVENANCE_CLASS, UNSUPPORTED_CLASS
 
 #: The class of the note that stands for a missing image in a PDF.
@@ -45,7 +46,7 @@ class OneFramework(SphinxPostTransform):
 
     def run(self, **kwargs: Any) -> None:
         config = self.config
-        only = config.tabbook_framework if builder_format(self) != "html" else None
+        only = config.tabbook_framework if format_of_transform(self).tabs is Tabs.ONE else None
         if not only:
             return
         labels = dict(config.tabbook_labels)
@@ -78,7 +79,7 @@ def _drop_module_sections(document: nodes.document, modules: set[str]) -> None:
             section.parent.remove(section)
 
 
-class MissingImages(SphinxPostTransform):
+class MissingImages(ForFormat, SphinxPostTransform):
     """LaTeX: an image whose file does not exist becomes a framed note naming it.
 
     The HTML build shows a broken image and the build warns (``missing-image``, at the Markdown
@@ -86,7 +87,10 @@ class MissingImages(SphinxPostTransform):
     figure. The build's warning is the same; the PDF shows where the figure is missing."""
 
     default_priority = 190  # before Sphinx's image converters (200) look for the file
-    builders = ("latex",)
+
+    @staticmethod
+    def applies(fmt: Format) -> bool:
+        return fmt.images is Images.PRINT
 
     def run(self, **kwargs: Any) -> None:
         import os
@@ -106,11 +110,11 @@ class MissingImages(SphinxPostTransform):
                     shown = os.path.relpath(full, base)
                     break
             note = nodes.literal("", f"missing image: {shown}", classes=[MISSING_IMAGE_CLASS])
-            image.replace_self(nodes.inline("", "", nodes.raw("", "\\fbox{", format="latex"), note,
-                                            nodes.raw("", "}", format="latex")))
+            image.replace_self(nodes.inline("", "", nodes.raw("", "\\fbox{", format=LATEX_NAME), note,
+                                            nodes.raw("", "}", format=LATEX_NAME)))
 
 
-class LatexAppendix(SphinxPostTransform):
+class LatexAppendix(ForFormat, SphinxPostTransform):
     """LaTeX: the documents of a root toctree captioned ``APPENDIX_CAPTION`` ("Appendix…") start LaTeX's ``\\appendix``.
 
     Sphinx's LaTeX builder inlines every toctree and drops their captions; its
@@ -121,7 +125,10 @@ class LatexAppendix(SphinxPostTransform):
     """
 
     default_priority = 800  # after Sphinx gathers the citations (BibliographyTransform, 750)
-    builders = ("latex",)
+
+    @staticmethod
+    def applies(fmt: Format) -> bool:
+        return fmt.one_document
 
     def run(self, **kwargs: Any) -> None:
         from sphinx import addnodes
@@ -142,7 +149,7 @@ class LatexAppendix(SphinxPostTransform):
         starts = [n for n in starts if n.parent is not None]
         if starts:
             starts[0].parent.insert(starts[0].parent.index(starts[0]),
-                                    nodes.raw("", "\\appendix\n", format="latex"))
+                                    nodes.raw("", "\\appendix\n", format=LATEX_NAME))
 
 
 class _HTMLText(HTMLParser):
@@ -184,7 +191,7 @@ def _note(text: str) -> nodes.container:
     return nodes.container("", nodes.paragraph(text, text), classes=[UNSUPPORTED_CLASS])
 
 
-class PrintableOutputs(SphinxPostTransform):
+class PrintableOutputs(ForFormat, SphinxPostTransform):
     """LaTeX: replace notebook outputs that print cannot show, before myst-nb chooses.
 
     myst-nb's ``SelectMimeType`` (priority 4) drops a bundle with no printable
@@ -196,12 +203,15 @@ class PrintableOutputs(SphinxPostTransform):
     """
 
     default_priority = 3
-    builders = ("latex",)
+
+    @staticmethod
+    def applies(fmt: Format) -> bool:
+        return fmt.printable_outputs
 
     def run(self, **kwargs: Any) -> None:
         from myst_nb.core.render import get_mime_priority
 
-        priority = get_mime_priority("latex", self.config.nb_mime_priority_overrides)
+        priority = get_mime_priority(PDF.builder, self.config.nb_mime_priority_overrides)
         have_rsvg = shutil.which(self.config.rsvg_converter_bin) is not None
         _shorten_tracebacks(self.document)
         for bundle in list(self.document.findall(nodes.container)):
@@ -293,6 +303,6 @@ def setup_latex(app: Sphinx) -> None:
     app.connect("config-inited", _latex_edition)
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
+def setup(app: Sphinx) -> ExtensionMetadata:
     setup_latex(app)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

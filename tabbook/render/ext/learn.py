@@ -15,9 +15,9 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 from sphinx.application import Sphinx
+from sphinx.util.typing import ExtensionMetadata
 
 from tabbook.files import write_if_changed
 from tabbook.render.sphinx import LEARN_ENV
@@ -33,6 +33,6 @@ def learn_modules(app: Sphinx, exception: Exception | None) -> None:
     write_if_changed(Path(path), json.dumps(names))
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
+def setup(app: Sphinx) -> ExtensionMetadata:
     app.connect("build-finished", learn_modules)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

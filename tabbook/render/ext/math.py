@@ -29,9 +29,12 @@ from sphinx.environment.collectors import EnvironmentCollector
 from sphinx.locale import _
 from sphinx.util import logging
 from sphinx.util.math import get_node_equation_number
+from sphinx.util.typing import ExtensionMetadata
 
 from tabbook.problems import Problem
 from tabbook.render import katex as mathrender
+from tabbook.render.ext import PageContext
+from tabbook.render.formats import Math, format_of
 
 logger = logging.getLogger(__name__)
 RENDERER = "tabbook_katex"
@@ -56,7 +59,7 @@ def _renderer(app: Sphinx) -> _Renderer:
 
 
 def _prepare_math(app: Sphinx) -> None:
-    if app.builder.format != "html":
+    if format_of(app.builder).math is not Math.KATEX:
         return
     state = _renderer(app)
     try:
@@ -108,7 +111,7 @@ class MathCollector(EnvironmentCollector):
 
     def process_doc(self, app: Sphinx, doctree: nodes.document) -> None:
         state = _renderer(app)
-        if app.builder.format != "html" or state.katex is None:
+        if format_of(app.builder).math is not Math.KATEX or state.katex is None:
             return
         glyphs: set[str] = set()
         classes: set[str] = set()
@@ -193,10 +196,10 @@ def visit_displaymath(self: Any, node: nodes.math_block) -> None:
     raise nodes.SkipNode
 
 
-def _page_stylesheet(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any],
+def _page_stylesheet(app: Sphinx, pagename: str, templatename: str, context: PageContext,
                      doctree: nodes.document | None) -> None:
     """Link the KaTeX stylesheet cut to the classes this page's formulas use."""
-    if app.builder.format != "html" or not context.get("has_maths_elements"):
+    if format_of(app.builder).math is not Math.KATEX or not context.get("has_maths_elements"):
         return
     state = _renderer(app)
     entry = getattr(app.env, ENV_KEY, {}).get(pagename)
@@ -208,7 +211,7 @@ def _page_stylesheet(app: Sphinx, pagename: str, templatename: str, context: dic
 
 def _publish_fonts(app: Sphinx, exception: BaseException | None) -> None:
     """Cut KaTeX's fonts to the glyphs of every document, once, in the main process."""
-    if exception is not None or app.builder.format != "html":
+    if exception is not None or format_of(app.builder).math is not Math.KATEX:
         return
     state = _renderer(app)
     if state.katex is None:
@@ -229,7 +232,7 @@ def setup_math(app: Sphinx) -> None:
     app.connect("build-finished", _publish_fonts)
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
+def setup(app: Sphinx) -> ExtensionMetadata:
     setup_math(app)
     # env_version: environments pickled before the collector existed lack its data; re-read them.
     return {"version": "0.1", "env_version": 1, "parallel_read_safe": True, "parallel_write_safe": True}

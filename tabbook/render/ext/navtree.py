@@ -27,6 +27,9 @@ from typing import Any
 
 from sphinx.application import Sphinx
 from sphinx.util import logging
+from sphinx.util.typing import ExtensionMetadata
+
+from tabbook.render.ext import PageContext
 
 logger = logging.getLogger(__name__)
 
@@ -173,7 +176,7 @@ def _navigation(app: Sphinx) -> _Navigation:
     return nav
 
 
-def _before_furo(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any) -> None:
+def _before_furo(app: Sphinx, pagename: str, templatename: str, context: PageContext, doctree: Any) -> None:
     """Make furo's own tree cheap to compute (an empty one) and keep the real ``toctree`` aside."""
     nav = _navigation(app)
     toctree = context.get("toctree")
@@ -188,7 +191,7 @@ def _before_furo(app: Sphinx, pagename: str, templatename: str, context: dict[st
     context["toctree"] = cheap
 
 
-def _after_furo(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any) -> None:
+def _after_furo(app: Sphinx, pagename: str, templatename: str, context: PageContext, doctree: Any) -> None:
     """Put this page's tree in furo's context: the folder's tree with the page's marks."""
     toctree = context.pop("_tabbook_toctree", None)
     if toctree is None:
@@ -218,6 +221,6 @@ def setup_navtree(app: Sphinx) -> None:
     app.connect("html-page-context", _after_furo, priority=550)
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
+def setup(app: Sphinx) -> ExtensionMetadata:
     setup_navtree(app)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

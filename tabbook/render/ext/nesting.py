@@ -20,6 +20,7 @@ from tabbook.source.dialect import max_nesting
 
 if TYPE_CHECKING:
     from sphinx.application import Sphinx
+    from sphinx.util.typing import ExtensionMetadata
 
 # Where create_md_parser is imported by name (each keeps its own reference to it).
 _USERS = ("myst_parser.parsers.mdit", "myst_parser.parsers.sphinx_", "myst_parser.parsers.docutils_",
@@ -43,7 +44,7 @@ def _roomier(create: Callable[..., Any]) -> Callable[..., Any]:
     return create_md_parser
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
+def setup(app: Sphinx) -> ExtensionMetadata:
     for name in _USERS:
         try:
             module = importlib.import_module(name)

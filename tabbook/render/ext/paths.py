@@ -45,7 +45,9 @@ from docutils.parsers.rst.directives.misc import Include, Raw
 from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.util import logging
+from sphinx.util.typing import ExtensionMetadata
 
+from tabbook.render.formats import LATEX_NAME
 from tabbook.settings import leads_outside
 
 logger = logging.getLogger(__name__)
@@ -328,7 +330,7 @@ def refuse_file_tex(app: Sphinx, doctree: nodes.document) -> None:
     or write a file (:func:`tex_problem`) by its text as a literal: every builder, so a page
     fails the same way in HTML and in the PDFs."""
     for node in list(doctree.findall(lambda n: isinstance(n, (nodes.math, nodes.math_block, nodes.raw)))):
-        if isinstance(node, nodes.raw) and "latex" not in str(node.get("format", "")).split():
+        if isinstance(node, nodes.raw) and LATEX_NAME not in str(node.get("format", "")).split():
             continue
         tex = node.astext()
         if (why := tex_problem(tex)) is None:
@@ -340,7 +342,7 @@ def refuse_file_tex(app: Sphinx, doctree: nodes.document) -> None:
                               else nodes.literal_block(tex, tex))
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
+def setup(app: Sphinx) -> ExtensionMetadata:
     app.add_directive("raw", BookRaw, override=True)
     # The book's folder, from tabbook.render.sphinx_conf; empty (a plain Sphinx project): no check.
     app.add_config_value("tabbook_root", "", "env", types=frozenset({str}))

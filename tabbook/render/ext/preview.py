@@ -10,9 +10,11 @@ site) nothing is added to any page.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from sphinx.application import Sphinx
+from sphinx.util.typing import ExtensionMetadata
+
+from tabbook.render.formats import format_of
 
 BANNER_ID = "tabbook-preview-error"
 SCRIPT = """addEventListener("DOMContentLoaded", async () => {
@@ -35,12 +37,12 @@ SCRIPT = """addEventListener("DOMContentLoaded", async () => {
 
 def _add_script(app: Sphinx) -> None:
     url = app.config.tabbook_preview_status
-    if url and app.builder.format == "html":
+    if url and format_of(app.builder).web_page:
         body = SCRIPT.replace("__URL__", json.dumps(url)).replace("__ID__", BANNER_ID)
         app.add_js_file(None, body=body, priority=900)
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
+def setup(app: Sphinx) -> ExtensionMetadata:
     # "html": switching between `make serve` and `make html` rewrites the pages (no re-read).
     app.add_config_value("tabbook_preview_status", "", "html", types=(str,))
     app.connect("builder-inited", _add_script)

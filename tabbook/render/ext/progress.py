@@ -16,7 +16,9 @@ import os
 from typing import IO, Any
 
 from sphinx.application import Sphinx
+from sphinx.util.typing import ExtensionMetadata
 
+from tabbook.render.ext import PageContext
 from tabbook.render.sphinx import PROGRESS_ENV
 
 _STREAMS: dict[int, IO[str]] = {}  # id(app) -> its open progress file
@@ -43,7 +45,7 @@ def _read(app: Sphinx, doctree: Any) -> None:
     _say(app, f"r {app.env.docname}")
 
 
-def _written(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any) -> None:
+def _written(app: Sphinx, pagename: str, templatename: str, context: PageContext, doctree: Any) -> None:
     _say(app, f"w {pagename}")
 
 
@@ -53,7 +55,7 @@ def _close(app: Sphinx, exception: BaseException | None) -> None:
         stream.close()
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
+def setup(app: Sphinx) -> ExtensionMetadata:
     if os.environ.get(PROGRESS_ENV):
         app.connect("env-before-read-docs", _reading)
         app.connect("doctree-read", _read)

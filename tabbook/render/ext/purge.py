@@ -11,10 +11,9 @@ own purge of each page is then a repeat that finds nothing.
 
 from __future__ import annotations
 
-from typing import Any
-
 from sphinx.application import Sphinx
 from sphinx.environment import BuildEnvironment
+from sphinx.util.typing import ExtensionMetadata
 
 
 def _purge_outdated_first(app: Sphinx, env: BuildEnvironment, docnames: list[str]) -> None:
@@ -24,6 +23,6 @@ def _purge_outdated_first(app: Sphinx, env: BuildEnvironment, docnames: list[str
             env.clear_doc(docname)
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
+def setup(app: Sphinx) -> ExtensionMetadata:
     app.connect("env-before-read-docs", _purge_outdated_first)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

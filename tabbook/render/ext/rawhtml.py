@@ -26,7 +26,9 @@ from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.config import Config
 from sphinx.transforms import SphinxTransform
+from sphinx.util.typing import ExtensionMetadata
 
+from tabbook.render.formats import HTML_NAME
 from tabbook.render.names import GENERATED_HTML
 
 ALLOW, ESCAPE = "allow", "escape"
@@ -78,7 +80,7 @@ class RawHtmlPolicy(SphinxTransform):
             generated = GENERATED_HTML in node["classes"]
             if generated:
                 node["classes"].remove(GENERATED_HTML)
-            if not escape or "html" not in node.get("format", "").split() or _in_output(node):
+            if not escape or HTML_NAME not in node.get("format", "").split() or _in_output(node):
                 continue
             if generated and front is not None and _inside(node, front):
                 continue
@@ -93,7 +95,7 @@ class RawHtmlPolicy(SphinxTransform):
                 node.replace_self(block)
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
+def setup(app: Sphinx) -> ExtensionMetadata:
     # [html] raw_html, from tabbook.render.sphinx_conf; a change reads every page again.
     app.add_config_value("tabbook_raw_html", ALLOW, "env", types=frozenset({str}))
     app.add_transform(RawHtmlPolicy)

@@ -25,8 +25,10 @@ from sphinx.application import Sphinx
 from sphinx.environment import BuildEnvironment
 from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util import logging
+from sphinx.util.typing import ExtensionMetadata
 
 from tabbook.problems import Problem
+from tabbook.render.formats import format_of_transform
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +62,7 @@ class UnnumberedSections(SphinxPostTransform):
     default_priority = 5  # before Sphinx's ReferencesResolver (10)
 
     def run(self, **kwargs: Any) -> None:
-        if self.app.builder.name == "latex":  # LaTeX numbers every section itself
+        if format_of_transform(self).numbers_sections:  # LaTeX numbers every section itself
             return
         std = self.env.domains.standard_domain
         for node in self.document.findall(addnodes.pending_xref):
@@ -130,7 +132,7 @@ def _a_url(target: str) -> bool:
     return "." in last and last.rsplit(".", 1)[-1].lower() not in ("md", "ipynb", "rst", "txt")
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
+def setup(app: Sphinx) -> ExtensionMetadata:
     app.connect("missing-reference", _as_text)
     app.add_post_transform(UnnumberedSections)
     app.add_post_transform(PlainLinks)

@@ -22,8 +22,9 @@ from typing import Any
 from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.transforms.post_transforms import SphinxPostTransform
+from sphinx.util.typing import ExtensionMetadata
 
-from tabbook.render.ext.tabs import builder_format
+from tabbook.render.formats import HTML_NAME, Solutions, format_of_transform
 from tabbook.render.names import SOLUTION_CLASS, SOLUTION_END_CLASS, SOLUTION_START_CLASS
 
 
@@ -37,7 +38,7 @@ class WrapSolutions(SphinxPostTransform):
     default_priority = 160  # after the framework tab sets (150)
 
     def run(self, **kwargs: Any) -> None:
-        fmt = builder_format(self)
+        treat = format_of_transform(self).solutions
         for start in list(self.document.findall(lambda n: _is(n, SOLUTION_START_CLASS))):
             parent = start.parent
             at = parent.index(start)
@@ -51,12 +52,12 @@ class WrapSolutions(SphinxPostTransform):
             summary = start.astext().strip()
             for node in [start, *body] + ([end] if end is not None else []):
                 parent.remove(node)
-            if fmt == "latex":
+            if treat is Solutions.OMITTED:
                 continue  # the PDFs leave solutions out
-            if fmt == "html":
+            if treat is Solutions.DETAILS:
                 opening = nodes.raw("", f'<details class="{SOLUTION_CLASS}"><summary>{escape(summary)}'
-                                    "</summary>\n", format="html")
-                closing = nodes.raw("", "</details>\n", format="html")
+                                    "</summary>\n", format=HTML_NAME)
+                closing = nodes.raw("", "</details>\n", format=HTML_NAME)
                 parent[at:at] = [opening, *body, closing]
             else:
                 parent[at:at] = [nodes.rubric(summary, summary), *body]
@@ -66,6 +67,6 @@ def setup_solutions(app: Sphinx) -> None:
     app.add_post_transform(WrapSolutions)
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
+def setup(app: Sphinx) -> ExtensionMetadata:
     setup_solutions(app)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

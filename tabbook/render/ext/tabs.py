@@ -30,7 +30,9 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util.docutils import SphinxDirective
+from sphinx.util.typing import ExtensionMetadata
 
+from tabbook.render.formats import ForFormat, Format, Tabs, format_of_transform
 from tabbook.render.names import CELL_KEY, PROSE_TAB, SYNC_GROUP, TabMark
 
 #: The node attribute of a prose tab holding its :class:`TabMark` (as metadata).
@@ -102,14 +104,6 @@ def _tab_set(run: list[tuple[nodes.Element, TabMark]], order: list[str], labels:
 
 
 
-def builder_format(transform: SphinxPostTransform) -> str:
-    """The output format of the running builder ("html", "latex", ...).
-
-    ``transform.app`` is deprecated in Sphinx 9 and the environment has no public way to name its
-    builder; this is what Sphinx's own ``SphinxPostTransform.is_supported`` reads (pinned Sphinx).
-    """
-    return transform.env._builder_cls.format
-
 class GroupFrameworkTabs(SphinxPostTransform):
     """HTML: each run of framework cells becomes one tab set; other formats keep one framework."""
 
@@ -119,7 +113,7 @@ class GroupFrameworkTabs(SphinxPostTransform):
         config = self.config
         order = list(config.tabbook_tabs)
         labels = dict(config.tabbook_labels)
-        only = config.tabbook_framework if builder_format(self) != "html" else None
+        only = config.tabbook_framework if format_of_transform(self).tabs is Tabs.ONE else None
         parents = {id(n.parent): n.parent for n in self.document.findall(nodes.Element)
                    if _mark(n) is not None and n.parent is not None}
         for parent in parents.values():
@@ -137,12 +131,15 @@ class GroupFrameworkTabs(SphinxPostTransform):
                 # else: a tab set of empty panels (prose tabs holding only a ``currentmodule``) is left out
 
 
-class SelectDefaultTab(SphinxPostTransform):
+class SelectDefaultTab(ForFormat, SphinxPostTransform):
     """Mark the default framework's tab selected, before sphinx-design's HTML transform (200)
     picks the first selected item (else the first item)."""
 
     default_priority = 199
-    formats = ("html",)
+
+    @staticmethod
+    def applies(fmt: Format) -> bool:
+        return fmt.tabs is Tabs.SETS
 
     def run(self, **kwargs: Any) -> None:
         from sphinx_design.shared import is_component
@@ -182,6 +179,6 @@ def setup_tabs(app: Sphinx) -> None:
     app.add_js_file("tabbook.js")
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
+def setup(app: Sphinx) -> ExtensionMetadata:
     setup_tabs(app)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}
