@@ -15,7 +15,7 @@ BUILDER_STAMP := $(VENV)/.installed-$(shell cat envs/builder.txt packaging/tabbo
 TEST_STAMP := $(VENV)/.extra-test-$(shell cat envs/builder-test.txt envs/builder-dask.txt 2>/dev/null | sha256sum | cut -c1-12)
 export TF_CPP_MIN_LOG_LEVEL := 2
 
-.PHONY: bytecode html site test check lib envs clean serve unit frozen-site freeze-check exec-check lint typecheck pdf tex libtest dist browser axe bench d2lbook-book d2l-side-by-side wheelhouse notebooks-check d2lbook-venv differential gpu-bundle corpus fuzz-incremental
+.PHONY: bytecode html site test check lib envs clean serve unit frozen-site freeze-check exec-check lint typecheck pdf tex libtest dist browser axe bench d2lbook-book d2l-side-by-side wheelhouse notebooks-check d2lbook-venv differential gpu-bundle corpus fuzz-incremental bench-realbook
 
 html: $(BUILDER_STAMP) bytecode
 	$(TB) build $(if $(FORCE),--force)
@@ -150,6 +150,12 @@ axe: $(BUILDER_STAMP)
 
 bench: $(BUILDER_STAMP) $(TEST_STAMP) browser
 	$(VPY) bench/run.py
+
+# The real books, beside Sphinx + myst-nb on the same generated sources (issue 50; the books are
+# not in this repository, see bench/realbook.py):
+#   make bench-realbook BOOKS=DIR [RUNS=5] [TOOLS=tabbook,peer,d2lbook]
+bench-realbook: $(BUILDER_STAMP)
+	TABBOOK_WARM=0 $(VPY) bench/realbook.py --books $(BOOKS) --runs $(or $(RUNS),5) $(if $(TOOLS),--tools $(TOOLS))
 
 tex:
 	@bash scripts/install-tex.sh

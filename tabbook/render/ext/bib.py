@@ -11,6 +11,8 @@ line (:attr:`~tabbook.problems.Problem.MISSING_CITATION`), as a key no bib file 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from docutils import nodes
@@ -88,8 +90,55 @@ def _keys_shown(domain_class: type[Domain]) -> type[Domain]:
             result += [nodes.Text(" "), shown]
             return result
 
+        def env_updated(self) -> Any:
+            # Formatted entries kept in the environment (pickled with it) for the next run:
+            # sphinxcontrib-bibtex formats every cited entry of the book again in every run
+            # (d2l-en: 432 entries, twice each with tooltips; 21 of a one-page edit's 48 s
+            # profiled). Only this run's entries are kept.
+            made: dict[str, Any] = {}
+            with _formatting_kept(getattr(self.env, "tabbook_bib_formatted", {}), made):
+                rewrite = list(super().env_updated())
+            self.env.tabbook_bib_formatted = made
+            return rewrite
+
     KeysShown.__name__ = KeysShown.__qualname__ = domain_class.__name__
     return KeysShown
+
+
+def _entry_key(style: Any, label: str, entry: Any) -> str:
+    """What a formatted entry is made from: the style, the label and the entry's whole data."""
+    persons = {role: [[list(getattr(p, part)) for part in ("first_names", "middle_names", "prelast_names",
+                                                            "last_names", "lineage_names")] for p in people]
+               for role, people in entry.persons.items()}
+    return repr((type(style).__module__, type(style).__qualname__, label, entry.key, entry.type,
+                 sorted((k.lower(), str(v)) for k, v in entry.fields.items()), sorted(persons.items())))
+
+
+@contextmanager
+def _formatting_kept(kept: dict[str, Any], made: dict[str, Any]) -> Iterator[None]:
+    """pybtex's ``BaseStyle.format_entry`` answered from ``kept`` (the last run's entries) where
+    the same style, label and entry were formatted then; each answer is also put in ``made``.
+    A style's formatting is a function of those alone (its template reads the entry's fields
+    and persons; the label is computed before, from the whole sorted list, as before)."""
+    from pybtex.style.formatting import BaseStyle
+
+    real = BaseStyle.format_entry
+
+    def format_entry(self: Any, label: str, entry: Any, bib_data: Any = None) -> Any:
+        if bib_data is not None:
+            return real(self, label, entry, bib_data)
+        key = _entry_key(self, label, entry)
+        found = kept.get(key)
+        if found is None:
+            found = real(self, label, entry)
+        made[key] = found
+        return found
+
+    BaseStyle.format_entry = format_entry  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        BaseStyle.format_entry = real  # type: ignore[method-assign]
 
 
 def _fallback(app: Sphinx, config: Config) -> None:
@@ -100,6 +149,32 @@ def _fallback(app: Sphinx, config: Config) -> None:
         from sphinxcontrib.bibtex.domain import BibtexDomain
 
         app.add_domain(_keys_shown(BibtexDomain), override=True)
+        _entry_points_read_once()
+
+
+def _entry_points_read_once() -> None:
+    """pybtex looks up a plugin (the text backend, a style, a name formatter) by asking
+    ``importlib.metadata`` for the installed entry points each time, which reads the metadata
+    of every installed distribution again; sphinxcontrib-bibtex formats every cited entry in
+    every run, and :mod:`tabbook.render.ext.incremental` renders each as text, so on d2l-en
+    (432 citations) a one-page edit spent most of its time in those lookups (profiled: 43 of
+    84 s). The installed distributions do not change while Sphinx runs, so each query is
+    answered once; pybtex's runtime registrations (``register_plugin``) are still consulted
+    first on every lookup, as before."""
+    import functools
+
+    import pybtex.plugin
+
+    if getattr(pybtex.plugin.entry_points, "tabbook_cached", False):
+        return
+    looked_up = pybtex.plugin.entry_points
+
+    @functools.cache
+    def entry_points(**query: str) -> tuple[Any, ...]:
+        return tuple(looked_up(**query))
+
+    entry_points.tabbook_cached = True  # type: ignore[attr-defined]
+    pybtex.plugin.entry_points = entry_points  # type: ignore[assignment]
 
 
 def setup(app: Sphinx) -> ExtensionMetadata:
