@@ -11,9 +11,10 @@ line (:attr:`~tabbook.problems.Problem.MISSING_CITATION`), as a key no bib file 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from docutils import nodes
 from docutils.parsers.rst import Directive
@@ -21,6 +22,15 @@ from sphinx.application import Sphinx
 from sphinx.config import Config
 from sphinx.domains import Domain
 from sphinx.util import logging
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
+
+    from pybtex.database import BibliographyData, Entry
+    from pybtex.style import FormattedEntry
+    from pybtex.style.formatting import BaseStyle
+    from sphinx.builders import Builder
+    from sphinx.environment import BuildEnvironment
 from sphinx.util.docutils import is_directive_registered
 from sphinx.util.typing import ExtensionMetadata
 
@@ -60,7 +70,7 @@ class NoCitations(Domain):
     label = "citations without a bib file"
     roles = {"p": _keys_as_text, "t": _keys_as_text}  # type: ignore[dict-item]
 
-    def merge_domaindata(self, docnames: Any, otherdata: dict[str, Any]) -> None:
+    def merge_domaindata(self, docnames: AbstractSet[str], otherdata: dict[str, Any]) -> None:
         """Nothing to merge from a parallel reader: the domain keeps no data."""
 
     def clear_doc(self, docname: str) -> None:
@@ -75,7 +85,7 @@ def _keys_shown(domain_class: type[Domain]) -> type[Domain]:
     from sphinxcontrib.bibtex.citation_target import parse_citation_targets
 
     class KeysShown(domain_class):  # type: ignore[valid-type, misc]
-        def resolve_xref(self, env: Any, fromdocname: str, builder: Any, typ: str, target: str,
+        def resolve_xref(self, env: BuildEnvironment, fromdocname: str, builder: Builder, typ: str, target: str,
                          node: Any, contnode: Any) -> Any:
             result = super().resolve_xref(env, fromdocname, builder, typ, target, node, contnode)
             wanted = [t.key for t in parse_citation_targets(target)]
@@ -90,12 +100,12 @@ def _keys_shown(domain_class: type[Domain]) -> type[Domain]:
             result += [nodes.Text(" "), shown]
             return result
 
-        def env_updated(self) -> Any:
+        def env_updated(self) -> Iterable[str]:
             # Formatted entries kept in the environment (pickled with it) for the next run:
             # sphinxcontrib-bibtex formats every cited entry of the book again in every run
             # (d2l-en: 432 entries, twice each with tooltips; 21 of a one-page edit's 48 s
             # profiled). Only this run's entries are kept.
-            made: dict[str, Any] = {}
+            made: dict[str, FormattedEntry] = {}
             with _formatting_kept(getattr(self.env, "tabbook_bib_formatted", {}), made):
                 rewrite = list(super().env_updated())
             self.env.tabbook_bib_formatted = made
@@ -105,7 +115,7 @@ def _keys_shown(domain_class: type[Domain]) -> type[Domain]:
     return KeysShown
 
 
-def _entry_key(style: Any, label: str, entry: Any) -> str:
+def _entry_key(style: BaseStyle, label: str, entry: Entry) -> str:
     """What a formatted entry is made from: the style, the label and the entry's whole data."""
     persons = {role: [[list(getattr(p, part)) for part in ("first_names", "middle_names", "prelast_names",
                                                             "last_names", "lineage_names")] for p in people]
@@ -115,7 +125,7 @@ def _entry_key(style: Any, label: str, entry: Any) -> str:
 
 
 @contextmanager
-def _formatting_kept(kept: dict[str, Any], made: dict[str, Any]) -> Iterator[None]:
+def _formatting_kept(kept: dict[str, FormattedEntry], made: dict[str, FormattedEntry]) -> Iterator[None]:
     """pybtex's ``BaseStyle.format_entry`` answered from ``kept`` (the last run's entries) where
     the same style, label and entry were formatted then; each answer is also put in ``made``.
     A style's formatting is a function of those alone (its template reads the entry's fields
@@ -124,7 +134,8 @@ def _formatting_kept(kept: dict[str, Any], made: dict[str, Any]) -> Iterator[Non
 
     real = BaseStyle.format_entry
 
-    def format_entry(self: Any, label: str, entry: Any, bib_data: Any = None) -> Any:
+    def format_entry(self: BaseStyle, label: str, entry: Entry,
+                     bib_data: BibliographyData | None = None) -> FormattedEntry:
         if bib_data is not None:
             return real(self, label, entry, bib_data)
         key = _entry_key(self, label, entry)
@@ -170,7 +181,7 @@ def _entry_points_read_once() -> None:
     looked_up = pybtex.plugin.entry_points
 
     @functools.cache
-    def entry_points(**query: str) -> tuple[Any, ...]:
+    def entry_points(**query: str) -> tuple[EntryPoint, ...]:
         return tuple(looked_up(**query))
 
     entry_points.tabbook_cached = True  # type: ignore[attr-defined]

@@ -17,7 +17,7 @@ an outline (an environment pickled before this module) is walked from its doctre
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from docutils import nodes
 from sphinx import addnodes
@@ -26,6 +26,9 @@ from sphinx.domains.std import StandardDomain
 from sphinx.environment import BuildEnvironment
 from sphinx.environment.collectors.toctree import TocTreeCollector
 from sphinx.util import url_re
+
+if TYPE_CHECKING:
+    from sphinx.util.typing import ExtensionMetadata
 
 #: A page's outline: ``("s", first id, [items])`` a section, ``("t", [docnames])`` a toctree,
 #: ``("f", figtype, first id)`` a numbered node (its own items follow it, as the walk meets them).
@@ -134,7 +137,7 @@ def assign_figure_numbers(self: TocTreeCollector, env: BuildEnvironment) -> list
     return rewrite
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
+def setup(app: Sphinx) -> ExtensionMetadata:
     app.connect("doctree-read", _record, priority=950)  # after every other handler: what is pickled
     app.connect("env-purge-doc", _purge)
     app.connect("env-merge-info", _merge)
