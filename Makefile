@@ -15,7 +15,7 @@ BUILDER_STAMP := $(VENV)/.installed-$(shell cat envs/builder.txt packaging/tabbo
 TEST_STAMP := $(VENV)/.extra-test-$(shell cat envs/builder-test.txt envs/builder-dask.txt 2>/dev/null | sha256sum | cut -c1-12)
 export TF_CPP_MIN_LOG_LEVEL := 2
 
-.PHONY: bytecode html site test check lib envs clean serve unit frozen-site freeze-check exec-check lint typecheck pdf tex libtest dist browser axe bench d2lbook-book d2l-side-by-side wheelhouse d2lbook-venv differential gpu-bundle corpus fuzz-incremental
+.PHONY: bytecode html site test check lib envs clean serve unit frozen-site freeze-check exec-check lint typecheck pdf tex libtest dist browser axe bench d2lbook-book d2l-side-by-side wheelhouse notebooks-check d2lbook-venv differential gpu-bundle corpus fuzz-incremental bench-realbook
 
 html: $(BUILDER_STAMP) bytecode
 	$(TB) build $(if $(FORCE),--force)
@@ -102,8 +102,22 @@ exec-check: $(BUILDER_STAMP)
 frozen-site: $(BUILDER_STAMP)
 	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; TABBOOK_VENVS=$$tmp $(TB) build --frozen --strict
 
+# Every notebook of the site's notebooks zips runs as a reader downloads it (issue 53, item 3;
+# tabbook/render/notebooks.py): a fresh venv per framework, offline, each notebook's own install
+# line (generated from envs/<tab>.txt), on the CPU. Set-up first (the one step that uses the
+# package registries; cached in ~/.cache/tabbook/notebook-wheels, free the second time), then the
+# runs with pip told no index. Python 3.12 (Colab's) for JAX and TensorFlow; PyTorch on 3.11: the
+# only torch 2.13.0 for 3.12 a registry here has is the CUDA build (4 GB with its nvidia-* wheels),
+# so its CPU wheel (local disk, cp311) stands in; the line it runs, torch==2.13.0, is the one a
+# Colab reader's pip resolves to that CUDA build. MXNet is skipped and says why (d2l[mxnet] installs
+# nothing on 3.12: MXNet 1.9.1 has no wheel for it).
+NOTEBOOK_PYTHONS := --python pytorch=3.11
+notebooks-check: $(BUILDER_STAMP) frozen-site
+	$(TB) notebooks --fetch-only $(NOTEBOOK_PYTHONS)
+	$(TB) notebooks $(NOTEBOOK_PYTHONS)
+
 # ... and every internal link of it resolves.
-test: lint typecheck frozen-site unit freeze-check exec-check libtest
+test: lint typecheck frozen-site unit freeze-check exec-check libtest notebooks-check
 	$(TB) linkcheck build/html
 	@echo "make test: all checks passed"
 
@@ -136,6 +150,12 @@ axe: $(BUILDER_STAMP)
 
 bench: $(BUILDER_STAMP) $(TEST_STAMP) browser
 	$(VPY) bench/run.py
+
+# The real books, beside Sphinx + myst-nb on the same generated sources (issue 50; the books are
+# not in this repository, see bench/realbook.py):
+#   make bench-realbook BOOKS=DIR [RUNS=5] [TOOLS=tabbook,peer,d2lbook]
+bench-realbook: $(BUILDER_STAMP)
+	TABBOOK_WARM=0 $(VPY) bench/realbook.py --books $(BOOKS) --runs $(or $(RUNS),5) $(if $(TOOLS),--tools $(TOOLS))
 
 tex:
 	@bash scripts/install-tex.sh

@@ -10,7 +10,8 @@ the warm builder beside sphinx-autobuild (bench/terminal_edit.py), and how the
 builder's cost grows with the book (bench/scale.py), and how many units one edit of a
 saved block makes stale under each invalidation rule (bench/library_keys.py), what
 fsync before each rename costs (bench/fsync.py), and how long a framework environment
-takes to create with uv and with pip (bench/env_create.py). Each
+takes to create with uv and with pip (bench/env_create.py), and, with $TABBOOK_BOOKS set, the
+real books d2l-en and d2l-zh beside Sphinx + myst-nb (bench/realbook.py). Each
 prints its targets beside its figures.
 """
 
@@ -72,9 +73,18 @@ def main() -> int:
         scripts.append("d2lbook_chapter.py")
     else:
         print("== bench/d2lbook_chapter.py skipped: pandoc is not on the PATH (apt-get install pandoc)")
+    # The real books (issue 50): d2l-en and d2l-zh, never in this repository; where they are
+    # comes from $TABBOOK_BOOKS (bench/realbook.py says how to fetch them). About an hour at
+    # N = 5 on two cores; $TABBOOK_BOOKS_RUNS sets N.
+    if os.environ.get("TABBOOK_BOOKS"):
+        scripts.append("realbook.py")
+    else:
+        print("== bench/realbook.py skipped: set TABBOOK_BOOKS to the folder holding d2l-en and d2l-zh "
+              "(bench/realbook.py --help says how to fetch them)")
     for script in scripts:
         print(f"== bench/{script}", flush=True)
-        rc |= subprocess.run([sys.executable, str(ROOT / "bench" / script), ],
+        extra = ["--runs", os.environ["TABBOOK_BOOKS_RUNS"]] if script == "realbook.py" and os.environ.get("TABBOOK_BOOKS_RUNS") else []
+        rc |= subprocess.run([sys.executable, str(ROOT / "bench" / script), *extra],
                              cwd=ROOT).returncode
         print(flush=True)
     return rc

@@ -356,6 +356,12 @@ def _render(config: Config, book: Book, opts: Options, notebooks: Notebooks, ori
             log(f"[slides] wrote {made.written} of {made.decks} decks")
     if hasattr(notebooks, "save"):
         notebooks.save()  # which entries needed no cleaning (render/sanitize.py)
+    if format_named(opts.builder).site:
+        from tabbook.render.package import publish
+
+        # Before Sphinx writes the downloads: each notebooks zip carries the wheel its
+        # notebooks' install line names (render/site.py, execute/readerlock.py).
+        publish(config, BuildDir(config.build_dir).html, log)
     if site is not None:
         t1 = time.monotonic()
         # Its progress, live on a terminal, a line now and then in a log (render/progress.py).
@@ -368,11 +374,8 @@ def _render(config: Config, book: Book, opts: Options, notebooks: Notebooks, ori
         result.sphinx_set_up_ahead = site.set_up_ahead
     if format_named(opts.builder).site:
         from tabbook.render.context import render_context
-        from tabbook.render.package import publish
-        from tabbook.render.site import available_pdfs
-
-        publish(config, BuildDir(config.build_dir).html, log)
         from tabbook.render.llms import write_llms
+        from tabbook.render.site import available_pdfs
 
         # llms.txt and llms-full.txt: the pages as plain Markdown per framework (render/llms.py),
         # from the same pages and published notebooks as the site.

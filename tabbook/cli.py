@@ -1,7 +1,7 @@
 """Command line: ``python -m tabbook [-C ROOT] COMMAND``, one entry for everything the builder does.
 
 Commands: ``build``, ``new``, ``clear``, ``check``, ``lib``, ``libtest``, ``pdf``, ``site``,
-``serve``, ``linkcheck``, ``envs``, ``lock``, ``wheelhouse``, ``merge-stores``, ``verify-freeze``, ``katex``, ``clean``,
+``serve``, ``linkcheck``, ``envs``, ``lock``, ``wheelhouse``, ``notebooks``, ``merge-stores``, ``verify-freeze``, ``katex``, ``clean``,
 ``warm`` (``python -m tabbook COMMAND --help`` for each). ``build`` also takes d2lbook's targets
 (``tabbook build html``, ``tabbook build pdf --tab pytorch``). Library code raises :class:`BookError`; only this edge turns errors
 into ``file.md:LINE: message`` lines on stderr and a non-zero exit status.
@@ -133,6 +133,14 @@ def _other_parsers(sub: argparse._SubParsersAction) -> None:
                     help="use this interpreter for a framework's tests")
     lt.add_argument("--any-env", action="store_true", help="accept any completed env of the framework")
     lt.add_argument("--no-venv-check", action="store_true", help="skip the fresh Python 3.12 venv check")
+    nbs = sub.add_parser("notebooks", help="run every notebook of the site's notebooks zips as downloaded: "
+                         "a fresh venv, offline, its own install line (tabbook.render.notebooks)")
+    nbs.add_argument("frameworks", nargs="*", help="tabs (default: all)")
+    nbs.add_argument("--fetch", action="store_true", help="set-up first: download the wheels the runs need "
+                     "(the package registries), into ~/.cache/tabbook/notebook-wheels")
+    nbs.add_argument("--fetch-only", action="store_true", help="only the set-up")
+    nbs.add_argument("--python", action="append", default=[], metavar="TAB=X.Y",
+                     help="run a framework's notebooks on this Python instead of 3.12 (Colab's)")
     pdf = sub.add_parser("pdf", help="one PDF per framework in build/pdf")
     pdf.add_argument("--frameworks", help="comma list: build only these PDFs")
     pdf.add_argument("--frozen", action="store_true", help="never execute; fail if the store is stale")
@@ -575,6 +583,13 @@ def _libtest(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
                        any_env=args.any_env, venv_check=not args.no_venv_check)
 
 
+def _notebooks(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
+    from tabbook.render.notebooks import check_notebooks
+
+    return check_notebooks(config, args.frameworks, fetch_wheels=args.fetch or args.fetch_only,
+                           pythons=dict(item.split("=", 1) for item in args.python), run=not args.fetch_only)
+
+
 def _wheelhouse(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
     from tabbook.execute.wheelhouse import REQUIREMENTS, gather
 
@@ -649,6 +664,6 @@ WITHOUT_BOOK: dict[str, Callable[[argparse.Namespace, list[str]], int]] = {
 }
 WITH_BOOK: dict[str, Callable[..., int]] = {
     "build": _build, "check": _check, "lib": _lib_locked, "libtest": _libtest, "pdf": _pdf,
-    "merge-stores": _merge_stores, "site": _site, "wheelhouse": _wheelhouse, "envs": _envs, "lock": _lock, "verify-freeze": _verify_freeze,
+    "merge-stores": _merge_stores, "site": _site, "wheelhouse": _wheelhouse, "notebooks": _notebooks, "envs": _envs, "lock": _lock, "verify-freeze": _verify_freeze,
     "clean": _clean, "clear": _clean,
 }

@@ -98,6 +98,9 @@ ENVIRONMENT: tuple[Variable, ...] = (
     Variable("TABBOOK_CRASH_SEED", "switch", "tests: the seed that repeats a crash-harness run"),
     Variable("TABBOOK_SNAPSHOT_UPDATE", "switch", "tests: 1 rewrites the snapshot files of tests/snapshots/ "
              "instead of comparing with them (after an intended change; review the diff)"),
+    Variable("TABBOOK_BOOKS", "switch", "bench: the folder of real d2lbook books (d2l-en, d2l-zh, …) that "
+             "bench/realbook.py builds; make bench runs it only when set"),
+    Variable("TABBOOK_BOOKS_RUNS", "switch", "bench: runs per figure of bench/realbook.py under make bench (default 5)"),
     Variable("TABBOOK_FUZZ_EXAMPLES", "switch", "tests: examples per property of tests/test_fuzz_readers.py"),
     Variable("TABBOOK_RENDER_CONTEXT", "hand-off", "to a Sphinx run: the render context file its conf.py "
              "reads instead of config.ini (tabbook/render/context.py)"),

@@ -121,6 +121,7 @@ class Model:
     bib: list[str] = field(default_factory=list)
     images: list[str] = field(default_factory=list)
     counter: int = 0  # makes each new code cell's output its own
+    bib_titles: dict[str, str] = field(default_factory=dict)  # a bib entry's title, where not the default
 
 
 def page_text(name: str, page: Page) -> str:
@@ -146,11 +147,12 @@ def page_text(name: str, page: Page) -> str:
     return "\n".join(lines)
 
 
-def bib_text(keys: list[str]) -> str:
+def bib_text(keys: list[str], titles: dict[str, str] | None = None) -> str:
     out = []
     for key in keys:
         author, year = key.split(".")
-        out.append(f"@book{{{key},\n  title = {{Notes of {author}}},\n  author = {{{author}, Ada}},\n"
+        title = (titles or {}).get(key, f"Notes of {author}")
+        out.append(f"@book{{{key},\n  title = {{{title}}},\n  author = {{{author}, Ada}},\n"
                    f"  year = {{{year}}},\n  publisher = {{Press}}\n}}\n")
     return "\n".join(out)
 
@@ -168,7 +170,7 @@ def book_files(model: Model) -> dict[str, str]:
     for name, page in model.pages.items():
         files[f"{name}.md"] = page_text(name, page)
     if model.bib:
-        files["references.bib"] = bib_text(model.bib)
+        files["references.bib"] = bib_text(model.bib, model.bib_titles)
     for image in model.images:
         files[f"img/{image}"] = SVG[image]
     return files

@@ -93,6 +93,30 @@ def test_a_citation_removed_leaves_the_bibliography(tmp_path: Path) -> None:
     assert (found := fuzz.replay(tmp_path, model, [lambda m: _page(m, "beta").blocks.pop()])) is None, found
 
 
+def test_a_bib_entry_changed_under_the_same_key_reaches_the_pages(tmp_path: Path) -> None:
+    """Formatted bib entries are kept between runs (render/ext/bib.py): an entry whose title
+    changed while its key stayed is formatted again, on the bibliography and in the citing
+    page's tooltip, as a clean build formats it; restoring it restores the old text."""
+    model = fuzz.start_model(fuzz.random.Random(0))
+    key = fuzz.BIB_KEYS[0]
+    steps = [lambda m: m.bib_titles.__setitem__(key, "A retitled work"),
+             lambda m: m.bib_titles.clear(),
+             lambda m: None]
+    assert (found := fuzz.replay(tmp_path, model, steps)) is None, found
+
+
+def test_a_figure_added_before_others_renumbers_them_on_pages_not_read_again(tmp_path: Path) -> None:
+    """Figure numbers come from each page's recorded outline (render/ext/fignumbers.py), not
+    from the doctrees: a captioned figure added to alpha, before gamma's in the toc, renumbers
+    gamma's figure, which beta refers to; removed again, the numbers are the first ones."""
+    model = fuzz.start_model(fuzz.random.Random(0))
+    _page(model, "beta").blocks.append(("ref", "fig_dot", "numref"))
+    steps = [lambda m: _page(m, "alpha").blocks.insert(0, ("figure", "fig_new", fuzz.IMAGES[0])),
+             lambda m: _page(m, "alpha").blocks.pop(0),
+             lambda m: setattr(m, "numbered", False)]
+    assert (found := fuzz.replay(tmp_path, model, steps)) is None, found
+
+
 def test_pages_not_written_again_keep_their_search_index_entries(tmp_path: Path) -> None:
     """Sphinx adds a page's index entries while writing it, after saving its environment, and
     never reads them back: the API page's functions left the search once another page changed."""

@@ -18,7 +18,7 @@ import os
 import weakref
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from tabbook.book import named_bibfiles
 from tabbook.config import Config, config_error
@@ -95,6 +95,12 @@ class RenderContext:
     # pages (tabbook.render.editions.Edition rows); empty in any other build.
     edition: str = ""
     editions: tuple[tuple[Any, ...], ...] = ()
+    # The reader's install line (execute/readerlock.py), when the book packages its library and
+    # sets no [colab] libs: the package (its index folder name, its wheel's requirement), and per
+    # framework the locks' pins and the files they come from.
+    install_package: tuple[str, ...] = ()  # (name, "name==version") or ()
+    install_pins: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    install_locks: dict[str, str] = field(default_factory=dict)
     # [site] languages: document -> its links (role, tag, URL, note): tabbook.render.languages
     translations: dict[str, tuple[tuple[str, str, str, str], ...]] = field(default_factory=dict)
 
@@ -115,6 +121,8 @@ class RenderContext:
 def _tuples(value: Any) -> Any:
     if isinstance(value, list):
         return tuple(_tuples(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _tuples(v) for k, v in value.items()}
     return value
 
 
@@ -192,8 +200,38 @@ def _render_context(config: Config) -> RenderContext:
         trusted_outputs=config.site.trusted_outputs, libs=config.colab.libs,
         libs_header=config.colab.libs_header, gpu_pattern=config.colab.gpu_pattern,
         non_notebooks=tuple(config.rel(p) for p in config.files(config.non_notebooks)),
+        **_install(config),
         translations=translations(config),
     )
+
+
+class _InstallFields(TypedDict, total=False):
+    """The reader notebooks' install fields of :class:`RenderContext` (absent: no install line)."""
+
+    install_package: tuple[str, ...]
+    install_pins: dict[str, tuple[str, ...]]
+    install_locks: dict[str, str]
+
+
+def _install(config: Config) -> _InstallFields:
+    """The reader notebooks' install line: the book's package and each framework's lock pins
+    (none when the book packages no library, or sets d2lbook's ``[colab] libs``, which wins)."""
+    from tabbook.execute.readerlock import reader_pins
+    from tabbook.render.package import book_package
+
+    package = book_package(config) if not config.colab.libs else None
+    if package is None:
+        return {}
+    pins: dict[str, tuple[str, ...]] = {}
+    locks: dict[str, str] = {}
+    for tab in config.tabs:
+        fw = config.frameworks[tab]
+        if fw.requirements is None:
+            continue
+        pins[tab] = tuple(p.spec for p in reader_pins(fw, config.rel))
+        locks[tab] = ", ".join(config.rel(p) for p in (fw.requirements, fw.constraints) if p is not None)
+    return {"install_package": (package.name, f"{package.name}=={package.version}"),
+            "install_pins": pins, "install_locks": locks}
 
 
 def _not_pages(config: Config) -> tuple[str, ...]:

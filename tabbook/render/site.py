@@ -28,6 +28,7 @@ from tabbook.execute.store import FreezeStore, new_notebook, public_copy, read_e
 from tabbook.files import Memo, write_if_changed
 from tabbook.nbjson import Notebook, NotebookCell
 from tabbook.render.context import SLIDES, RenderContext, github_repo
+from tabbook.render.package import INDEX
 
 DOWNLOADS = "_downloads"  # under the HTML output directory
 #: Said where the PDFs would be when the site was built without them (``make site`` adds them).
@@ -160,20 +161,39 @@ def install_cell(nb: Notebook, libs: list[tuple[str, str]], version: str) -> str
     return "".join(f"!pip install {wanted[n].replace('==RELEASE', f'=={version}')}\n" for n in found)
 
 
-def for_colab(nb: Notebook, opts: RenderContext, fw: str) -> Notebook:
+#: The id of a reader notebook's first cell, the one that installs what it needs.
+INSTALL_CELL = "tabbook-install"
+
+
+def lock_install_cell(opts: RenderContext, fw: str, docname: str) -> str:
+    """The install line generated from the framework's locks (:mod:`tabbook.execute.readerlock`):
+    the book's package from the wheel its zip carries, and the locks' pins; "" when the book
+    has none (no package, or d2lbook's ``[colab] libs``)."""
+    from tabbook.execute.readerlock import find_links_for, install_source
+
+    if not opts.install_package or fw not in opts.install_pins:
+        return ""
+    name, requirement = opts.install_package[:2]
+    return install_source(requirement, opts.install_pins[fw], find_links_for(docname),
+                          opts.install_locks.get(fw, ""), name)
+
+
+def for_colab(nb: Notebook, opts: RenderContext, fw: str, docname: str = "") -> Notebook:
     """A reader's notebook with d2lbook's ``[colab]`` keys applied: a first cell installing the
     ``libs`` its code imports (under ``libs_header``), and ``accelerator: GPU`` when its code
-    contains ``gpu_pattern`` (what Colab reads when the notebook is opened there). Pure."""
+    contains ``gpu_pattern`` (what Colab reads when the notebook is opened there). A book that
+    packages its library and sets no ``libs`` gets the install line of its locks instead
+    (:func:`lock_install_cell`). Pure."""
     cells = nb.get("cells", [])
     code = [text(c.get("source", "")) for c in cells if c.get("cell_type") == "code"]
     if opts.gpu_pattern and any(opts.gpu_pattern in source for source in code):
         nb.setdefault("metadata", {})["accelerator"] = "GPU"
     libs = [(lib, pip) for tab, lib, pip in opts.libs if tab in ("", fw)]
-    pip = install_cell(nb, libs, opts.version) if libs else ""
+    pip = install_cell(nb, libs, opts.version) if libs else lock_install_cell(opts, fw, docname)
     if pip:
-        first: list[NotebookCell] = [{"cell_type": "code", "execution_count": None, "id": "tabbook-install", "metadata": {},
+        first: list[NotebookCell] = [{"cell_type": "code", "execution_count": None, "id": INSTALL_CELL, "metadata": {},
                   "outputs": [], "source": pip}]
-        if opts.libs_header:
+        if opts.libs_header and libs:  # d2lbook's header is about its libs; the lock's line says what it is
             first.insert(0, {"cell_type": "markdown", "id": "tabbook-install-header", "metadata": {},
                              "source": opts.libs_header})
         nb["cells"] = first + cells
@@ -219,7 +239,16 @@ def header_links_html(links: tuple[tuple[str, str, str], ...], to_root: str) -> 
     return f'<nav class="tabbook-header-links" aria-label="Book links">{"".join(items)}</nav>'
 
 
-def zip_bytes(files: dict[str, str]) -> bytes:
+def site_wheel(opts: RenderContext, outdir: Path) -> Path | None:
+    """The book's wheel in the site's own index, which the build publishes before Sphinx writes
+    the downloads (None: no package, or a build that publishes none, such as the preview)."""
+    if not opts.install_package:
+        return None
+    wheels = sorted((outdir / INDEX / opts.install_package[0]).glob("*.whl"))
+    return wheels[-1] if wheels else None
+
+
+def zip_bytes(files: dict[str, str | bytes]) -> bytes:
     """A zip of ``files`` (name → text) that depends on nothing else: sorted names, fixed dates,
     so an unchanged book gives a byte-identical file (and the copy is not rewritten)."""
     buf = io.BytesIO()
@@ -228,11 +257,12 @@ def zip_bytes(files: dict[str, str]) -> bytes:
             info = zipfile.ZipInfo(name, date_time=(2000, 1, 1, 0, 0, 0))
             info.compress_type = zipfile.ZIP_DEFLATED
             info.external_attr = 0o644 << 16
-            zf.writestr(info, files[name].encode("utf-8"))
+            data = files[name]
+            zf.writestr(info, data.encode("utf-8") if isinstance(data, str) else data)
     return buf.getvalue()
 
 
-def write_zip(path: Path, files: dict[str, str]) -> None:
+def write_zip(path: Path, files: dict[str, str | bytes]) -> None:
     """Write the zip of ``files`` atomically, only when its bytes change."""
     write_if_changed(path, zip_bytes(files))
 
@@ -256,7 +286,8 @@ def _reader_code(opts: RenderContext | None = None) -> str:
 
     h = hashlib.sha256()
     if opts is not None:
-        h.update(json.dumps([opts.libs, opts.libs_header, opts.gpu_pattern, opts.version]).encode())
+        h.update(json.dumps([opts.libs, opts.libs_header, opts.gpu_pattern, opts.version, opts.install_package,
+                             opts.install_pins, opts.install_locks], sort_keys=True).encode())
         for rel in opts.non_notebooks:
             path = Path(opts.root) / rel
             h.update(rel.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"") + b"\0")
@@ -281,7 +312,7 @@ def publish_downloads(opts: RenderContext, docnames: list[str], outdir: Path) ->
     before = memo.load() or {}
     published: dict[str, list[int]] = {}
     count = 0
-    per_fw: dict[str, dict[str, str]] = {}  # framework -> {path in its zip: notebook text}
+    per_fw: dict[str, dict[str, str | bytes]] = {}  # framework -> {path in its zip: notebook text}
     dirty: set[str] = set()  # frameworks with a notebook converted again in this run
     for docname in docnames:
         for fw in sorted(available_notebooks(opts, docname)):
@@ -297,16 +328,21 @@ def publish_downloads(opts: RenderContext, docnames: list[str], outdir: Path) ->
             else:
                 entry = read_entry(src, max_output_bytes=opts.max_output_bytes)
                 text = json.dumps(for_colab(reader_notebook(entry, trusted=True) if opts.trusted_outputs
-                                            else reader_notebook(entry), opts, fw),
+                                            else reader_notebook(entry), opts, fw, docname),
                                   indent=1, ensure_ascii=False) + "\n"
                 write_if_changed(dst, text)
                 dirty.add(fw)
             per_fw.setdefault(fw, {})[f"{opts.name}-{fw}/{docname}.ipynb"] = text
+    wheel = site_wheel(opts, outdir)
+    if wheel is not None:  # what the install lines install the book's package from: a change rezips
+        published[f"{INDEX}/{wheel.name}"] = [wheel.stat().st_size, wheel.stat().st_mtime_ns]
     for fw, files in per_fw.items():
         for rel in opts.non_notebooks:  # [build] non-notebooks: Markdown as it is, beside the notebooks
             path = Path(opts.root) / rel
             if path.is_file():
                 files[f"{opts.name}-{fw}/{rel}"] = path.read_text(encoding="utf-8")
+        if wheel is not None and fw in opts.install_pins:
+            files[f"{opts.name}-{fw}/{wheel.name}"] = wheel.read_bytes()
         zipped = outdir / zip_target(opts.name, fw)
         # Zipping every notebook again costs what the book weighs: only when one changed.
         if fw in dirty or published != before or not zipped.is_file():

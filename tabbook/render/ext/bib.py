@@ -11,7 +11,10 @@ line (:attr:`~tabbook.problems.Problem.MISSING_CITATION`), as a key no bib file 
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable, Iterator
+from collections.abc import Set as AbstractSet
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 from docutils import nodes
 from docutils.parsers.rst import Directive
@@ -19,6 +22,15 @@ from sphinx.application import Sphinx
 from sphinx.config import Config
 from sphinx.domains import Domain
 from sphinx.util import logging
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
+
+    from pybtex.database import BibliographyData, Entry
+    from pybtex.style import FormattedEntry
+    from pybtex.style.formatting import BaseStyle
+    from sphinx.builders import Builder
+    from sphinx.environment import BuildEnvironment
 from sphinx.util.docutils import is_directive_registered
 from sphinx.util.typing import ExtensionMetadata
 
@@ -58,7 +70,7 @@ class NoCitations(Domain):
     label = "citations without a bib file"
     roles = {"p": _keys_as_text, "t": _keys_as_text}  # type: ignore[dict-item]
 
-    def merge_domaindata(self, docnames: Any, otherdata: dict[str, Any]) -> None:
+    def merge_domaindata(self, docnames: AbstractSet[str], otherdata: dict[str, Any]) -> None:
         """Nothing to merge from a parallel reader: the domain keeps no data."""
 
     def clear_doc(self, docname: str) -> None:
@@ -73,7 +85,7 @@ def _keys_shown(domain_class: type[Domain]) -> type[Domain]:
     from sphinxcontrib.bibtex.citation_target import parse_citation_targets
 
     class KeysShown(domain_class):  # type: ignore[valid-type, misc]
-        def resolve_xref(self, env: Any, fromdocname: str, builder: Any, typ: str, target: str,
+        def resolve_xref(self, env: BuildEnvironment, fromdocname: str, builder: Builder, typ: str, target: str,
                          node: Any, contnode: Any) -> Any:
             result = super().resolve_xref(env, fromdocname, builder, typ, target, node, contnode)
             wanted = [t.key for t in parse_citation_targets(target)]
@@ -88,8 +100,56 @@ def _keys_shown(domain_class: type[Domain]) -> type[Domain]:
             result += [nodes.Text(" "), shown]
             return result
 
+        def env_updated(self) -> Iterable[str]:
+            # Formatted entries kept in the environment (pickled with it) for the next run:
+            # sphinxcontrib-bibtex formats every cited entry of the book again in every run
+            # (d2l-en: 432 entries, twice each with tooltips; 21 of a one-page edit's 48 s
+            # profiled). Only this run's entries are kept.
+            made: dict[str, FormattedEntry] = {}
+            with _formatting_kept(getattr(self.env, "tabbook_bib_formatted", {}), made):
+                rewrite = list(super().env_updated())
+            self.env.tabbook_bib_formatted = made
+            return rewrite
+
     KeysShown.__name__ = KeysShown.__qualname__ = domain_class.__name__
     return KeysShown
+
+
+def _entry_key(style: BaseStyle, label: str, entry: Entry) -> str:
+    """What a formatted entry is made from: the style, the label and the entry's whole data."""
+    persons = {role: [[list(getattr(p, part)) for part in ("first_names", "middle_names", "prelast_names",
+                                                            "last_names", "lineage_names")] for p in people]
+               for role, people in entry.persons.items()}
+    return repr((type(style).__module__, type(style).__qualname__, label, entry.key, entry.type,
+                 sorted((k.lower(), str(v)) for k, v in entry.fields.items()), sorted(persons.items())))
+
+
+@contextmanager
+def _formatting_kept(kept: dict[str, FormattedEntry], made: dict[str, FormattedEntry]) -> Iterator[None]:
+    """pybtex's ``BaseStyle.format_entry`` answered from ``kept`` (the last run's entries) where
+    the same style, label and entry were formatted then; each answer is also put in ``made``.
+    A style's formatting is a function of those alone (its template reads the entry's fields
+    and persons; the label is computed before, from the whole sorted list, as before)."""
+    from pybtex.style.formatting import BaseStyle
+
+    real = BaseStyle.format_entry
+
+    def format_entry(self: BaseStyle, label: str, entry: Entry,
+                     bib_data: BibliographyData | None = None) -> FormattedEntry:
+        if bib_data is not None:
+            return real(self, label, entry, bib_data)
+        key = _entry_key(self, label, entry)
+        found = kept.get(key)
+        if found is None:
+            found = real(self, label, entry)
+        made[key] = found
+        return found
+
+    BaseStyle.format_entry = format_entry  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        BaseStyle.format_entry = real  # type: ignore[method-assign]
 
 
 def _fallback(app: Sphinx, config: Config) -> None:
@@ -100,6 +160,32 @@ def _fallback(app: Sphinx, config: Config) -> None:
         from sphinxcontrib.bibtex.domain import BibtexDomain
 
         app.add_domain(_keys_shown(BibtexDomain), override=True)
+        _entry_points_read_once()
+
+
+def _entry_points_read_once() -> None:
+    """pybtex looks up a plugin (the text backend, a style, a name formatter) by asking
+    ``importlib.metadata`` for the installed entry points each time, which reads the metadata
+    of every installed distribution again; sphinxcontrib-bibtex formats every cited entry in
+    every run, and :mod:`tabbook.render.ext.incremental` renders each as text, so on d2l-en
+    (432 citations) a one-page edit spent most of its time in those lookups (profiled: 43 of
+    84 s). The installed distributions do not change while Sphinx runs, so each query is
+    answered once; pybtex's runtime registrations (``register_plugin``) are still consulted
+    first on every lookup, as before."""
+    import functools
+
+    import pybtex.plugin
+
+    if getattr(pybtex.plugin.entry_points, "tabbook_cached", False):
+        return
+    looked_up = pybtex.plugin.entry_points
+
+    @functools.cache
+    def entry_points(**query: str) -> tuple[EntryPoint, ...]:
+        return tuple(looked_up(**query))
+
+    entry_points.tabbook_cached = True  # type: ignore[attr-defined]
+    pybtex.plugin.entry_points = entry_points  # type: ignore[assignment]
 
 
 def setup(app: Sphinx) -> ExtensionMetadata:
