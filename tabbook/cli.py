@@ -146,10 +146,12 @@ def _other_parsers(sub: argparse._SubParsersAction) -> None:
     pdf.add_argument("--frozen", action="store_true", help="never execute; fail if the store is stale")
     pdf.add_argument("--force", action="store_true", help="re-execute every unit first")
     pdf.add_argument("--jobs", type=int, default=0, help="parallel units / LaTeX runs (default: cores)")
-    st = sub.add_parser("site", help="the complete site: the PDFs, then the HTML with them inside")
+    st = sub.add_parser("site", help="the complete site: the PDFs, then the HTML with them inside ([site] versions: every edition, each from its commit)")
     st.add_argument("--frozen", action="store_true", help="never execute; fail if the store is stale")
     st.add_argument("--force", action="store_true", help="re-execute every unit first")
     st.add_argument("--jobs", type=int, default=0, help="parallel units / LaTeX runs (default: cores)")
+    st.add_argument("--no-pdfs", action="store_true",
+                    help="the HTML alone (a preview, or a machine without TeX): no PDF is built or linked")
     sub.add_parser("serve", help="live preview: rebuild on save, reload the page (serve --help)", add_help=False)
     lc = sub.add_parser("linkcheck", help="check every internal link and anchor of a built site")
     lc.add_argument("site", nargs="?", type=Path, help="the site (default: build/html)")
@@ -386,13 +388,26 @@ def _merge_stores(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Co
 def _site(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
     """The published site: every framework's PDF first (``pdf``), then the HTML build, which
     copies them into the site and links them from every page. Fails without TeX: a complete
-    site is what this command promises."""
+    site is what this command promises (``--no-pdfs``: the HTML alone, said so on every page).
+    With ``[site] versions``, every edition, each built from its commit (:mod:`tabbook.editions`)."""
     from tabbook.build import Options, build, build_pdfs, locked
     from tabbook.execute.plan import Selection
 
+    if config.site.versions:  # [site] versions: every edition, from its commit (tabbook/editions.py)
+        from tabbook.editions import build_editions
+
+        if args.force:
+            raise BookError("site --force: an edition is built from its commit's _freeze/, never executed")
+        with locked(config):
+            built = build_editions(config, pdfs=not args.no_pdfs, jobs=args.jobs)
+        print(f"[site] {openable(BuildDir(config.build_dir).html / 'index.html')}: " + ", ".join(
+            f"{label} ({commit[:12]}) at {folder or 'the root'}" for label, commit, folder in built))
+        return 0
     with locked(config):  # the PDFs and the site they are copied into, one build's
-        done = build_pdfs(config, None, frozen=args.frozen, force=args.force, jobs=args.jobs)
-        print("[pdf] done: " + ", ".join(config.rel(p) for p in done.values()))
+        done: dict[str, Path] = {}
+        if not args.no_pdfs:
+            done = build_pdfs(config, None, frozen=args.frozen, force=args.force, jobs=args.jobs)
+            print("[pdf] done: " + ", ".join(config.rel(p) for p in done.values()))
         result = build(config, Options(Selection(frozen_only=args.frozen), jobs=args.jobs))
     print(f"[site] {openable(BuildDir(config.build_dir).html / 'index.html')} with {len(done)} PDFs "
           f"in {result.seconds:.1f}s")

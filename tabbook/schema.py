@@ -30,6 +30,7 @@ from tabbook.settings import (
     boolean,
     byte_size,
     choice,
+    edition_refs,
     env_names,
     existing_file,
     file_name,
@@ -196,6 +197,11 @@ class Site:
                                     "HTML and SVG outputs are cleaned and JavaScript outputs dropped, on the "
                                     "pages and in the downloadable notebooks (README: What an output may do)",
                                     overlay=False)
+    versions: tuple[tuple[str, str, str], ...] = setting(
+        "site", "versions", "", edition_refs, "the book's editions, one a line: LABEL REF [TITLE]; "
+        "`tabbook site` builds each from its git ref's sources and _freeze/ (never executing) into "
+        "build/html/LABEL/, the first at the root, and every page links the same page in the others",
+        field_default=(), overlay=False)
 
 
 def _known(values: dict[str, Any], i: int) -> str:

@@ -465,6 +465,33 @@ def site_address(value: str, at: At) -> str:
     return address if address.endswith("/") else address + "/"
 
 
+EDITION_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,39}")
+
+
+def edition_refs(value: str, at: At) -> tuple[tuple[str, str, str], ...]:
+    """``[site] versions``: one edition a line, ``LABEL REF [TITLE…]`` → (label, ref, title).
+    The label names the edition's folder of the site (``build/html/LABEL/``), so it is a plain
+    name; the ref is handed to git as one argument, so it may not start with ``-`` (an option).
+    The first line is the default edition, built at the site's root."""
+    out: list[tuple[str, str, str]] = []
+    for row in (r.strip() for r in value.splitlines()):
+        if not row:
+            continue
+        label, _, rest = row.partition(" ")
+        ref, _, title = rest.strip().partition(" ")
+        if not EDITION_LABEL.fullmatch(label) or label.startswith("_"):
+            raise ValueError(f"{label!r} is not an edition's label: letters, digits and . _ - (at most 40, "
+                             "starting with a letter or digit); it names the edition's folder of the site")
+        if not ref or ref.startswith("-") or any(c.isspace() or ord(c) < 32 for c in ref):
+            raise ValueError(f"{row!r}: each line is LABEL REF [TITLE], REF a git ref or commit")
+        if any(label == seen for seen, _, _ in out):
+            raise ValueError(f"names the label {label!r} twice")
+        out.append((label, ref, title.strip() or label))
+    if len(out) == 1:
+        raise ValueError("names one edition: list at least two (the first is the default, at the site's root)")
+    return tuple(out)
+
+
 def file_name(value: str, at: At) -> str:
     """A name the builder turns into file names as it is (``NAME-pytorch.pdf``): letters,
     digits and ``_ . + -``, not starting with a dot; a ``/`` or ``..`` would put them elsewhere."""

@@ -1,7 +1,7 @@
 """The builder's modules import only down the pipeline, and no two import each other.
 
 The order (ARCHITECTURE.md, "Layers"): errors (problems, errors) → config (settings, sections, schema, config) → files (files, nbjson) → source → book → library →
-check → execute → render → build → tools (warm, serve, new) → cli. A module may import modules of
+check → execute → render → build → tools (warm, serve, new, editions) → cli. A module may import modules of
 its own layer or of a layer before it, never one after it (:data:`ALLOWED_UPWARD` names the
 exceptions, each with its reason, and is empty today), and the module graph has no cycle. The
 graph is read with ``ast`` from every ``import`` in ``tabbook/``, function-level ones and
@@ -32,7 +32,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("tabbook.execute",),
     ("tabbook.render",),
     ("tabbook.build",),
-    ("tabbook.warm", "tabbook.serve", "tabbook.new"),
+    ("tabbook.warm", "tabbook.serve", "tabbook.new", "tabbook.editions"),
     ("tabbook.cli", "tabbook.__main__", "tabbook.api"),
 )
 

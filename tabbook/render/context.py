@@ -91,6 +91,10 @@ class RenderContext:
     libs_header: str = ""
     gpu_pattern: str = ""
     non_notebooks: tuple[str, ...] = ()  # Markdown files (root-relative) copied as they are into each zip
+    # `tabbook site` with [site] versions: this build's edition (its label) and every edition's
+    # pages (tabbook.render.editions.Edition rows); empty in any other build.
+    edition: str = ""
+    editions: tuple[tuple[Any, ...], ...] = ()
     # The reader's install line (execute/readerlock.py), when the book packages its library and
     # sets no [colab] libs: the package (its index folder name, its wheel's requirement), and per
     # framework the locks' pins and the files they come from.
@@ -150,6 +154,17 @@ def render_context(config: Config) -> RenderContext:
     context = _render_context(config)
     for key in [k for k, (ref, _) in _MADE.items() if ref() is None]:
         del _MADE[key]
+    _MADE[id(config)] = (weakref.ref(config), context)
+    return context
+
+
+def set_editions(config: Config, edition: str, editions: tuple[tuple[Any, ...], ...]) -> RenderContext:
+    """Make the configuration's render context carry the edition selector's table (``tabbook
+    site`` with ``[site] versions`` builds each edition with the pages of all of them, which no
+    ``config.ini`` says); every later :func:`render_context` of this object returns it."""
+    from dataclasses import replace
+
+    context = replace(render_context(config), edition=edition, editions=editions)
     _MADE[id(config)] = (weakref.ref(config), context)
     return context
 

@@ -18,7 +18,8 @@ book without bib files), :mod:`.apidoc` (autodoc of the book's own library, read
 :mod:`.progress` (what the run reads and writes, as it goes, for the build to show),
 :mod:`.nesting` (MyST's parsers given the reader's room for nested blocks),
 :mod:`.incremental` (an incremental run ends where a clean one does: duplicate labels,
-references whose target changed, files of removed pages), :mod:`.languages` (each page's
+references whose target changed, files of removed pages), :mod:`.editions` (the edition
+selector, in ``tabbook site``'s editions), :mod:`.languages` (each page's
 translations, ``[site] languages``) and :mod:`.fignumbers` (figure numbers from each page's
 recorded outline, not from every doctree unpickled again). Each
 module is also an extension on its own, so a test or a book can load just the parts it needs.
@@ -46,7 +47,7 @@ PARTS = ("tabbook.render.ext.tabs", "tabbook.render.ext.latex", "tabbook.render.
          "tabbook.render.ext.learn", "tabbook.render.ext.paths", "tabbook.render.ext.access",
          "tabbook.render.ext.solutions", "tabbook.render.ext.rawhtml",
          "tabbook.render.ext.progress", "tabbook.render.ext.nesting", "tabbook.render.ext.incremental",
-         "tabbook.render.ext.languages", "tabbook.render.ext.fignumbers")
+         "tabbook.render.ext.editions", "tabbook.render.ext.languages", "tabbook.render.ext.fignumbers")
 
 
 def setup(app: Sphinx) -> ExtensionMetadata:
