@@ -24,7 +24,6 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from tabbook.config import Config, config_error, load_config
 from tabbook.errors import BookError, BookErrors
@@ -99,7 +98,7 @@ def edition_of(config: Config, label: str, title: str, folder: str) -> Edition:
 
 
 def build_editions(config: Config, *, pdfs: bool = True, jobs: int = 0,
-                   log: Callable[[str], Any] = print) -> list[tuple[str, str, str]]:
+                   log: Callable[[str], object] = print) -> list[tuple[str, str, str]]:
     """Build every edition into ``build/html`` (see the module's docstring); returns each
     edition's (label, commit, folder in the site)."""
     from tabbook.build import Options, build, build_pdfs

@@ -94,7 +94,7 @@ class RenderContext:
     # `tabbook site` with [site] versions: this build's edition (its label) and every edition's
     # pages (tabbook.render.editions.Edition rows); empty in any other build.
     edition: str = ""
-    editions: tuple[tuple[Any, ...], ...] = ()
+    editions: tuple[tuple[object, ...], ...] = ()
     # The reader's install line (execute/readerlock.py), when the book packages its library and
     # sets no [colab] libs: the package (its index folder name, its wheel's requirement), and per
     # framework the locks' pins and the files they come from.
@@ -158,7 +158,7 @@ def render_context(config: Config) -> RenderContext:
     return context
 
 
-def set_editions(config: Config, edition: str, editions: tuple[tuple[Any, ...], ...]) -> RenderContext:
+def set_editions(config: Config, edition: str, editions: tuple[tuple[object, ...], ...]) -> RenderContext:
     """Make the configuration's render context carry the edition selector's table (``tabbook
     site`` with ``[site] versions`` builds each edition with the pages of all of them, which no
     ``config.ini`` says); every later :func:`render_context` of this object returns it."""

@@ -4,7 +4,7 @@ puts the selector above the page's content. A build with no editions is unchange
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sphinx.util.osutil import relative_uri
 
@@ -15,6 +15,9 @@ from tabbook.render.formats import format_of
 if TYPE_CHECKING:
     from docutils import nodes
     from sphinx.application import Sphinx
+    from sphinx.util.typing import ExtensionMetadata
+
+    from tabbook.render.ext import PageContext
 
 #: A few rules of its own, inline: a book without editions gets no stylesheet more.
 STYLE = ("<style>.tabbook-editions{margin:0 0 1em;font-size:.9em}.tabbook-editions summary{cursor:pointer}"
@@ -22,7 +25,7 @@ STYLE = ("<style>.tabbook-editions{margin:0 0 1em;font-size:.9em}.tabbook-editio
          ".tabbook-edition-note{display:block;font-size:.9em;opacity:.85}</style>")
 
 
-def _selector(app: Sphinx, pagename: str, templatename: str, context: dict[str, Any],
+def _selector(app: Sphinx, pagename: str, templatename: str, context: PageContext,
               doctree: nodes.document | None) -> None:
     data = app.config.tabbook_context
     if not format_of(app.builder).navigation or not data or "body" not in context:
@@ -41,6 +44,6 @@ def setup_editions(app: Sphinx) -> None:
     app.connect("html-page-context", _selector, priority=600)
 
 
-def setup(app: Sphinx) -> dict[str, Any]:
+def setup(app: Sphinx) -> ExtensionMetadata:
     setup_editions(app)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}
