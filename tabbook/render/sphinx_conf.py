@@ -146,6 +146,9 @@ def sphinx_settings(root: Path, context: RenderContext | None = None) -> dict[st
         # Resources (images, data) are linked into the sources: any Markdown in them is not a page.
         "exclude_patterns": ["**.ipynb_checkpoints", *book.not_pages],
         "html_theme": "furo",
+        # The search page and the general index, extended to show what the extensions put above
+        # every page's content (tabbook.render.ext.prepend_to_page).
+        "templates_path": [str(STATIC.parent / "templates")],
         "html_theme_options": theme_options,
         # Sphinx and furo paste html_title into pages as HTML (the sidebar's brand, the search
         # page's <title>): the book's title is text.

@@ -40,6 +40,17 @@ if TYPE_CHECKING:
 #: Sphinx's own namespace (its type is ``dict[str, Any]``), which a handler reads and adds to.
 PageContext: TypeAlias = dict[str, Any]
 
+
+def prepend_to_page(context: PageContext, html: str) -> None:
+    """``html`` above the page's content: before its ``body``, or, on the pages Sphinx writes from
+    a template of its own and gives no ``body`` (the search page, the general index), into
+    ``tabbook_prelude``, which tabbook's overrides of those templates (render/templates/) show
+    first. Why: the edition selector and ``[html] header_links`` belong on every page."""
+    if "body" in context:
+        context["body"] = html + (context.get("body") or "")
+    else:
+        context["tabbook_prelude"] = html + (context.get("tabbook_prelude") or "")
+
 PARTS = ("tabbook.render.ext.tabs", "tabbook.render.ext.latex", "tabbook.render.ext.html",
          "tabbook.render.ext.math", "tabbook.render.ext.preview", "tabbook.render.ext.references",
          "tabbook.render.ext.bib", "tabbook.render.ext.apidoc", "tabbook.render.ext.diagnostics",

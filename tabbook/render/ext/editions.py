@@ -10,6 +10,7 @@ from sphinx.util.osutil import relative_uri
 
 from tabbook.render.context import RenderContext
 from tabbook.render.editions import Edition, selector_html
+from tabbook.render.ext import prepend_to_page
 from tabbook.render.formats import format_of
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ STYLE = ("<style>.tabbook-editions{margin:0 0 1em;font-size:.9em}.tabbook-editio
 def _selector(app: Sphinx, pagename: str, templatename: str, context: PageContext,
               doctree: nodes.document | None) -> None:
     data = app.config.tabbook_context
-    if not format_of(app.builder).navigation or not data or "body" not in context:
+    if not format_of(app.builder).navigation or not data:
         return
     opts = RenderContext.from_dict(data)
     if not opts.editions:
@@ -36,7 +37,7 @@ def _selector(app: Sphinx, pagename: str, templatename: str, context: PageContex
     editions = tuple(Edition.from_row(row) for row in opts.editions)
     to_root = relative_uri(app.builder.get_target_uri(pagename), "")
     html = selector_html(editions, opts.edition, pagename, to_root, app.builder.get_target_uri)
-    context["body"] = STYLE + html + (context.get("body") or "")
+    prepend_to_page(context, STYLE + html)
 
 
 def setup_editions(app: Sphinx) -> None:

@@ -31,7 +31,7 @@ from sphinx.util.typing import ExtensionMetadata
 
 from tabbook.files import write_atomic
 from tabbook.render.context import RenderContext
-from tabbook.render.ext import PageContext
+from tabbook.render.ext import PageContext, prepend_to_page
 from tabbook.render.formats import HTML_NAME, ForFormat, Format, Images, format_of
 from tabbook.render.names import SYNC_GROUP
 from tabbook.render.site import (
@@ -297,10 +297,10 @@ def _header_links(app: Sphinx, pagename: str, templatename: str, context: PageCo
                   doctree: nodes.document | None) -> None:
     """``[html] header_links`` (d2lbook's navbar links) above every page's content."""
     opts = _options(app)
-    if not format_of(app.builder).navigation or opts is None or not opts.header_links or "body" not in context:
+    if not format_of(app.builder).navigation or opts is None or not opts.header_links:
         return
     to_root = relative_uri(app.builder.get_target_uri(pagename), "")
-    context["body"] = header_links_html(opts.header_links, to_root) + (context.get("body") or "")
+    prepend_to_page(context, header_links_html(opts.header_links, to_root))
 
 
 HEADING_WITHOUT_LEVEL = re.compile(r'role="heading"(?![^>]*aria-level)')
