@@ -26,6 +26,7 @@ import snapshot
 
 from tabbook.render.context import RenderContext
 from tabbook.render.merge import merge_section
+from tabbook.render.sphinx_conf import SOURCE_SUFFIX
 from tabbook.source.read import read_section
 from tabbook.source.split import split_section
 
@@ -255,6 +256,10 @@ def _build(root: Path, builder: str, framework: str) -> Path:
         "tabbook_context": json.loads(context.to_json()),
         "html_theme": "basic",
         "numfig": True,  # as the book's settings (render/sphinx_conf.py)
+        # A dict of this run's, as the book's settings give it: Sphinx merges extensions'
+        # suffixes into its default dict in place, so an earlier in-process application with
+        # myst_parser alone (tests/test_escaping.py) would leave .md to a parser not loaded here.
+        "source_suffix": dict(SOURCE_SUFFIX),
         "latex_documents": [("index", "snap.tex", "Snapshots", "Author", "manual")],
     }
     out = root / f"out-{builder}"
