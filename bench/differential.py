@@ -78,6 +78,7 @@ from tabbook.config import load_config  # noqa: E402
 from tabbook.errors import BookError  # noqa: E402
 from tabbook.render.myst import cell_to_myst  # noqa: E402
 from tabbook.render.slides import marks as slide_marks  # noqa: E402
+from tabbook.source.constructs import Kind  # noqa: E402
 from tabbook.source.dialect import ROLE, find_roles, strip_slide_marks  # noqa: E402
 from tabbook.source.read import Section  # noqa: E402
 from tabbook.source.split import split_section  # noqa: E402
@@ -92,7 +93,7 @@ _IMAGE = re.compile(r"!\[(.*?)\]\(([^)\s]*)", re.S)
 _EQLABEL = re.compile(r":eqlabel:`[^`]*`")
 _DISPLAY_MATH = re.compile(r"\$\$(.*?)\$\$", re.S)
 #: tabbook's blocks that are not prose (their roles are text).
-_NOT_PROSE = frozenset({"literal", "code", "toc", "rst", "indented", "html"})
+_NOT_PROSE = frozenset({Kind.LITERAL, Kind.CODE, Kind.TOC, Kind.RST, Kind.INDENTED, Kind.HTML})
 
 
 def norm(text: str) -> str:
@@ -316,20 +317,20 @@ def tabbook_features(section: Section, framework: str, aliases: Any) -> dict[str
         leaves = [b for b in cell.blocks if not any(
             c is not b and c.level > b.level and b.start <= c.start and c.end <= b.end for c in cell.blocks)]
         for block in leaves:
-            if block.kind in ("text", "image"):
+            if block.kind in (Kind.TEXT, Kind.IMAGE):
                 f["figures"] += [(norm(a), t) for a, t in _IMAGE.findall("\n".join(rows[block.start:block.end]))]
         for block in cell.blocks:
             text = "\n".join(rows[block.start:block.end])
             first = rows[block.start] if block.start < len(rows) else ""
-            if block.kind == "text" and (m := _HEADING.match(first)):
+            if block.kind is Kind.TEXT and (m := _HEADING.match(first)):
                 f["headings"].append((len(m.group(1)), norm(m.group(2) or "")))
-            elif block.kind == "math":
+            elif block.kind is Kind.MATH:
                 f["equations"].append(_equation(text))
-            elif block.kind == "text" and block in leaves and "$$" in text:
+            elif block.kind is Kind.TEXT and block in leaves and "$$" in text:
                 # display math that a paragraph continues (a list item's lazy line): MyST's
                 # dollarmath reads it inside the paragraph
                 f["equations"] += [_equation(m) for m in _DISPLAY_MATH.findall(text)]
-            elif block.kind == "toc":
+            elif block.kind is Kind.TOC:
                 line = cell.line + block.start
                 toc = toc_by_line.get(line) or toc_by_line.get(line + 1)
                 if toc is not None:
