@@ -135,6 +135,7 @@ def freeze(book: Path) -> int:
     from tabbook.book import read_book
     from tabbook.config import load_config
     from tabbook.execute import plan as planner
+    from tabbook.execute.job import Provenance
     from tabbook.execute.runner import build_notebook
     from tabbook.execute.store import FreezeStore
     from tabbook.library.cache import book_library
@@ -156,7 +157,7 @@ def freeze(book: Path) -> int:
             cell["outputs"] = [{"output_type": "stream", "name": "stdout", "text": f"output {n} of {unit.name}\n"}]
         provenance = {"framework": unit.framework, "framework_version": "0", "python": "3.11", "cpu": "bench",
                       "gpus": [], "device": "CPU only", "date": "2026-01-01", "host_platform": "bench"}
-        store.store(unit.section, unit.framework, nb, parts, provenance, 0.1)
+        store.store(unit.section, unit.framework, nb, parts, Provenance.from_dict(provenance), 0.1)
     return len(todo)
 
 

@@ -218,3 +218,12 @@ def test_a_failing_cell_is_told_at_its_pages_line(tmp_path: Path) -> None:
     config = config_of(make_book(tmp_path, "numpy==2.3.5\n"))
     assert _md_line(config, "chapter/sec", "\nprint('one')\n") == ("chapter/sec.md", 4)
     assert _md_line(config, "chapter/sec", "never written") == ("chapter/sec.md", 1)
+
+
+def test_only_pips_own_error_lines_fail_the_install_cell() -> None:
+    """The kernel's loggers write ``ERROR:tornado…`` lines into the install cell's stream while pip
+    runs (seen in a fresh make test); those are not pip failing."""
+    from tabbook.render.notebooks import _pip_failed
+
+    assert not _pip_failed("ERROR:tornado.general:Uncaught exception in ZMQStream callback\nSuccessfully installed d2l\n")
+    assert _pip_failed("Looking in links: ..\nERROR: No matching distribution found for numpy==0.0.1\n")

@@ -189,12 +189,27 @@ def _stream_text(cell: NotebookCell) -> str:
     return "".join("".join(o.get("text", "")) for o in cell.get("outputs", []) if o.get("output_type") == "stream")
 
 
+#: How pip starts the lines that say it failed. Not any "ERROR": the kernel's own loggers write
+#: lines such as ``ERROR:tornado.general:Uncaught exception in ZMQStream callback`` into the
+#: same stream while pip runs, which are not pip's and did not stop the install.
+PIP_ERROR = "ERROR: "
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _pip_failed(output: str) -> bool:
+    plain = _ANSI.sub("", output)
+    return _PIP_MISSING.search(plain) is not None or any(
+        line.lstrip().startswith(PIP_ERROR) for line in plain.splitlines())
+
+
 def _install_failure(config: Config, fw: Framework, where: str, output: str) -> BookError:
     """pip's failure in a notebook's install cell, at the lock line of the package it could not
     install (the lock is what the line is generated from)."""
     from tabbook.execute.readerlock import normalize, reader_pins
 
-    errors = [line for line in output.splitlines() if line.startswith("ERROR")]
+    errors = [line for line in _ANSI.sub("", output).splitlines() if line.lstrip().startswith(PIP_ERROR)]
     said = "; ".join(errors[-2:]) or output.strip()[-300:]
     missing = _PIP_MISSING.search(output)
     if missing is not None:
@@ -276,7 +291,7 @@ def _run_cells(config: Config, fw: Framework, client: NotebookClient, env: dict[
                 summary = f"{exc.ename}: {exc.evalue}".strip()
                 raise BookError(f"[{fw.name}] the downloaded notebook {inside} fails at cell {index + 1} on "
                                 f"Python {_python_version(venv_python)} ({summary})", page, line) from None
-            if index == 0 and cell.get("id") == INSTALL_CELL and "ERROR" in _stream_text(cell):
+            if index == 0 and cell.get("id") == INSTALL_CELL and _pip_failed(_stream_text(cell)):
                 raise _install_failure(config, fw, f"{inside}, cell 1", _stream_text(cell))
 
 
