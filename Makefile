@@ -101,6 +101,7 @@ exec-check: $(BUILDER_STAMP)
 # tests of the real pages check this run's site, never one an earlier run left in build/html.
 frozen-site: $(BUILDER_STAMP)
 	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; TABBOOK_VENVS=$$tmp $(TB) build --frozen --strict
+	$(TB) linkcheck build/html
 
 # Every notebook of the site's notebooks zips runs as a reader downloads it (issue 53, item 3;
 # tabbook/render/notebooks.py): a fresh venv per framework, offline, each notebook's own install

@@ -48,6 +48,7 @@ from sphinx.util.typing import ExtensionMetadata
 
 from tabbook.render.ext import PageContext
 from tabbook.render.formats import format_of
+from tabbook.render.package import INDEX
 
 #: The folder Sphinx copies a ``{download}`` file into: the MD5 of its source path.
 _SPHINX_DOWNLOAD = re.compile(r"[0-9a-f]{32}")
@@ -264,8 +265,10 @@ def _remove_stale(app: Sphinx, exception: BaseException | None) -> None:
     written = getattr(app, "tabbook_rendered", set())
     for page in out.rglob(f"*{suffix}"):
         rel = page.relative_to(out).as_posix()
-        if rel.startswith("_"):
-            continue  # Sphinx's and tabbook's own folders (_static, _slides, …)
+        if rel.startswith("_") or rel.startswith(f"{INDEX}/"):
+            # Sphinx's and tabbook's own folders (_static, _slides, …), and the book's package
+            # index (render/package.py: written before Sphinx runs, by the build, not a page).
+            continue
         docname = rel[: -len(suffix)]
         if docname not in env.found_docs and docname not in written:
             page.unlink()
