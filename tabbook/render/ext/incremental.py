@@ -257,13 +257,13 @@ def _referrers(app: Sphinx, env: BuildEnvironment) -> list[str]:
     return sorted({d for d, h in now.items() if d in before and before[d] != h} | ancestors)
 
 
-def _shown(toc: nodes.Node) -> list[Any]:
+def _shown(toc: nodes.Node) -> list[object]:
     """What a titles-only navigation (furo's sidebar: ``navtree.FURO_CALL``) shows of one page's
     table of contents: its top-level entries (text, anchor, number) and every toctree under
     them, never a subsection. A subsection's anchor or number (a ``:label:`` added under a
     heading renames its anchor) is shown only by the page and the toctrees above it
     (:func:`_toc_ancestors`), so it does not write the whole book again."""
-    shown: list[Any] = []
+    shown: list[object] = []
     for child in toc.children:
         if isinstance(child, nodes.list_item):
             head = child[0] if len(child) else None
