@@ -127,6 +127,49 @@ def test_pages_not_written_again_keep_their_search_index_entries(tmp_path: Path)
     assert (found := fuzz.replay(tmp_path, model, steps)) is None, found
 
 
+def test_a_label_under_a_heading_writes_its_page_not_the_book(tmp_path: Path) -> None:
+    """A ``:label:`` put under beta's subsection renames that section's anchor, which only
+    beta shows (furo's sidebar shows page titles only). The navigation's hash held every
+    anchor, so every page was written again (the whole d2l-en: 455 pages, a minute, for one
+    new label). The site stays the clean one, and gamma is not written again."""
+    model = fuzz.start_model(fuzz.random.Random(0))
+    _page(model, "beta").blocks.insert(0, ("section", None, "Part"))
+    root = tmp_path / "book"
+    assert fuzz.replay(tmp_path, model, []) is None
+    gamma = root / "build" / "html" / "gamma.html"
+    before = gamma.stat().st_mtime_ns
+    _page(model, "beta").blocks[0] = ("section", "sec_part", "Part")
+    fuzz.write_book(root, model)
+    incremental = fuzz.build(root)
+    assert (found := fuzz.difference(incremental, fuzz.Cleans(tmp_path / "c").of(root))) is None, found
+    assert 'id="sec-part"' in (root / "build" / "html" / "beta.html").read_text()
+    assert gamma.stat().st_mtime_ns == before
+
+
+def test_a_label_under_a_heading_reaches_a_toctree_two_levels_up(tmp_path: Path) -> None:
+    """A part's toctree (depth 3) shows the sections of its chapter's pages: a label added
+    under one renames an anchor there, but Sphinx writes again only the page whose own toctree
+    names the changed page (the chapter's index), so the part's page kept the old anchor."""
+    root = tmp_path / "book"
+    toc = "```toc\n:maxdepth: {}\n\n{}\n```\n"
+    files = {"config.ini": fuzz.CONFIG.format(title=fuzz.TITLES[0], author="A. Writer"),
+             "index.md": "# Book\n\nThe front page.\n\n" + toc.format(1, "part/index"),
+             "part/index.md": "# Part\n\nIts prose.\n\n" + toc.format(3, "chap/index"),
+             "part/chap/index.md": "# Chapter\n\nIts prose.\n\n" + toc.format(1, "page"),
+             "part/chap/page.md": "# Page\n\nProse.\n\n## Details\n\nMore prose.\n"}
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    fuzz.build(root)
+    part = root / "build" / "html" / "part" / "index.html"
+    assert "#details" in part.read_text()
+    page = root / "part" / "chap" / "page.md"
+    page.write_text(page.read_text().replace("## Details\n", "## Details\n:label:`sec_details`\n"))
+    incremental = fuzz.build(root)
+    assert (found := fuzz.difference(incremental, fuzz.Cleans(tmp_path / "c").of(root))) is None, found
+    assert "#sec-details" in part.read_text()
+
+
 def test_sphinxs_duplicate_label_is_said_once_wherever_sphinx_places_it() -> None:
     """Sphinx warns at the page it read second: in an incremental run the re-read one, which
     need not be where the check (and a clean run) place it."""

@@ -243,16 +243,65 @@ def _referrers(app: Sphinx, env: BuildEnvironment) -> list[str]:
         now[docname] = hashlib.sha256(json.dumps(seen, default=str, sort_keys=True).encode()).hexdigest()
     env.tabbook_resolved = now  # type: ignore[attr-defined]
     # Every page shows the whole book's navigation (furo's sidebar, the previous and next
-    # links): its tree, titles or numbers changed, every page is written again.
+    # links): what it shows of the toc changed, every page is written again.
     navigation = json.dumps([sorted(env.toctree_includes.items()),
                              sorted((d, t.astext()) for d, t in env.titles.items()),
-                             sorted(env.toc_secnumbers.items())], default=str, sort_keys=True)
+                             sorted((d, n.get("")) for d, n in env.toc_secnumbers.items()),
+                             sorted((d, _shown(toc)) for d, toc in env.tocs.items())], default=str, sort_keys=True)
     nav_hash = hashlib.sha256(navigation.encode()).hexdigest()
     nav_before = getattr(env, "tabbook_navigation", None)
     env.tabbook_navigation = nav_hash  # type: ignore[attr-defined]
+    ancestors = _toc_ancestors(env)
     if nav_before is not None and nav_before != nav_hash:
         return sorted(env.found_docs)
-    return sorted(d for d, h in now.items() if d in before and before[d] != h)
+    return sorted({d for d, h in now.items() if d in before and before[d] != h} | ancestors)
+
+
+def _shown(toc: nodes.Node) -> list[object]:
+    """What a titles-only navigation (furo's sidebar: ``navtree.FURO_CALL``) shows of one page's
+    table of contents: its top-level entries (text, anchor, number) and every toctree under
+    them, never a subsection. A subsection's anchor or number (a ``:label:`` added under a
+    heading renames its anchor) is shown only by the page and the toctrees above it
+    (:func:`_toc_ancestors`), so it does not write the whole book again."""
+    shown: list[object] = []
+    for child in toc.children:
+        if isinstance(child, nodes.list_item):
+            head = child[0] if len(child) else None
+            ref = next(iter(head.findall(nodes.reference)), None) if isinstance(head, nodes.Element) else None
+            place = [ref.get(k) for k in ("refuri", "anchorname", "secnumber")] if ref is not None else None
+            shown.append(["item", head.astext() if head is not None else "", place,
+                          [_toctree(t) for t in child.findall(addnodes.toctree)]])
+        elif isinstance(child, addnodes.toctree):
+            shown.append(["toctree", _toctree(child)])
+        elif isinstance(child, nodes.Element):  # an ``only`` node and what it holds
+            shown.append([child.tagname, child.get("expr"), _shown(child)])
+    return shown
+
+
+def _toctree(node: addnodes.toctree) -> str:
+    return json.dumps(sorted(node.attributes.items()), default=str)
+
+
+def _toc_ancestors(env: BuildEnvironment) -> set[str]:
+    """The pages that hold, through their toctrees at any depth, a page whose table of contents
+    (any entry's text, anchor or number) changed since the last run: a toctree of depth 3 in a
+    chapter's parent shows that chapter's pages' sections, and Sphinx writes again only the
+    page whose own toctree names the changed one (``env.files_to_rebuild``, one level)."""
+    before: dict[str, str] = getattr(env, "tabbook_tocs", {})
+    now = {d: hashlib.sha256(json.dumps([[r.get("refuri"), r.get("anchorname"), r.get("secnumber"), r.astext()]
+                                         for r in toc.findall(nodes.reference)], default=str).encode()).hexdigest()
+           for d, toc in env.tocs.items()}
+    env.tabbook_tocs = now  # type: ignore[attr-defined]
+    if not before:
+        return set()
+    pending = [d for d, h in now.items() if before.get(d, h) != h]
+    found: set[str] = set()
+    while pending:
+        for parent in env.files_to_rebuild.get(pending.pop(), ()):
+            if parent not in found and parent in env.found_docs:
+                found.add(parent)
+                pending.append(parent)
+    return found
 
 
 def _remove_stale(app: Sphinx, exception: BaseException | None) -> None:
