@@ -18,7 +18,8 @@ of every book shares, and the lock that lets one build of a book run at a time
 two builds would still interleave whole stages (one deletes what the other is about to read).
 And it owns ``build/`` (:class:`BuildDir`: its folders, records and memos) and the one way
 something is kept there between commands (:class:`Memo`, keyed by named parts and the
-:func:`builder_fingerprint`). It imports nothing of tabbook: every stage may use it.
+:func:`builder_fingerprint`). It imports nothing of tabbook but :mod:`tabbook.lifetime` (which
+imports nothing): every stage may use it.
 """
 
 from __future__ import annotations
@@ -38,6 +39,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any, TypeVar
 
+# Named here too for tabbook.render.ext, which imported them from here before they moved to lifetime.
+from tabbook.lifetime import SPHINX_PARENT_ENV as SPHINX_PARENT_ENV
+from tabbook.lifetime import end_with_parent as end_with_parent
+
 T = TypeVar("T")
 
 #: Environment variable that moves the user-wide cache (tests give each book its own).
@@ -51,46 +56,6 @@ def cache_dir() -> Path:
         return Path(os.environ[CACHE_ENV])
     base = os.environ.get("XDG_CACHE_HOME")
     return (Path(base) if base else Path.home() / ".cache") / "tabbook"
-
-
-#: Environment variables naming the process that started a builder's child, which that child
-#: must not outlive (:func:`end_with_parent`): one per kind of child, so that what a child
-#: starts in turn (a worker's kernel) never takes a variable meant for another kind.
-SPHINX_PARENT_ENV = "TABBOOK_SPHINX_PARENT"
-WORKER_PARENT_ENV = "TABBOOK_WORKER_PARENT"
-#: prctl(2)'s option: the signal this process gets when the thread that started it ends.
-PR_SET_PDEATHSIG = 1
-
-
-def end_with_parent(signum: int, variable: str) -> bool:
-    """Have this process get ``signum`` when its parent, the process the environment
-    ``variable`` names (the builder that started it), ends, SIGKILL included; at once if it is
-    gone already. True when set; nothing when ``variable`` is not set (not started so).
-
-    Why: a build killed outright (``kill -9``, the OOM killer) runs no clean-up; its Sphinx went
-    on writing ``build/html`` for seconds without the book's lock, and a worker busy in C code
-    went on computing for nobody. Linux's parent-death signal needs no cooperation from the dead."""
-    expected = os.environ.get(variable, "")
-    if not sys.platform.startswith("linux") or not expected.isdigit():
-        return False
-    import ctypes
-
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        if int(libc.prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0)) != 0:
-            return False
-    except (OSError, AttributeError):
-        return False
-    if os.getppid() != int(expected):
-        try:
-            os.kill(int(expected), 0)
-        except ProcessLookupError:  # it ended before the signal was asked for
-            os.kill(os.getpid(), signum)
-        except PermissionError:
-            pass
-        libc.prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0)  # alive, not our parent: the variable is not about us
-        return False
-    return True
 
 
 def new_file_mode() -> int:

@@ -36,7 +36,8 @@ from tabbook.execute.shape import (
     size_text,
     strip_ansi,
 )
-from tabbook.files import WORKER_PARENT_ENV, end_with_parent, write_atomic
+from tabbook.files import write_atomic
+from tabbook.lifetime import WORKER_PARENT_ENV, end_with_parent
 from tabbook.nbjson import NotebookCell
 
 if TYPE_CHECKING:

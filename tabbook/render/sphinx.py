@@ -39,7 +39,8 @@ from typing import Any, Protocol
 
 from tabbook.config import Config
 from tabbook.errors import BookError
-from tabbook.files import SPHINX_PARENT_ENV, BuildDir, builder_fingerprint
+from tabbook.files import BuildDir, builder_fingerprint
+from tabbook.lifetime import SPHINX_PARENT_ENV
 from tabbook.render.context import hand_off, render_context
 from tabbook.render.formats import format_named
 from tabbook.render.sources import source_dir
@@ -85,7 +86,7 @@ def sphinx_env(config: Config) -> dict[str, str]:
     tabbook importable from this checkout, the configuration's render context for its ``conf.py``
     (:func:`tabbook.render.context.hand_off`: written now, read there instead of ``config.ini``),
     and this process's id, which the run must not outlive."""
-    # The run ends with the process that starts it, even one killed outright (files.end_with_parent).
+    # The run ends with the process that starts it, even one killed outright (lifetime.end_with_parent).
     return {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), **hand_off(config),
             SPHINX_PARENT_ENV: str(os.getpid())}
 
