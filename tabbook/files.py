@@ -37,13 +37,15 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 # Named here too for tabbook.render.ext, which imported them from here before they moved to lifetime.
 from tabbook.lifetime import SPHINX_PARENT_ENV as SPHINX_PARENT_ENV
 from tabbook.lifetime import end_with_parent as end_with_parent
 
 T = TypeVar("T")
+#: What a :class:`Memo` keeps (each memo its own: parsed pages, a library, a digest).
+V = TypeVar("V")
 
 #: Environment variable that moves the user-wide cache (tests give each book its own).
 CACHE_ENV = "TABBOOK_CACHE"
@@ -383,14 +385,14 @@ def _installed(dists: Iterable[str]) -> list[str]:
     return sorted(found)
 
 
-def memo_key(parts: Mapping[str, Any]) -> str:
+def memo_key(parts: Mapping[str, object]) -> str:
     """One hash of named parts (JSON-able; ``Path`` and other values by their ``str``) and the
     builder's fingerprint."""
     data = json.dumps([builder_fingerprint(), parts], sort_keys=True, default=str)
     return hashlib.sha256(data.encode()).hexdigest()
 
 
-class Memo:
+class Memo(Generic[V]):
     """One value kept in a file between commands, valid while its key (named parts and the
     builder's fingerprint, :func:`memo_key`) is the one it was saved under.
 
@@ -402,12 +404,12 @@ class Memo:
     value is what was loaded. Made by :meth:`BuildDir.memo`, which names the file.
     """
 
-    def __init__(self, path: Path, parts: Mapping[str, Any]) -> None:
+    def __init__(self, path: Path, parts: Mapping[str, object]) -> None:
         self.path = path
         self.key = memo_key(parts)
-        self._loaded: Any = None
+        self._loaded: V | None = None
 
-    def load(self) -> Any | None:
+    def load(self) -> V | None:
         """The value saved under this key, or None."""
         try:
             if self.path.suffix == ".pickle":
@@ -422,9 +424,9 @@ class Memo:
         if key != self.key:
             return None
         self._loaded = value
-        return value
+        return value  # type: ignore[no-any-return]  # what was saved under this key: a V
 
-    def save(self, value: Any) -> None:
+    def save(self, value: V) -> None:
         """Keep ``value`` under this key (atomically), unless it is what :meth:`load` read."""
         if value is None or value == self._loaded:
             return
@@ -444,7 +446,7 @@ class Memo:
             return
         self._loaded = value
 
-    def get(self, make: Callable[[], T]) -> T:
+    def get(self, make: Callable[[], V]) -> V:
         """The saved value, or ``make()``'s, saved for next time."""
         value = self.load()
         if value is None:
@@ -477,7 +479,7 @@ class BuildDir:
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def memo(self, name: str, **parts: Any) -> Memo:
+    def memo(self, name: str, **parts: object) -> Memo[Any]:
         """The memo ``name`` (one of :data:`MEMOS`) under the key of ``parts``."""
         return Memo(self.path / self.MEMOS[name], parts)
 

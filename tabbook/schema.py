@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from tabbook.addresses import edition_refs, language, sibling_books, site_address, url_template
 from tabbook.errors import BookError
@@ -21,6 +20,7 @@ from tabbook.sections import Colab, Deploy, Html, Pdf, Unused
 from tabbook.settings import (
     ENVIRONMENT,
     At,
+    Values,
     any_folder,
     bibliography,
     book_files,
@@ -200,7 +200,7 @@ class Site:
         field_default=(), overlay=False)
 
 
-def _known(values: dict[str, Any], i: int) -> str:
+def _known(values: Values, i: int) -> str:
     return str(values["known"][i])
 
 

@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from tabbook.problems import Problem
 
@@ -30,13 +30,16 @@ class At:
 
     root: Path
     folder: Path
-    values: dict[str, Any]
+    values: Values
 
 
+#: The values read so far for one object, by field name, each of its field's type: the keyword
+#: arguments of the dataclass it will make (a ``Config``, a ``Framework``), filled key by key.
+Values: TypeAlias = dict[str, Any]
 #: Text of a key → its value; raises ValueError(why) for a value that is not allowed.
-Parse = Callable[[str, At], Any]
+Parse = Callable[[str, At], object]
 #: A default: the text used when the key is absent, or a function of the values read before it.
-Default = str | Callable[[dict[str, Any]], str] | None
+Default = str | Callable[[Values], str] | None
 
 
 @dataclass(frozen=True)
@@ -54,7 +57,7 @@ class Setting:
 
 
 def setting(section: str, key: str, default: Default, parse: Parse, help: str, *, overlay: bool = True,
-            aliases: tuple[tuple[str, str], ...] = (), env: str = "", field_default: Any = MISSING) -> Any:
+            aliases: tuple[tuple[str, str], ...] = (), env: str = "", field_default: object = MISSING) -> Any:
     """A dataclass field read from ``[section] key``. ``field_default``: the field's own
     default when the class is made by hand (tests make a :class:`Framework` that way)."""
     declared = {"setting": Setting(section, key, default, parse, help, overlay, aliases, env)}
@@ -136,7 +139,7 @@ class Unusable(ValueError):
     """A value a build goes on without, as d2lbook does (a file that does not exist): the key
     reads as ``fallback``, and the problem is reported at its line with its ``kind``."""
 
-    def __init__(self, why: str, fallback: Any, kind: Problem = Problem.CONFIG_MISSING_FILE) -> None:
+    def __init__(self, why: str, fallback: object, kind: Problem = Problem.CONFIG_MISSING_FILE) -> None:
         super().__init__(why)
         self.fallback = fallback
         self.kind = kind
@@ -171,7 +174,7 @@ def boolean(value: str, at: At) -> bool:
     return truth
 
 
-def integer(unit: str) -> Parse:
+def integer(unit: str) -> Callable[[str, At], int]:
     def parse(value: str, at: At) -> int:
         try:
             return int(value.strip())
@@ -194,9 +197,9 @@ def gpu_needs(value: str, at: At) -> tuple[tuple[str, int], ...]:
     return tuple(out)
 
 
-def positive(unit: str) -> Parse:
+def positive(unit: str) -> Callable[[str, At], int]:
     def parse(value: str, at: At) -> int:
-        number: int = integer(unit)(value, at)
+        number = integer(unit)(value, at)
         if number < 1:
             raise ValueError(f"must be at least 1 ({unit})")
         return number
