@@ -144,7 +144,7 @@ def root_page(package: Package) -> str:
             f'<a href="{quote(package.name)}/">{html.escape(package.name)}</a><br>\n</body></html>\n')
 
 
-def publish(config: Config, html_dir: Path, log: Callable[[str], Any] = print) -> Path | None:
+def publish(config: Config, html_dir: Path, log: Callable[[str], object] = print) -> Path | None:
     """Put the book's wheel and its index into the site (``html_dir``), building the wheel when
     the package's files changed; returns the wheel in the site, or None (no package)."""
     package = book_package(config)

@@ -35,7 +35,7 @@ import sys
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from tabbook.config import Config
 from tabbook.errors import BookError
@@ -256,7 +256,7 @@ class SphinxRun:
         # What the run reads and writes, as it goes (tabbook.render.progress); shown while it
         # runs when ``log`` is set (``live``: as a live line on ``stream``, a terminal).
         self.progress = build.warnings / f"{builder}-{hashlib.sha256(str(out).encode()).hexdigest()[:8]}.progress"
-        self.log: Callable[[str], Any] | None = None
+        self.log: Callable[[str], object] | None = None
         self.live = False
         self.proc: SphinxProcess | None = None
         self.problems: list[BookError] = []  # the last finish's Sphinx warnings, each of its kind
