@@ -14,7 +14,7 @@ the text it shows (slide marks stripped) and the blocks the parse found in it
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 from tabbook.errors import BookError, raise_all
 from tabbook.problems import Problem
@@ -52,6 +52,19 @@ if TYPE_CHECKING:  # parsed pages only: a no-op build parses none
     from markdown_it.token import Token
 
 __all__ = ["Block", "Cell", "CellKind", "Section", "TocBlock", "read_section"]
+
+class _ReadState(TypedDict):
+    """Where reading a page's prose stands, between its markers."""
+
+    tab: tuple[str, ...] | None  # the open prose tab's frameworks (() shared, None no tab open)
+    shared: bool  # the open tab is d2lbook's tab of no framework
+    tab_all: NotRequired[bool]  # the open tab names every framework
+    tab_line: int  # where the open tab began
+    errors: list[BookError]
+    solution: int  # the open solution's number (0: none)
+    solutions: dict[int, tuple[str, int]]  # number -> (summary, line of its opening marker)
+    solution_rows: list[tuple[int, int]]  # (opening line, closing line) of each closed solution
+
 
 def _names_all(text: str) -> bool:
     return "all" in (n.strip() for n in TAB_NAME_SEP.split(text.strip()))
@@ -222,7 +235,7 @@ def is_setup_cell(lines: list[str]) -> bool:
 
 
 def _prose_cells(
-    lines: list[str], start: int, path: str, tabs: tuple[str, ...], state: dict[str, Any],
+    lines: list[str], start: int, path: str, tabs: tuple[str, ...], state: _ReadState,
     markers: dict[int, tuple[Marker, Token]], blocks: tuple[Block, ...],
 ) -> list[Cell]:
     """Split prose lines (0-based ``start``) at the prose-tab and solution markers the parse found.
@@ -295,7 +308,7 @@ def _prose_cells(
     return cells
 
 
-def _solution_marker(marker: Token, opening: bool, lineno: int, path: str, state: dict[str, Any]) -> None:
+def _solution_marker(marker: Token, opening: bool, lineno: int, path: str, state: _ReadState) -> None:
     """Open or close a solution at ``lineno``; the problems of an unbalanced or misplaced marker."""
     kind = token_kind(marker)
     name = CONSTRUCTS[kind].spelling if kind is not None else ""
@@ -424,7 +437,7 @@ def read_section(text: str, path: str, tabs: tuple[str, ...], default_tab: str) 
     lines = text.split("\n")
     cells: list[Cell] = []
     tocs: list[TocBlock] = []
-    state: dict[str, Any] = {"tab": None, "shared": False, "tab_line": 0, "errors": [], "solution": 0, "solutions": {},
+    state: _ReadState = {"tab": None, "shared": False, "tab_line": 0, "errors": [], "solution": 0, "solutions": {},
                              "solution_rows": []}
     lines, tokens, blocks, fences = mend_fences(lines, path, state["errors"])
     if (deep := next((t.map[0] for t in tokens if t.level > MAX_NESTING and t.map and t.type != "inline"),
