@@ -13,6 +13,7 @@ its ``file.md:LINE`` across the trip.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from enum import StrEnum
 from typing import Any, cast
@@ -126,7 +127,7 @@ class Provenance:
     keys: tuple[str, ...] = ()
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any] | None) -> Provenance:
+    def from_dict(cls, data: Mapping[str, object] | None) -> Provenance:
         """A stored provenance object (checked by ``store.provenance_problem`` where it is read
         from a file): its known keys as fields, the others kept as they are."""
         data = data or {}
