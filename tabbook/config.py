@@ -250,7 +250,7 @@ class _Parser(configparser.ConfigParser):
         self.unreadable: set[tuple[str, str]] = set()
         self.locate = locate
 
-    def get(self, section: str, option: str, **kwargs: Any) -> Any:  # type: ignore[override]
+    def get(self, section: str, option: str, **kwargs: Any) -> str:  # type: ignore[override]  # fallbacks here are texts
         try:
             return super().get(section, option, **kwargs)
         except configparser.InterpolationError:
