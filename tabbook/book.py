@@ -21,7 +21,6 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from tabbook.config import Config
 from tabbook.errors import BookError, BookErrors, leads_out, raise_all
@@ -314,7 +313,7 @@ class Book:
     notebook_pages: list[str] = field(default_factory=list)
     # What later stages derive from this book, made once per command and kept here by the
     # stage that makes it (the generated library: tabbook.library.cache.book_library).
-    derived: dict[str, Any] = field(default_factory=dict, repr=False)
+    derived: dict[str, object] = field(default_factory=dict, repr=False)
 
     @property
     def sections(self) -> list[Section]:

@@ -26,7 +26,7 @@ import configparser
 import difflib
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +51,7 @@ from tabbook.settings import (
     At,
     Setting,
     Unusable,
+    Values,
     key_line,
     leaves_book,
     settings_of,
@@ -211,7 +212,7 @@ class _BoundedInterpolation(configparser.BasicInterpolation):
     10⁹ characters: configparser builds them (minutes, gigabytes, no message). The size is a
     sum over the references, each name measured once, so measuring is linear in the file."""
 
-    def before_get(self, parser: Any, section: str, option: str, value: str, defaults: Any) -> str:
+    def before_get(self, parser: Any, section: str, option: str, value: str, defaults: Mapping[str, str]) -> str:
         memo: dict[str, int] = {}
 
         def size(text: str, depth: int) -> int:
@@ -249,7 +250,7 @@ class _Parser(configparser.ConfigParser):
         self.unreadable: set[tuple[str, str]] = set()
         self.locate = locate
 
-    def get(self, section: str, option: str, **kwargs: Any) -> Any:  # type: ignore[override]
+    def get(self, section: str, option: str, **kwargs: Any) -> str:  # type: ignore[override]  # fallbacks here are texts
         try:
             return super().get(section, option, **kwargs)
         except configparser.InterpolationError:
@@ -308,10 +309,10 @@ class _Files:
             return f"${decl.env}", os.environ[decl.env]
         return None
 
-    def read(self, cls: type, section: str = "", context: dict[str, Any] | None = None) -> dict[str, Any]:
+    def read(self, cls: type, section: str = "", context: Values | None = None) -> Values:
         """The declared fields of ``cls``, read from ``section`` (for ``framework:*`` keys: the
         tab's own section), parsed and checked; each problem is an error at its key's line."""
-        values: dict[str, Any] = dict(context or {})
+        values: Values = dict(context or {})
         for name, decl in settings_of(cls):
             sec = section or decl.section
             if (given := self.given(sec, decl)) is not None:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TextIO
 
 from tabbook.problems import Problem, Severity
 
@@ -30,7 +30,7 @@ class BookError(Exception):
         self.kind = kind
         super().__init__(self.location_message())
 
-    def __reduce__(self) -> tuple[Any, ...]:
+    def __reduce__(self) -> tuple[type[BookError], tuple[object, ...]]:
         """Pickled with its location (the parsed-page cache keeps sections' warnings)."""
         return (type(self), (self.message, self.path, self.line, self.column, self.kind))
 
@@ -60,7 +60,7 @@ class BookErrors(BookError):
         self.errors = errors
         super().__init__("\n".join(e.location_message() for e in errors))
 
-    def __reduce__(self) -> tuple[Any, ...]:
+    def __reduce__(self) -> tuple[type[BookError], tuple[object, ...]]:
         return (type(self), (self.errors,))
 
     def location_message(self) -> str:  # noqa: D102 - same contract as parent
@@ -178,21 +178,21 @@ class TerminalStream:
     stream itself, for the one writer of control sequences of tabbook's own: the live status
     line (:class:`tabbook.execute.progress.LiveStatus`), which redraws itself at a terminal."""
 
-    def __init__(self, stream: Any) -> None:
+    def __init__(self, stream: TextIO) -> None:
         self.unfiltered = stream
 
     def write(self, text: str) -> int:
         self.unfiltered.write(terminal_text(text))
         return len(text)
 
-    def writelines(self, lines: Any) -> None:
+    def writelines(self, lines: Iterable[str]) -> None:
         for line in lines:
             self.write(line)
 
-    def __getattr__(self, name: str) -> Any:  # flush, isatty, fileno, encoding, ...
+    def __getattr__(self, name: str) -> object:  # flush, isatty, fileno, encoding, ...
         return getattr(self.unfiltered, name)
 
 
-def unfiltered(stream: Any) -> Any:
+def unfiltered(stream: TextIO) -> TextIO:
     """The stream a :class:`TerminalStream` writes to (``stream`` itself if it is none)."""
     return getattr(stream, "unfiltered", stream) if isinstance(stream, TerminalStream) else stream

@@ -18,7 +18,8 @@ of every book shares, and the lock that lets one build of a book run at a time
 two builds would still interleave whole stages (one deletes what the other is about to read).
 And it owns ``build/`` (:class:`BuildDir`: its folders, records and memos) and the one way
 something is kept there between commands (:class:`Memo`, keyed by named parts and the
-:func:`builder_fingerprint`). It imports nothing of tabbook: every stage may use it.
+:func:`builder_fingerprint`). It imports nothing of tabbook but :mod:`tabbook.lifetime` (which
+imports nothing): every stage may use it.
 """
 
 from __future__ import annotations
@@ -36,9 +37,15 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
+
+# Named here too for tabbook.render.ext, which imported them from here before they moved to lifetime.
+from tabbook.lifetime import SPHINX_PARENT_ENV as SPHINX_PARENT_ENV
+from tabbook.lifetime import end_with_parent as end_with_parent
 
 T = TypeVar("T")
+#: What a :class:`Memo` keeps (each memo its own: parsed pages, a library, a digest).
+V = TypeVar("V")
 
 #: Environment variable that moves the user-wide cache (tests give each book its own).
 CACHE_ENV = "TABBOOK_CACHE"
@@ -51,46 +58,6 @@ def cache_dir() -> Path:
         return Path(os.environ[CACHE_ENV])
     base = os.environ.get("XDG_CACHE_HOME")
     return (Path(base) if base else Path.home() / ".cache") / "tabbook"
-
-
-#: Environment variables naming the process that started a builder's child, which that child
-#: must not outlive (:func:`end_with_parent`): one per kind of child, so that what a child
-#: starts in turn (a worker's kernel) never takes a variable meant for another kind.
-SPHINX_PARENT_ENV = "TABBOOK_SPHINX_PARENT"
-WORKER_PARENT_ENV = "TABBOOK_WORKER_PARENT"
-#: prctl(2)'s option: the signal this process gets when the thread that started it ends.
-PR_SET_PDEATHSIG = 1
-
-
-def end_with_parent(signum: int, variable: str) -> bool:
-    """Have this process get ``signum`` when its parent, the process the environment
-    ``variable`` names (the builder that started it), ends, SIGKILL included; at once if it is
-    gone already. True when set; nothing when ``variable`` is not set (not started so).
-
-    Why: a build killed outright (``kill -9``, the OOM killer) runs no clean-up; its Sphinx went
-    on writing ``build/html`` for seconds without the book's lock, and a worker busy in C code
-    went on computing for nobody. Linux's parent-death signal needs no cooperation from the dead."""
-    expected = os.environ.get(variable, "")
-    if not sys.platform.startswith("linux") or not expected.isdigit():
-        return False
-    import ctypes
-
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        if int(libc.prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0)) != 0:
-            return False
-    except (OSError, AttributeError):
-        return False
-    if os.getppid() != int(expected):
-        try:
-            os.kill(int(expected), 0)
-        except ProcessLookupError:  # it ended before the signal was asked for
-            os.kill(os.getpid(), signum)
-        except PermissionError:
-            pass
-        libc.prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0)  # alive, not our parent: the variable is not about us
-        return False
-    return True
 
 
 def new_file_mode() -> int:
@@ -418,14 +385,14 @@ def _installed(dists: Iterable[str]) -> list[str]:
     return sorted(found)
 
 
-def memo_key(parts: Mapping[str, Any]) -> str:
+def memo_key(parts: Mapping[str, object]) -> str:
     """One hash of named parts (JSON-able; ``Path`` and other values by their ``str``) and the
     builder's fingerprint."""
     data = json.dumps([builder_fingerprint(), parts], sort_keys=True, default=str)
     return hashlib.sha256(data.encode()).hexdigest()
 
 
-class Memo:
+class Memo(Generic[V]):
     """One value kept in a file between commands, valid while its key (named parts and the
     builder's fingerprint, :func:`memo_key`) is the one it was saved under.
 
@@ -437,12 +404,12 @@ class Memo:
     value is what was loaded. Made by :meth:`BuildDir.memo`, which names the file.
     """
 
-    def __init__(self, path: Path, parts: Mapping[str, Any]) -> None:
+    def __init__(self, path: Path, parts: Mapping[str, object]) -> None:
         self.path = path
         self.key = memo_key(parts)
-        self._loaded: Any = None
+        self._loaded: V | None = None
 
-    def load(self) -> Any | None:
+    def load(self) -> V | None:
         """The value saved under this key, or None."""
         try:
             if self.path.suffix == ".pickle":
@@ -457,9 +424,9 @@ class Memo:
         if key != self.key:
             return None
         self._loaded = value
-        return value
+        return value  # type: ignore[no-any-return]  # what was saved under this key: a V
 
-    def save(self, value: Any) -> None:
+    def save(self, value: V) -> None:
         """Keep ``value`` under this key (atomically), unless it is what :meth:`load` read."""
         if value is None or value == self._loaded:
             return
@@ -479,7 +446,7 @@ class Memo:
             return
         self._loaded = value
 
-    def get(self, make: Callable[[], T]) -> T:
+    def get(self, make: Callable[[], V]) -> V:
         """The saved value, or ``make()``'s, saved for next time."""
         value = self.load()
         if value is None:
@@ -512,7 +479,7 @@ class BuildDir:
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def memo(self, name: str, **parts: Any) -> Memo:
+    def memo(self, name: str, **parts: object) -> Memo[Any]:
         """The memo ``name`` (one of :data:`MEMOS`) under the key of ``parts``."""
         return Memo(self.path / self.MEMOS[name], parts)
 

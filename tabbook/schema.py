@@ -13,13 +13,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from tabbook.addresses import edition_refs, language, sibling_books, site_address, url_template
 from tabbook.errors import BookError
 from tabbook.sections import Colab, Deploy, Html, Pdf, Unused
 from tabbook.settings import (
     ENVIRONMENT,
     At,
+    Values,
     any_folder,
     bibliography,
     book_files,
@@ -30,7 +31,6 @@ from tabbook.settings import (
     boolean,
     byte_size,
     choice,
-    edition_refs,
     env_names,
     existing_file,
     file_name,
@@ -38,7 +38,6 @@ from tabbook.settings import (
     gpu_probe,
     import_stack,
     interpreter,
-    language,
     leads_outside,
     library_module,
     lines,
@@ -50,12 +49,9 @@ from tabbook.settings import (
     resource_list,
     setting,
     settings_of,
-    sibling_books,
-    site_address,
     tab_list,
     text,
     top_level_modules,
-    url_template,
     version_text,
     words,
 )
@@ -204,7 +200,7 @@ class Site:
         field_default=(), overlay=False)
 
 
-def _known(values: dict[str, Any], i: int) -> str:
+def _known(values: Values, i: int) -> str:
     return str(values["known"][i])
 
 

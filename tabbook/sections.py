@@ -10,13 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from tabbook.addresses import colab_libs, header_links, prefix_url
 from tabbook.settings import (
     book_file,
     book_globs,
     choice,
-    colab_libs,
-    header_links,
-    prefix_url,
     setting,
     text,
 )

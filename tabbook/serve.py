@@ -47,13 +47,16 @@ import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tabbook.config import Config, load_config
 from tabbook.errors import BookError
 from tabbook.files import BuildDir, write_atomic
 from tabbook.render.sources import source_dir
 from tabbook.render.sphinx import PROGRESS_ENV, WARNINGS_ENV, learn_env, sphinx_command, sphinx_env
+
+if TYPE_CHECKING:  # ASGI's own names, as sphinx-autobuild's server (Starlette) spells them
+    from starlette.types import ASGIApp, Receive, Scope, Send
 
 BUILDER_STATIC = Path(__file__).resolve().parent / "render" / "static"
 STATUS_NAME = "_preview-status.json"
@@ -95,12 +98,12 @@ class LocalOnly:
     says, and a cross-site form post. A request without ``Origin`` is a navigation or a program
     on this machine, not a foreign page's script."""
 
-    def __init__(self, app: Any, host: str, port: int) -> None:
+    def __init__(self, app: ASGIApp, host: str, port: int) -> None:
         self.app = app
         self.hosts = allowed_hosts(host, port)
         self.origins = frozenset(f"http://{h}" for h in self.hosts)
 
-    def refusal(self, scope: dict[str, Any]) -> str:
+    def refusal(self, scope: Scope) -> str:
         """Why the request is refused ("" if it is not)."""
         headers: dict[bytes, list[bytes]] = {}
         for name, value in scope.get("headers") or ():
@@ -113,7 +116,7 @@ class LocalOnly:
             return "this preview answers no other site's pages (Origin)"
         return ""
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope.get("type")
         why = self.refusal(scope) if kind in ("http", "websocket") else ""
         if not why:
@@ -133,7 +136,7 @@ def local_only_apps(autobuild_main: Any, host: str, port: int) -> None:
     """Make sphinx-autobuild's app (its ``_create_app``) come wrapped in :class:`LocalOnly`."""
     create = autobuild_main._create_app
 
-    def guarded(*args: Any, **kwargs: Any) -> LocalOnly:
+    def guarded(*args: object, **kwargs: object) -> LocalOnly:
         return LocalOnly(create(*args, **kwargs), host, port)
 
     autobuild_main._create_app = guarded

@@ -21,7 +21,8 @@ import snapshot
 from tabbook.errors import BookError, BookErrors
 from tabbook.render.myst import cell_to_myst
 from tabbook.source.constructs import Kind
-from tabbook.source.read import parse_blocks, read_section
+from tabbook.source.fences import parse_blocks
+from tabbook.source.read import read_section
 
 FOLDER = snapshot.SNAPSHOTS / "constructs"
 SNIPPETS = sorted(FOLDER.glob("*.md"))

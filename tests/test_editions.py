@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 from editions_book import git, make_repo, tabbook
 
+from tabbook.addresses import edition_refs
 from tabbook.render.editions import Edition, choices, href, selector_html
-from tabbook.settings import At, edition_refs
+from tabbook.settings import At
 
 NOW = Edition("now", "Current edition", "", "index",
               (("index", "Fixture"), ("part/index", "Part"), ("part/intro", "Intro"), ("part/new", "New"),

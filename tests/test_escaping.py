@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from tabbook.addresses import script_url
 from tabbook.config import load_config
 from tabbook.errors import BookError
 from tabbook.new import new_book
 from tabbook.render.context import render_context
-from tabbook.settings import script_url
 
 
 @pytest.fixture

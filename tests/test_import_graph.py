@@ -1,7 +1,7 @@
 """The builder's modules import only down the pipeline, and no two import each other.
 
-The order (ARCHITECTURE.md, "Layers"): errors (problems, errors) → config (settings, sections, schema, config) → files (files, nbjson) → source → book → library →
-check → execute → render → build → tools (warm, serve, new, editions) → cli. A module may import modules of
+The order (ARCHITECTURE.md, "Layers"): errors (problems, errors) → config (settings, addresses, sections, schema, config) → files (files, lifetime, nbjson) → source → book → library →
+check → execute → render → build → tools (warm, serve, new, editions) → cli (cli, arguments). A module may import modules of
 its own layer or of a layer before it, never one after it (:data:`ALLOWED_UPWARD` names the
 exceptions, each with its reason, and is empty today), and the module graph has no cycle. The
 graph is read with ``ast`` from every ``import`` in ``tabbook/``, function-level ones and
@@ -23,8 +23,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "tabbook"
 #: The pipeline's layers, first to last; a module belongs to the first whose prefix it has.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("tabbook.problems", "tabbook.errors"),
-    ("tabbook.settings", "tabbook.sections", "tabbook.schema", "tabbook.config"),
-    ("tabbook.files", "tabbook.nbjson"),
+    ("tabbook.settings", "tabbook.addresses", "tabbook.sections", "tabbook.schema", "tabbook.config"),
+    ("tabbook.files", "tabbook.lifetime", "tabbook.nbjson"),
     ("tabbook.source",),
     ("tabbook.book",),
     ("tabbook.library",),
@@ -33,7 +33,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("tabbook.render",),
     ("tabbook.build",),
     ("tabbook.warm", "tabbook.serve", "tabbook.new", "tabbook.editions"),
-    ("tabbook.cli", "tabbook.__main__", "tabbook.api"),
+    ("tabbook.cli", "tabbook.arguments", "tabbook.__main__", "tabbook.api"),
 )
 
 #: (importer, imported) pairs allowed to run up the pipeline, each written down in

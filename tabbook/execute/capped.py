@@ -9,14 +9,19 @@ only asks for it (:func:`capped_client`).
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tabbook.execute.shape import cap_error, text_head, text_size
+from tabbook.nbjson import CellOutput
 
 if TYPE_CHECKING:
+    from jupyter_client.asynchronous.client import AsyncKernelClient
+    from jupyter_client.blocking.client import BlockingKernelClient
+    from jupyter_client.client import KernelClient
     from nbclient import NotebookClient
+    from nbformat import NotebookNode
 
-def message_size(msg: dict[str, Any]) -> int:
+def message_size(msg: CellOutput) -> int:
     """Bytes of an output message's text or data, as :func:`~.shape.output_size` counts them stored."""
     content = msg.get("content") or {}
     if msg.get("msg_type") == "stream":
@@ -35,7 +40,7 @@ ASK_SECONDS = 1.0
 IOPUB_SECONDS = 0.05
 
 
-async def answering(kc: Any, timeout: float) -> None:
+async def answering(kc: AsyncKernelClient | BlockingKernelClient, timeout: float) -> None:
     """Return once the kernel has answered ``kernel_info`` and its IOPub channel has carried
     the idle status of that request; RuntimeError if it dies first or takes ``timeout`` seconds.
 
@@ -88,7 +93,7 @@ def capped_client(limit: int, produced: dict[int, int]) -> type[NotebookClient]:
     from nbclient.util import ensure_async, run_hook, run_sync
 
     class Capped(NotebookClient):
-        async def async_start_new_kernel_client(self) -> Any:
+        async def async_start_new_kernel_client(self) -> KernelClient:
             """nbclient's own, but the kernel counts as started once it answers
             (:func:`answering`), not 0.2 s later."""
             assert self.km is not None
@@ -106,8 +111,8 @@ def capped_client(limit: int, produced: dict[int, int]) -> type[NotebookClient]:
 
         start_new_kernel_client = run_sync(async_start_new_kernel_client)
 
-        def output(self, outs: list[Any], msg: dict[str, Any], display_id: str | None,
-                   cell_index: int) -> Any:
+        def output(self, outs: list[NotebookNode], msg: CellOutput, display_id: str | None,
+                   cell_index: int) -> NotebookNode | None:
             kind = msg.get("msg_type")
             if kind == "error":  # capped on its own: it explains a failure, so it is never dropped
                 msg = {**msg, "content": cap_error(msg.get("content") or {}, limit)}

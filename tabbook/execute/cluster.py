@@ -30,7 +30,8 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from tabbook.config import Config, load_config
 from tabbook.errors import BookError
@@ -38,13 +39,16 @@ from tabbook.execute.gpus import Devices, detect
 from tabbook.execute.job import ErrorKind, Failure, Result
 from tabbook.execute.runner import Progress, Runner, Unit, UnitResult
 
+if TYPE_CHECKING:
+    from distributed import Client, Future
+
 #: What to install for ``--scheduler`` (the pinned versions are in envs/builder-dask.txt).
 DASK_REQUIREMENTS = "envs/builder-dask.txt"
 #: The worker events the client shows as progress.
 TOPIC = "tabbook-progress"
 
 
-def require_distributed() -> Any:
+def require_distributed() -> ModuleType:
     """``distributed``, or a clear error saying what to install (Dask is an optional extra)."""
     try:
         import distributed
@@ -182,11 +186,11 @@ class ClusterRunner(Runner):
         self.keys = keys  # (section, framework) -> (env hash, library hash) of the unit's key
         self.workers_timeout = workers_timeout
         self.build = uuid.uuid4().hex[:12]
-        self._client: Any = None
-        self._futures: list[Any] = []
+        self._client: Client | None = None
+        self._futures: list[Future[tuple[Result, str]]] = []
         self._started: set[str] = set()
 
-    def _event(self, event: Any) -> None:
+    def _event(self, event: tuple[float, object]) -> None:
         """A worker's progress event (on the client's event-loop thread)."""
         _, msg = event
         if not isinstance(msg, dict) or msg.get("build") != self.build or msg.get("event") != "start":
@@ -211,7 +215,7 @@ class ClusterRunner(Runner):
             self.progress(f"[exec {self._done}/{self._total}] done  {unit.name} {status} "
                           f"{result.seconds:.1f}s{' on ' + host if host else ''}  (running: {running})")
 
-    def _connect(self) -> Any:
+    def _connect(self) -> Client:
         distributed = require_distributed()
         if self.address.startswith("tls://"):
             security = distributed.Security()  # Dask's own settings: DASK_DISTRIBUTED__COMM__TLS__*
@@ -222,7 +226,7 @@ class ClusterRunner(Runner):
                                 "Dask configuration file); README: Building a large book")
         try:
             # Dask's own connect timeout (distributed.comm.timeouts.connect, 30 s unless configured).
-            client = distributed.Client(self.address, set_as_default=False)
+            client: Client = distributed.Client(self.address, set_as_default=False)
         except OSError as exc:
             raise BookError(f"--scheduler {self.address}: cannot reach the Dask scheduler: {exc}") from exc
         try:
@@ -244,7 +248,7 @@ class ClusterRunner(Runner):
         overlay = str(self.config.overlay) if self.config.overlay else None
         try:
             client.subscribe_topic(TOPIC, self._event)
-            index: dict[str, int] = {}
+            index: dict[object, int] = {}  # a future's key (the text given to submit) → its unit
             for i, unit in enumerate(units):
                 env_hash, library_hash = self.keys[(unit.section, unit.framework)]
                 request = Request(self.build, str(self.config.root), overlay, unit, env_hash, library_hash)

@@ -20,7 +20,6 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from tabbook.config import Config, Framework
 from tabbook.errors import BookError, Log
@@ -173,7 +172,7 @@ def _complete(target: Path, fw: Framework, config: Config, hashes: bool = True) 
     return not hashes or not recorded_hashes or recorded_hashes[0] == _hashes_line(config, fw)
 
 
-def _create_env(config: Config, fw: Framework, target: Path, base: Path, log: Callable[[str], Any],
+def _create_env(config: Config, fw: Framework, target: Path, base: Path, log: Callable[[str], object],
                 hashes: bool = True) -> None:
     """Create ``target`` with the interpreter ``base`` and install ``fw``'s lock into it (the
     caller holds its lock): with uv when it is available, else pip (:mod:`.installer`), from
@@ -419,7 +418,7 @@ def kernel_env(config: Config, environ: dict[str, str] | None = None) -> dict[st
     return env
 
 
-def prepare_kernels(config: Config, frameworks: set[str], log: Callable[[str], Any] = print) -> None:
+def prepare_kernels(config: Config, frameworks: set[str], log: Callable[[str], object] = print) -> None:
     """Create (if needed), check and register the kernel of each framework about to run."""
     for fw in sorted(frameworks, key=config.tabs.index):
         framework = config.framework(fw)

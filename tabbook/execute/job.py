@@ -13,6 +13,7 @@ its ``file.md:LINE`` across the trip.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from enum import StrEnum
 from typing import Any, cast
@@ -88,7 +89,7 @@ class UnitError(BookError):
         self.failure = failure
         super().__init__(failure.message, failure.path, failure.line)
 
-    def __reduce__(self) -> tuple[Any, ...]:
+    def __reduce__(self) -> tuple[type[UnitError], tuple[Failure]]:
         return (type(self), (self.failure,))
 
 
@@ -122,11 +123,11 @@ class Provenance:
     framework_imported: Scalar = None  # False: the cells never imported the framework
     not_executed: Scalar = None  # why a page shows its code without outputs
     outdated: Scalar = None  # why the outputs shown are from an earlier version of the code
-    extra: tuple[tuple[str, Any], ...] = ()
+    extra: tuple[tuple[str, object], ...] = ()
     keys: tuple[str, ...] = ()
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any] | None) -> Provenance:
+    def from_dict(cls, data: Mapping[str, object] | None) -> Provenance:
         """A stored provenance object (checked by ``store.provenance_problem`` where it is read
         from a file): its known keys as fields, the others kept as they are."""
         data = data or {}
@@ -136,10 +137,10 @@ class Provenance:
             values["gpus"] = tuple(values["gpus"])
         return cls(**values, extra=tuple((k, v) for k, v in data.items() if k not in known), keys=tuple(data))
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         """The record as it is stored: its keys in their order, absent ones left out."""
         extra = dict(self.extra)
-        out: dict[str, Any] = {}
+        out: dict[str, object] = {}
         for key in self.keys:
             value = extra[key] if key in extra else getattr(self, key)
             out[key] = list(value) if key == "gpus" and isinstance(value, tuple) else value

@@ -16,13 +16,11 @@ merge that fails (a damaged entry, an entry filed under the wrong path) changes 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from tabbook.config import Config
-from tabbook.errors import BookError, raise_all
+from tabbook.errors import BookError, Log, raise_all
 from tabbook.execute.store import (
     MAX_DEPTH,
     META,
@@ -48,7 +46,10 @@ class MergeResult:
 class _Candidate:
     source: Path  # the entry file
     text: str
-    meta: dict[str, Any]
+    # Its metadata.tabbook's key, section and framework (checked to be texts).
+    key: str
+    section: str
+    framework: str
 
 
 def _read_entry(store: FreezeStore, path: Path) -> _Candidate:
@@ -75,13 +76,13 @@ def _read_entry(store: FreezeStore, path: Path) -> _Candidate:
         rel = expected.relative_to(store.root)
         raise BookError(f"entry of {meta['section']} [{meta['framework']}] filed under the wrong path "
                         f"(it belongs at {rel})", str(path), 1)
-    return _Candidate(path, text, meta)
+    return _Candidate(path, text, meta["key"], meta["section"], meta["framework"])
 
 
-def _is_current(meta: dict[str, Any], nb_text: str, parts: KeyParts | None) -> bool:
+def _is_current(key: str, nb_text: str, parts: KeyParts | None) -> bool:
     if parts is None:
         return False
-    if meta.get("key") in (parts.key, parts.legacy_key):  # the legacy key: see KeyParts.legacy_key
+    if key in (parts.key, parts.legacy_key):  # the legacy key: see KeyParts.legacy_key
         return True
     return gpu_entry_current(Entry(json.loads(nb_text)), parts)
 
@@ -104,7 +105,7 @@ def current_keys(config: Config) -> dict[tuple[str, str], KeyParts]:
 
 
 def merge_stores(config: Config, sources: list[Path], target: Path,
-                 log: Callable[[str], Any] = print) -> MergeResult:
+                 log: Log = print) -> MergeResult:
     """Merge the current entries of ``sources`` into ``target`` (see the module's docstring)."""
     for src in sources:
         if not src.is_dir():
@@ -121,7 +122,7 @@ def merge_stores(config: Config, sources: list[Path], target: Path,
             except BookError as exc:
                 errors.append(exc)
                 continue
-            found.setdefault((cand.meta["section"], cand.meta["framework"]), []).append(cand)
+            found.setdefault((cand.section, cand.framework), []).append(cand)
     if errors:
         raise_all(errors)
 
@@ -129,7 +130,7 @@ def merge_stores(config: Config, sources: list[Path], target: Path,
     writes: list[tuple[Path, str]] = []
     for unit in sorted(found):
         parts = keys.get(unit)
-        current = [c for c in found[unit] if _is_current(c.meta, c.text, parts)]
+        current = [c for c in found[unit] if _is_current(c.key, c.text, parts)]
         name = f"{unit[0]} [{unit[1]}]"
         if parts is None:
             result.foreign.append(name)

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO, TypedDict, cast
+from typing import TextIO, TypedDict, cast
 
 from tabbook.files import write_atomic
 
@@ -78,7 +78,7 @@ class LiveStatus:
     line out of the way first. ``clock`` is ``time.time`` (a test gives its own).
     """
 
-    def __init__(self, log: Callable[[str], Any], stream: TextIO | None = None, interactive: bool = False,
+    def __init__(self, log: Callable[[str], object], stream: TextIO | None = None, interactive: bool = False,
                  clock: Callable[[], float] = time.time) -> None:
         self.log = log
         self.stream = stream

@@ -12,7 +12,6 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Any
 
 
 def limit_memory(pid: int, limit: int) -> None:
@@ -28,7 +27,7 @@ def limit_memory(pid: int, limit: int) -> None:
     resource.prlimit(pid, resource.RLIMIT_AS, (limit, limit))
 
 
-def kernel_pid(client: Any) -> int | None:
+def kernel_pid(client: object) -> int | None:
     provisioner = getattr(getattr(client, "km", None), "provisioner", None)
     pid = getattr(provisioner, "pid", None)
     return pid if isinstance(pid, int) else None

@@ -37,7 +37,7 @@ from tabbook.execute.progress import LiveStatus, current_cell
 from tabbook.execute.reap import UNIT_ENV, end_marked
 from tabbook.execute.store import new_notebook
 from tabbook.execute.worker import WRITTEN
-from tabbook.files import WORKER_PARENT_ENV
+from tabbook.lifetime import WORKER_PARENT_ENV
 from tabbook.nbjson import Notebook, NotebookCell
 from tabbook.source.pycode import line_mapper
 from tabbook.source.split import FrameworkCell

@@ -9,7 +9,6 @@ arrive, and the store checks them with the same counts; none of this needs a ker
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from tabbook.nbjson import CellOutput, NotebookCell
 
@@ -108,7 +107,7 @@ def coalesce_streams(cell: NotebookCell) -> None:
     the output (a copy per message) and scans each long line with a regex from every position:
     a single 1 MB line kept the worker busy for minutes after its cell ended."""
     outputs = cell.get("outputs") or []
-    merged: list[Any] = []
+    merged: list[CellOutput] = []
     texts: dict[str, list[str]] = {}
     first: CellOutput = {}
     for out in outputs:
@@ -131,7 +130,7 @@ def coalesce_streams(cell: NotebookCell) -> None:
         cell["outputs"] = merged
 
 
-def text_size(value: Any) -> int:
+def text_size(value: object) -> int:
     """Bytes of a notebook value as stored (text: UTF-8; JSON data: its serialization)."""
     if isinstance(value, str):
         return len(value.encode("utf-8", "surrogatepass"))
@@ -173,7 +172,7 @@ def cap_outputs(cell: NotebookCell, limit: int, produced: int = 0) -> None:
     total = max(produced, sum(output_size(o) for o in outputs if o.get("output_type") != "error"))
     if total <= limit:
         return
-    kept: list[Any] = []
+    kept: list[CellOutput] = []
     room = limit
     for out in outputs:
         kind = out.get("output_type")

@@ -40,7 +40,7 @@ from pathlib import Path
 
 from tabbook.execute.reap import UNIT_ENV
 from tabbook.execute.worker import GO, PRESTART
-from tabbook.files import WORKER_PARENT_ENV
+from tabbook.lifetime import WORKER_PARENT_ENV
 
 #: The claim file's name while nobody has taken the spare.
 FREE = "free"

@@ -17,10 +17,16 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 
 from tabbook.execute.outputs import KINDS
 from tabbook.nbjson import CellOutput, Notebook, NotebookCell
+
+if TYPE_CHECKING:
+    from tabbook.execute.runner import Unit
+
+#: What the plan keeps beside each unit (its key's parts): handed back to ``run`` as it came.
+P = TypeVar("P")
 
 #: What changes between two honest runs of the same code, each masked to a placeholder before
 #: outputs are compared. Kept narrow on purpose: a number that is not a duration, a date or an
@@ -48,7 +54,7 @@ def mask(text: str) -> str:
     return text
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return "".join(value) if isinstance(value, list) else value if isinstance(value, str) else repr(value)
 
 
@@ -141,9 +147,9 @@ def compare_entries(entry: str, section: str, framework: str, stored: Notebook, 
     return Verdict(entry, section, framework, VerdictState.DIFFERS if details else VerdictState.SAME, details)
 
 
-def verify(units: list[tuple[Any, Any]], stored: Callable[[str, str], Notebook | None],
+def verify(units: list[tuple[Unit, P]], stored: Callable[[str, str], Notebook | None],
            rel: Callable[[str, str], str], is_gpu: Callable[[Notebook], bool],
-           run: Callable[[list[tuple[Any, Any]]], dict[tuple[str, str], Notebook | str]]) -> list[Verdict]:
+           run: Callable[[list[tuple[Unit, P]]], dict[tuple[str, str], Notebook | str]]) -> list[Verdict]:
     """The verdict on every unit of ``units`` ((Unit, KeyParts) pairs of a plan forced to run
     them): GPU entries are set aside, the rest run once (``run`` returns the fresh notebook or
     an error per unit) and compared with what ``stored`` holds."""

@@ -17,7 +17,7 @@ import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tabbook.execute.capped import capped_client
 from tabbook.execute.job import ErrorKind, Failure, Job, Result
@@ -36,11 +36,15 @@ from tabbook.execute.shape import (
     size_text,
     strip_ansi,
 )
-from tabbook.files import WORKER_PARENT_ENV, end_with_parent, write_atomic
+from tabbook.files import write_atomic
+from tabbook.lifetime import WORKER_PARENT_ENV, end_with_parent
 from tabbook.nbjson import NotebookCell
 
 if TYPE_CHECKING:
+    from types import FrameType
+
     from nbclient import NotebookClient
+    from nbformat import NotebookNode
 
 START_ATTEMPTS = 3
 
@@ -91,7 +95,7 @@ def shut_down(clients: list[NotebookClient]) -> None:
             pass
 
 
-def execute(job: Job, nb: Any, produced: dict[int, int], clients: list[NotebookClient],
+def execute(job: Job, nb: NotebookNode, produced: dict[int, int], clients: list[NotebookClient],
             started: NotebookClient | None = None) -> Failure | None:
     """Run every cell of ``nb`` in a new kernel (its last cell is the probe); None when all ran.
 
@@ -104,13 +108,13 @@ def execute(job: Job, nb: Any, produced: dict[int, int], clients: list[NotebookC
 
     running: list[int] = []  # the index of the cell that runs
 
-    def on_cell_start(cell: Any, cell_index: int) -> None:
+    def on_cell_start(cell: NotebookNode, cell_index: int) -> None:
         running[:] = [cell_index]
         _mark("cells_done" if cell_index == len(nb.cells) - 1 else "first_cell")
         if job.progress and cell_index < len(nb.cells) - 1:  # the build shows it while the cell runs
             record_cell(Path(job.progress), f"{job.section}:{cell_line(nb.cells[cell_index])}")
 
-    def on_notebook_start(notebook: Any) -> None:
+    def on_notebook_start(notebook: NotebookNode) -> None:
         """Before the first cell: the kernel's memory cap."""
         _mark("kernel_ready")
         if job.memory_limit:
@@ -190,7 +194,7 @@ def unmet_raises(job: Job, cells: list[NotebookCell]) -> Failure | None:
     return None
 
 
-def _raise_interrupt(signum: int, frame: Any) -> None:
+def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 

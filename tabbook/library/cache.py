@@ -10,7 +10,7 @@ no-op rebuild, generates nothing).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from tabbook.book import Book
 from tabbook.files import BuildDir, Memo
@@ -18,6 +18,15 @@ from tabbook.library import generate
 from tabbook.source.dialect import SAVE_MARK
 
 _DERIVED = "library"
+
+
+class LibraryRecord(TypedDict):
+    """What ``build/library-cache.json`` keeps: the generated files (path → text), the hashes of
+    the pages they were made from, and the call-time names found (message, page, line)."""
+
+    files: dict[str, str]
+    pages: list[str | None]
+    problems: list[tuple[str, str | None, int | None]]
 
 
 def book_library(book: Book) -> dict[str, str]:
@@ -61,18 +70,18 @@ def _generate_or_reuse(book: Book) -> dict[str, str]:
     # Looked up on the module at call time: a test counts the generations by replacing it.
     files = generate.generate_library(book.config, sections, tops, book.library_problems)
     memo.save({"files": files, "pages": pages,
-               "problems": [[e.message, e.path, e.line] for e in book.library_problems]})
+               "problems": [(e.message, e.path, e.line) for e in book.library_problems]})
     return files
 
 
-def library_memo(book: Book, tops: dict[str, str]) -> Memo:
+def library_memo(book: Book, tops: dict[str, str]) -> Memo[LibraryRecord]:
     """What the generated library depends on: each library page's title and code cells (their
     text, tabs and marks; not the prose, which saves nothing), in their order, the
     configuration, the hand-written tops and the builder (the memo's fingerprint). Equal keys:
     the same files, so a no-op rebuild, and a prose edit, skip the generation (a second on this
     book's chapter; more on a book of hundreds of sections)."""
     config = book.config
-    code: list[Any] = [(page.path, page.title,
+    code: list[object] = [(page.path, page.title,
                         [(c.source, c.tabs, sorted(c.flags), c.raises, c.every_tab)
                          for c in page.cells if c.kind == "code"]) for page in book.library_sections]
     settings = [(config.rel(f), (f.read_bytes() if f.is_file() else b"").hex())

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import weakref
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypedDict
@@ -108,7 +109,7 @@ class RenderContext:
         return json.dumps(asdict(self), indent=1, sort_keys=True)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RenderContext:
+    def from_dict(cls, data: Mapping[str, object]) -> RenderContext:
         """The context :meth:`to_json` wrote (JSON's lists become the tuples they were)."""
         names = {f.name for f in fields(cls)}
         return cls(**{k: _tuples(v) for k, v in data.items() if k in names})
@@ -118,7 +119,7 @@ class RenderContext:
         return cls.from_dict(json.loads(text))
 
 
-def _tuples(value: Any) -> Any:
+def _tuples(value: object) -> Any:  # JSON's lists as tuples: each field's own type
     if isinstance(value, list):
         return tuple(_tuples(v) for v in value)
     if isinstance(value, dict):

@@ -31,7 +31,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict, cast
 
 from tabbook.book import book_markdown_files, named_bibfiles
 from tabbook.config import Config
@@ -88,7 +88,16 @@ class Diagnostics:
     warnings: list[BookError] = field(default_factory=list)
 
 
-def _load(path: Path) -> Any:
+class LineMap(TypedDict, total=False):
+    """A generated page's rows mapped back to its Markdown (``build/linemaps/``, written by
+    :mod:`tabbook.render.sources`): its page, and each row's line (a notebook's per cell)."""
+
+    source: str
+    cells: list[list[int | None]]
+    lines: list[int | None]
+
+
+def _load(path: Path) -> object:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -102,7 +111,7 @@ def source_line(config: Config, generated: Path, line: int | None) -> tuple[str,
     except ValueError:
         return None
     stem = rel.with_suffix("").as_posix()
-    data = _load(BuildDir(config.build_dir).line_map(stem))
+    data = cast("LineMap | None", _load(BuildDir(config.build_dir).line_map(stem)))  # the builder's own file
     if data is None:
         return None
     page = data["source"]

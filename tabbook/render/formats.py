@@ -21,7 +21,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from sphinx.builders import Builder
+    from sphinx.environment import BuildEnvironment
 
 #: The docutils name of HTML: raw HTML blocks, Sphinx's HTML output format, Pygments' HTML bridge.
 HTML_NAME = "html"
@@ -174,12 +178,19 @@ def format_named(builder: str, sphinx_format: str | None = None) -> Format:
     return OTHER_HTML if sphinx_format == HTML_NAME else PLAIN
 
 
-def format_of(builder: Any) -> Format:
+def format_of(builder: Builder | type[Builder]) -> Format:
     """The format of a running Sphinx builder (``app.builder``: its ``name`` and ``format``)."""
     return format_named(str(builder.name), str(builder.format))
 
 
-def format_of_transform(transform: Any) -> Format:
+class _InEnvironment(Protocol):
+    """A transform as :func:`format_of_transform` reads it: its build environment."""
+
+    @property
+    def env(self) -> BuildEnvironment: ...
+
+
+def format_of_transform(transform: _InEnvironment) -> Format:
     """The format a post-transform runs for. ``transform.app`` is deprecated in Sphinx 9 and the
     environment has no public way to name its builder; this is what Sphinx's own
     ``SphinxPostTransform.is_supported`` reads (pinned Sphinx)."""
@@ -190,6 +201,10 @@ class ForFormat:
     """A mixin for a ``SphinxPostTransform`` that runs only for the formats :meth:`applies` accepts
     (in place of Sphinx's ``builders`` / ``formats`` name lists). List it before the transform
     class: ``class T(ForFormat, SphinxPostTransform)``."""
+
+    if TYPE_CHECKING:  # the transform's own (SphinxTransform.env), which it is mixed into
+        @property
+        def env(self) -> BuildEnvironment: ...
 
     @staticmethod
     def applies(fmt: Format) -> bool:

@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import TypedDict
 
 from tabbook.errors import Log
 from tabbook.files import (  # one cache for venvs and KaTeX
@@ -215,6 +216,12 @@ def subset_font(src: Path, dst: Path, text: str) -> bool:
     return True
 
 
+class _CutFonts(TypedDict, total=False):
+    """What the fonts cut last hold (the memo beside them): the glyphs, and whether they were cut."""
+
+    glyphs: str
+    subsetted: bool
+
 def publish_fonts(package: Path, static_dir: Path, glyphs: set[str], state: Path) -> Path:
     """Write KaTeX's woff2 fonts (the stylesheets' @font-face rules name only those; every browser
     that renders this site reads woff2) and its licence to ``static_dir/katex``.
@@ -228,7 +235,7 @@ def publish_fonts(package: Path, static_dir: Path, glyphs: set[str], state: Path
     (out / "fonts").mkdir(parents=True, exist_ok=True)
     if (package / "LICENSE").is_file():
         write_if_changed(out / "LICENSE.txt", (package / "LICENSE").read_bytes())
-    memo = Memo(state, {"katex": str(package)})
+    memo: Memo[_CutFonts] = Memo(state, {"katex": str(package)})
     known = memo.load() or {}
     union = set(glyphs)
     fonts = sorted((dist / "fonts").glob("*.woff2"))

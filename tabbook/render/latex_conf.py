@@ -18,7 +18,6 @@ from __future__ import annotations
 import functools
 import subprocess
 from pathlib import Path
-from typing import Any
 
 from tabbook.config import Config, config_error
 from tabbook.errors import BookError
@@ -129,7 +128,7 @@ def style_file(root: Path) -> Path:
     return own if own.is_file() else BUILDER_STY
 
 
-def latex_settings(book: RenderContext) -> dict[str, Any]:
+def latex_settings(book: RenderContext) -> dict[str, object]:
     """The ``latex_*`` (and LaTeX mime priority) settings of the book the context describes."""
     # [pdf] latex_logo: Sphinx copies it beside the .tex file; the title page (tabbook.sty) shows it.
     logo = {"latex_logo": book.latex_logo} if book.latex_logo else {}

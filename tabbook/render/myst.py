@@ -34,8 +34,9 @@ from tabbook.source.dialect import (
     strip_slide_marks,
     sub_roles,
 )
+from tabbook.source.fences import parse_blocks
 from tabbook.source.model import Block, Cell
-from tabbook.source.read import parse_blocks, toc_option
+from tabbook.source.read import toc_option
 
 #: ASCII punctuation: CommonMark lets a backslash make each of these a literal character.
 _PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")

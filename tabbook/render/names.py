@@ -9,8 +9,9 @@ sides cannot drift apart.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 from tabbook.nbjson import NotebookCell
 
@@ -26,6 +27,13 @@ PROSE_TAB = "tabbook-tab"
 GENERATED_HTML = "tabbook-generated"
 
 
+class TabMarkData(TypedDict):
+    """A :class:`TabMark` as a cell's metadata and a node's attribute hold it."""
+
+    framework: str
+    run: int
+
+
 @dataclass(frozen=True)
 class TabMark:
     """Where a cell or prose tab of a merged page belongs: its framework, and its run (the
@@ -34,7 +42,7 @@ class TabMark:
     framework: str
     run: int
 
-    def as_metadata(self) -> dict[str, Any]:
+    def as_metadata(self) -> TabMarkData:
         return {"framework": self.framework, "run": self.run}
 
     @classmethod
@@ -44,7 +52,7 @@ class TabMark:
         return cls.from_metadata(mark) if isinstance(mark, dict) else None
 
     @classmethod
-    def from_metadata(cls, data: dict[str, Any]) -> TabMark | None:
+    def from_metadata(cls, data: Mapping[str, str | int]) -> TabMark | None:
         if "framework" not in data or "run" not in data:
             return None
         return cls(str(data["framework"]), int(data["run"]))

@@ -33,7 +33,7 @@ import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 from urllib.parse import quote
 
 from tabbook.config import Config
@@ -68,12 +68,17 @@ def normalize(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def _project(root: Path) -> dict[str, Any] | None:
+#: The keys of ``pyproject.toml``'s ``[project]`` table (PEP 621) that the book's package is read from.
+Project = TypedDict("Project", {"name": str, "version": str, "dynamic": list[str], "requires-python": str,
+                               "optional-dependencies": dict[str, list[str]]}, total=False)
+
+
+def _project(root: Path) -> Project | None:
     try:
         data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError):
         return None
-    project = data.get("project")
+    project: Project | None = data.get("project")
     return project if isinstance(project, dict) and project.get("name") else None
 
 
@@ -144,7 +149,7 @@ def root_page(package: Package) -> str:
             f'<a href="{quote(package.name)}/">{html.escape(package.name)}</a><br>\n</body></html>\n')
 
 
-def publish(config: Config, html_dir: Path, log: Callable[[str], Any] = print) -> Path | None:
+def publish(config: Config, html_dir: Path, log: Callable[[str], object] = print) -> Path | None:
     """Put the book's wheel and its index into the site (``html_dir``), building the wheel when
     the package's files changed; returns the wheel in the site, or None (no package)."""
     package = book_package(config)

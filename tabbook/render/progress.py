@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 #: Seconds between two progress lines in a log.
 LOG_PERIOD = 30.0
@@ -73,7 +73,7 @@ class RenderProgress:
     """Shows a Sphinx run's progress while it runs (see the module's docstring); a context
     manager around the wait for the run. ``clock``: ``time.monotonic`` (a test gives its own)."""
 
-    def __init__(self, path: Path, builder: str, log: Callable[[str], Any], stream: TextIO | None = None,
+    def __init__(self, path: Path, builder: str, log: Callable[[str], object], stream: TextIO | None = None,
                  interactive: bool = False, clock: Callable[[], float] = time.monotonic) -> None:
         self.path = path
         self.builder = builder

@@ -307,7 +307,7 @@ def publish_downloads(opts: RenderContext, docnames: list[str], outdir: Path) ->
 
     # A memo beside the site (any outdir, not only build/html); a new builder, other [colab]
     # options or another trust setting republish all.
-    memo = Memo(outdir.parent / PUBLISHED.format(outdir.name),
+    memo: Memo[dict[str, list[int]]] = Memo(outdir.parent / PUBLISHED.format(outdir.name),
                 {"site": outdir.name, "reader": _reader_code(opts), "trusted": opts.trusted_outputs})
     before = memo.load() or {}
     published: dict[str, list[int]] = {}

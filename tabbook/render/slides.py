@@ -35,7 +35,7 @@ import tokenize
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from tabbook.config import Config
 from tabbook.execute.outputs import SLIDE_IMAGES
@@ -48,6 +48,9 @@ from tabbook.render.site import deck_target
 from tabbook.source.constructs import Marker, Slides, deck_use
 from tabbook.source.dialect import ROLE
 from tabbook.source.model import Section
+
+if TYPE_CHECKING:
+    from tabbook.render.katex import Katex
 
 #: ``[**…**]``/``[~~…~~]`` (not a link's text: no ``(`` right after) or ``(**…**)``/``(~~…~~)``.
 MARK = re.compile(r"\[(\*\*|~~)(?P<new>.+?)\1\](?!\()|\((\*\*|~~)(?P<more>.+?)\3\)", re.S)
@@ -268,7 +271,7 @@ class Renderer:
     """Markdown, math and code of the decks to HTML: markdown-it (raw HTML off, so a deck shows
     what the author wrote as text), KaTeX when it is available, Pygments with classes."""
 
-    def __init__(self, katex: Any = None) -> None:
+    def __init__(self, katex: Katex | None = None) -> None:
         from markdown_it import MarkdownIt
         from pygments.formatters import HtmlFormatter
 
@@ -419,7 +422,7 @@ class Written:
     removed: int = 0  # decks of sections that lost their marks
 
 
-def _katex() -> Any:
+def _katex() -> Katex | None:
     from tabbook.render.katex import Katex, MathUnavailable, ensure_katex
 
     try:

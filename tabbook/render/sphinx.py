@@ -35,11 +35,12 @@ import sys
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from tabbook.config import Config
 from tabbook.errors import BookError
-from tabbook.files import SPHINX_PARENT_ENV, BuildDir, builder_fingerprint
+from tabbook.files import BuildDir, builder_fingerprint
+from tabbook.lifetime import SPHINX_PARENT_ENV
 from tabbook.render.context import hand_off, render_context
 from tabbook.render.formats import format_named
 from tabbook.render.sources import source_dir
@@ -85,7 +86,7 @@ def sphinx_env(config: Config) -> dict[str, str]:
     tabbook importable from this checkout, the configuration's render context for its ``conf.py``
     (:func:`tabbook.render.context.hand_off`: written now, read there instead of ``config.ini``),
     and this process's id, which the run must not outlive."""
-    # The run ends with the process that starts it, even one killed outright (files.end_with_parent).
+    # The run ends with the process that starts it, even one killed outright (lifetime.end_with_parent).
     return {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), **hand_off(config),
             SPHINX_PARENT_ENV: str(os.getpid())}
 
@@ -255,7 +256,7 @@ class SphinxRun:
         # What the run reads and writes, as it goes (tabbook.render.progress); shown while it
         # runs when ``log`` is set (``live``: as a live line on ``stream``, a terminal).
         self.progress = build.warnings / f"{builder}-{hashlib.sha256(str(out).encode()).hexdigest()[:8]}.progress"
-        self.log: Callable[[str], Any] | None = None
+        self.log: Callable[[str], object] | None = None
         self.live = False
         self.proc: SphinxProcess | None = None
         self.problems: list[BookError] = []  # the last finish's Sphinx warnings, each of its kind

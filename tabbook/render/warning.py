@@ -9,7 +9,7 @@ keys by heart; its JSON form (:meth:`SphinxWarning.as_dict`) is the file's, unch
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from tabbook.problems import Problem
 
@@ -54,7 +54,7 @@ class SphinxWarning:
                 "type": self.type, "subtype": self.subtype}
 
     @classmethod
-    def from_dict(cls, data: Any) -> SphinxWarning:
+    def from_dict(cls, data: object) -> SphinxWarning:
         """A record of the warnings file; what is not the record's shape is read as absent (the
         file is the builder's own, but a crashed run may have left anything)."""
         if not isinstance(data, dict):

@@ -19,7 +19,6 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from tabbook.config import LibraryKeys
 from tabbook.errors import BookError
@@ -228,7 +227,7 @@ def _last_block(stmt: ast.stmt, lines: list[str]) -> list[ast.stmt] | None:
     """The statement block that ends compound ``stmt`` (an ``elif``'s, an ``else``'s…); None if simple."""
     if isinstance(stmt, ast.If) and len(stmt.orelse) == 1 and _is_elif(stmt.orelse[0], lines):
         return _last_block(stmt.orelse[0], lines)
-    found: list[Any] = [getattr(stmt, name, None) for name in ("body", "orelse", "finalbody")]
+    found: list[object] = [getattr(stmt, name, None) for name in ("body", "orelse", "finalbody")]
     found += [h.body for h in getattr(stmt, "handlers", ())]
     found += [c.body for c in getattr(stmt, "cases", ())]
     blocks: list[list[ast.stmt]] = [b for b in found if isinstance(b, list) and b and isinstance(b[0], ast.stmt)]

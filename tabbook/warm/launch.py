@@ -12,10 +12,18 @@ here what it ran (:meth:`SphinxLauncher.rendered`), so that the warm builder set
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TypedDict
 
 from tabbook.warm.fork import Forked
 from tabbook.warm.spare import SpareRun, SpareSphinx
+
+
+class SphinxRun(TypedDict):
+    """A render's Sphinx run as the next spare is set up for it (the fork tells the warm builder)."""
+
+    cmd: list[str]
+    env: dict[str, str]
+    inputs: str
 
 
 class SphinxLauncher:
@@ -25,7 +33,7 @@ class SphinxLauncher:
         #: Set in the warm builder; a build's fork sees it as it was when the build forked.
         self.spare: SpareSphinx | None = None
         #: Set in a build's fork by its last successful render: what the next spare should run.
-        self.last: dict[str, Any] | None = None
+        self.last: SphinxRun | None = None
 
     def __call__(self, cmd: list[str], env: Mapping[str, str]) -> Forked | SpareRun:
         spare = self.spare

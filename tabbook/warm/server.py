@@ -39,7 +39,7 @@ import struct
 import sys
 import time
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from tabbook.config import load_config
 from tabbook.execute import spares
@@ -47,7 +47,7 @@ from tabbook.render.sphinx import Launcher
 from tabbook.warm.address import peer, same_user
 from tabbook.warm.client import connect
 from tabbook.warm.fork import exit_status, run_in_fork
-from tabbook.warm.launch import fork_sphinx
+from tabbook.warm.launch import SphinxRun, fork_sphinx
 from tabbook.warm.preload import Preloaded, remember_entry_points
 from tabbook.warm.spare import SpareSphinx
 
@@ -101,7 +101,7 @@ class Server:
         self.asks: dict[int, int] = {}  # a fork's pid -> the read end of its pipe
         # The Sphinx command the last render ran (its cmd, env and inputs), and its run set up
         # ahead (tabbook.warm.spare), which the forks see as fork_sphinx.spare.
-        self.sphinx_wanted: dict[str, Any] | None = None
+        self.sphinx_wanted: SphinxRun | None = None
         self.wake_read, self.wake_write = os.pipe()
         os.set_blocking(self.wake_read, False)
         os.set_blocking(self.wake_write, False)

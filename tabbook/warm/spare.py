@@ -36,7 +36,7 @@ import tempfile
 import time
 from collections.abc import Iterable, Mapping
 
-from tabbook.files import SPHINX_PARENT_ENV
+from tabbook.lifetime import SPHINX_PARENT_ENV
 from tabbook.render.sphinx import GATE_ENV, GATE_GO
 from tabbook.warm.fork import Running, run_in_fork
 
