@@ -51,6 +51,16 @@ def test_a_renumbered_section_renumbers_the_references_to_it(tmp_path: Path) -> 
     assert (found := fuzz.replay(tmp_path, model, [lambda m: setattr(m, "toc", ["gamma", "beta", "alpha"])])) is None, found
 
 
+def test_an_equation_removed_again_takes_its_stylesheet_with_it(tmp_path: Path) -> None:
+    """Seed 211: beta gained an equation, then lost it; the incremental site kept the KaTeX
+    stylesheet cut for beta's formulas (``_static/katex/katex-<hash>.css``), which no page
+    links and a clean build does not write."""
+    model = fuzz.start_model(fuzz.random.Random(0))
+    steps = [lambda m: _page(m, "beta").blocks.append(("equation", "eq_sum", "")),
+             lambda m: _page(m, "beta").blocks.pop()]
+    assert (found := fuzz.replay(tmp_path, model, steps)) is None, found
+
+
 def test_a_title_change_reaches_every_pages_navigation(tmp_path: Path) -> None:
     """furo's sidebar and the next/previous links on other pages kept the old title."""
     model = fuzz.start_model(fuzz.random.Random(0))

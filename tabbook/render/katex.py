@@ -18,6 +18,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Set
 from pathlib import Path
 from typing import TypedDict
 
@@ -163,7 +164,7 @@ def classes_of(rendered: str) -> set[str]:
     return {c for attr in _CLASS_ATTR.findall(rendered) for c in attr.split()}
 
 
-def prune_stylesheet(css: str, classes: set[str]) -> str:
+def prune_stylesheet(css: str, classes: Set[str]) -> str:
     """KaTeX's stylesheet cut to the rules whose selectors only name ``classes`` (most of its 23 kB
     are size-change and rarely used layout rules), and to the @font-face rules of the font families
     those rules use. Browsers fetch only the fonts a page draws with anyway; this saves CSS bytes."""
@@ -182,13 +183,27 @@ def prune_stylesheet(css: str, classes: set[str]) -> str:
     return "".join(fonts + kept)
 
 
+def _stylesheet(package: Path, classes: Set[str]) -> tuple[str, str]:
+    """The stylesheet for one set of KaTeX classes: its path under ``_static`` and its text."""
+    css = _OTHER_FONT_FORMATS.sub("", (package / "dist" / "katex.min.css").read_text(encoding="utf-8"))
+    css = prune_stylesheet(css, classes)
+    return f"katex/katex-{hashlib.sha256(css.encode()).hexdigest()[:10]}.css", css
+
+
+def remove_unused_stylesheets(package: Path, class_sets: list[set[str]], static_dir: Path) -> None:
+    """Remove the ``katex/katex-*.css`` no page links now (``class_sets``: each math page's
+    classes): an earlier build's stylesheet for formulas since removed is not in a clean build."""
+    keep = {_stylesheet(package, classes)[0] for classes in {frozenset(c) for c in class_sets if c}}
+    for path in (static_dir / "katex").glob("katex-*.css"):
+        if f"katex/{path.name}" not in keep:
+            path.unlink()
+
+
 def page_stylesheet(package: Path, classes: set[str], static_dir: Path) -> str:
     """Write the stylesheet for one set of KaTeX classes as ``katex/katex-<hash>.css`` under
     ``static_dir`` (pages using the same constructs share it; a content-named file is never stale
     in a browser's cache). Returns its path relative to ``static_dir``."""
-    css = _OTHER_FONT_FORMATS.sub("", (package / "dist" / "katex.min.css").read_text(encoding="utf-8"))
-    css = prune_stylesheet(css, classes)
-    name = f"katex/katex-{hashlib.sha256(css.encode()).hexdigest()[:10]}.css"
+    name, css = _stylesheet(package, classes)
     target = static_dir / name
     if not target.is_file():
         write_atomic(target, css)

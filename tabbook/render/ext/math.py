@@ -218,6 +218,10 @@ def _publish_fonts(app: Sphinx, exception: BaseException | None) -> None:
         return
     mathrender.publish_fonts(state.katex.package, Path(app.outdir) / "_static", site_glyphs(app.env),
                              Path(app.doctreedir) / "tabbook-katex-glyphs.json")
+    # Fuzz seed 211: an equation removed from the book's only math page left its stylesheet.
+    mathrender.remove_unused_stylesheets(
+        state.katex.package, [set(entry[1]) for entry in getattr(app.env, ENV_KEY, {}).values() if entry and entry[1]],
+        Path(app.outdir) / "_static")
     state.katex.close()
 
 
