@@ -206,9 +206,11 @@ d2l-side-by-side: $(BUILDER_STAMP)
 # duplicates, references, citations, toc, code cells, #@save, images, config keys), each build
 # compared with a clean build of the same sources (tests/incremental_fuzz.py). A difference prints
 # its seed and edits; SEED=N replays that one sequence, step by step:
-#   make fuzz-incremental [SEEDS=2000] [FIRST=0] [LENGTH=8] [SEED=N]
+#   make fuzz-incremental [SEEDS=2000] [FIRST=0] [LENGTH=8] [JOBS=1] [SEED=N]
+# Sphinx runs in forks of a process that imported it first, as in the warm builder (the named
+# cases in make test keep a new interpreter per run); JOBS runs sequences side by side.
 fuzz-incremental: $(BUILDER_STAMP)
-	TABBOOK_WARM=0 nice -n 19 $(VPY) tests/incremental_fuzz.py $(if $(SEED),--seed $(SEED),--seeds $(or $(SEEDS),2000) --first $(or $(FIRST),0)) --length $(or $(LENGTH),8)
+	TABBOOK_WARM=0 nice -n 19 $(VPY) tests/incremental_fuzz.py $(if $(SEED),--seed $(SEED),--seeds $(or $(SEEDS),2000) --first $(or $(FIRST),0)) --length $(or $(LENGTH),8) $(if $(JOBS),--jobs $(JOBS))
 
 # The corpus (issue 44; not in CI: the books are not ours): every d2lbook book in a folder (one per
 # subfolder with a config.ini, or its docs/), copied and built unchanged by tabbook with execution

@@ -463,14 +463,50 @@ def snapshot(root: Path, status: int, output: str) -> Snapshot:
     return Snapshot(status, problems, files)
 
 
+class Runs:
+    """How :func:`build` starts Sphinx: ``fork`` (the warm builder's way, the default) or a new
+    interpreter per run (``tabbook build`` outside a terminal).
+
+    Why both: a run in a new interpreter spends most of a small book's build importing Sphinx,
+    myst-nb and the extensions (about 1.5 of 1.8 s here), so 2,000 sequences of nine builds and
+    their clean builds take a day on two cores. A fork of a process that has imported them
+    (:data:`tabbook.warm.launch.fork_sphinx`, after :func:`tabbook.warm.preload.preload`) is what
+    a build at a terminal gets from the warm builder; each Sphinx run is a fresh fork of a parent
+    that never ran Sphinx itself, so no run's module state reaches the next, and both sides of
+    every comparison start Sphinx the same way. The command line forks unless told
+    ``--new-interpreter``; the named cases (``tests/test_incremental_fuzz.py``) import this module
+    and keep the new interpreter, the way CI's builds start Sphinx, so both ways stay tested.
+    """
+
+    fork = False
+    preloaded = False
+
+
+def _preload(root: Path) -> None:
+    """Import, once, what the book's Sphinx runs import (the warm builder's preload)."""
+    if Runs.preloaded:
+        return
+    from tabbook.config import load_config
+    from tabbook.warm.preload import preload
+
+    preload(load_config(root))
+    Runs.preloaded = True
+
+
 def build(root: Path) -> Snapshot:
     """One ``tabbook build html`` of ``root`` in this process; its snapshot."""
-    from tabbook.api import build_book
+    from tabbook.cli import main
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
         try:
-            status = build_book(root, ["html"])
+            if Runs.fork:
+                from tabbook.warm.launch import fork_sphinx
+
+                _preload(root)
+                status = main(["-C", str(root), "build", "html"], sphinx=fork_sphinx)
+            else:
+                status = main(["-C", str(root), "build", "html"])
         except SystemExit as e:  # argparse's errors
             status = int(e.code or 0)
     return snapshot(root, status, out.getvalue())
@@ -635,6 +671,51 @@ def workspace(keep: Path | None = None) -> Iterator[Path]:
         yield Path(tmp)
 
 
+#: A worker's own folder and clean-build cache (set by :func:`_start_worker` in each worker).
+_worker: dict[str, object] = {}
+
+
+def _start_worker(work: Path, length: int, fork: bool) -> None:
+    Runs.fork = fork
+    folder = work / f"worker{os.getpid()}"
+    folder.mkdir(parents=True, exist_ok=True)
+    _worker.update(work=folder, cleans=Cleans(folder), length=length)
+
+
+def _run_in_worker(seed: int) -> tuple[Outcome, int]:
+    cleans = _worker["cleans"]
+    assert isinstance(cleans, Cleans)
+    before = cleans.built
+    outcome = run_sequence(seed, int(str(_worker["length"])), Path(str(_worker["work"])), cleans)
+    return outcome, cleans.built - before
+
+
+def sequences(seeds: list[int], length: int, work: Path, jobs: int,
+              log: Callable[[str], None]) -> Iterator[tuple[Outcome, int]]:
+    """Each seed's outcome and the clean builds it needed, in ``jobs`` processes side by side.
+
+    Why processes: sequences are independent, and on a machine with more cores the 2,000 of
+    issue 49 take hours rather than a day. Each worker keeps its own folder and clean-build cache
+    (two workers never build in one folder); with ``--fork`` the parent imports Sphinx first, so
+    every worker (a fork of it) starts with it loaded."""
+    if jobs == 1:
+        cleans = Cleans(work)
+        for seed in seeds:
+            before = cleans.built
+            yield run_sequence(seed, length, work, cleans, log=log), cleans.built - before
+        return
+    import multiprocessing
+
+    if Runs.fork:  # the workers inherit the imports
+        root = work / "preload" / "book"
+        root.mkdir(parents=True, exist_ok=True)
+        write_book(root, start_model(random.Random(0)))
+        _preload(root)
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(jobs, initializer=_start_worker, initargs=(work, length, Runs.fork)) as pool:
+        yield from pool.imap_unordered(_run_in_worker, seeds)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--seed", type=int, help="run this one sequence (replay)")
@@ -643,26 +724,31 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--length", type=int, default=8, help="edits per sequence")
     p.add_argument("--work", type=Path, help="keep the books here (default: a temporary folder)")
     p.add_argument("--self-check", action="store_true", help="build one state twice and compare")
+    p.add_argument("--new-interpreter", action="store_true",
+                   help="start each Sphinx run in a new interpreter, not a fork of this one (Runs)")
+    p.add_argument("--jobs", type=int, default=1, help="sequences run side by side, one process each")
     args = p.parse_args(argv)
+    Runs.fork = not args.new_interpreter
     seeds = [args.seed] if args.seed is not None else list(range(args.first, args.first + args.seeds))
     with workspace(args.work) as work:
         if args.self_check:
             found = self_check(work)
             print(found or "two clean builds agree")
             return 1 if found else 0
-        cleans = Cleans(work)
         failed = 0
+        built = 0
         t0 = time.monotonic()
-        for seed in seeds:
-            outcome = run_sequence(seed, args.length, work, cleans,
-                                   log=print if args.seed is not None else (lambda s: None))
+        log = print if args.seed is not None else (lambda s: None)
+        for outcome, clean_builds in sequences(seeds, args.length, work, max(1, args.jobs), log):
+            built += clean_builds
             if outcome.failure:
                 failed += 1
                 print(report(outcome), flush=True)
             else:
-                print(f"seed {seed}: {outcome.builds} builds clean-equal in {outcome.seconds:.1f}s", flush=True)
+                print(f"seed {outcome.seed}: {outcome.builds} builds clean-equal in {outcome.seconds:.1f}s",
+                      flush=True)
         took = time.monotonic() - t0
-        print(f"{len(seeds)} sequences, {failed} differing, {cleans.built} clean builds, {took:.0f}s "
+        print(f"{len(seeds)} sequences, {failed} differing, {built} clean builds, {took:.0f}s "
               f"({took / max(len(seeds), 1):.1f}s a sequence)")
     return 1 if failed else 0
 

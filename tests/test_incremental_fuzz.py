@@ -201,6 +201,21 @@ def test_one_random_sequence_builds_incrementally_as_it_builds_clean(tmp_path: P
     assert outcome.failure is None, fuzz.report(outcome)
 
 
+def test_the_harness_forked_and_side_by_side_compares_every_build(tmp_path: Path) -> None:
+    """``make fuzz-incremental``'s own way: Sphinx forked from a preloaded parent, two worker
+    processes. In a subprocess, so that the preload (which patches MyST process-wide) stays out
+    of this one; the summary must count every sequence and clean build it says it ran."""
+    import subprocess
+
+    run = subprocess.run([sys.executable, str(Path(fuzz.__file__)), "--seeds", "2", "--first", "11",
+                          "--length", "1", "--jobs", "2", "--work", str(tmp_path)],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "seed 11: 2 builds clean-equal" in run.stdout and "seed 12: 2 builds clean-equal" in run.stdout
+    assert "2 sequences, 0 differing, 4 clean builds" in run.stdout, run.stdout
+    assert sorted(p.name.startswith("worker") for p in tmp_path.iterdir() if p.name != "preload") == [True, True]
+
+
 def test_only_what_sphinx_made_for_no_current_page_is_removed(tmp_path: Path) -> None:
     """Stale outputs go (a removed page, an image and a download no page names); what tabbook
     publishes beside Sphinx's (the PDFs, the notebooks) and the pages this run generated stay."""
