@@ -33,7 +33,8 @@ from tabbook.config import Config
 from tabbook.errors import BookError, BookErrors, flatten, judge, raise_all, stops, unfiltered
 from tabbook.execute.gpus import Devices, detect
 from tabbook.execute.job import CPU_ONLY
-from tabbook.execute.plan import Notebooks, Plan, Selection, UnitOutcome, UnitStatus
+from tabbook.execute.outcome import Selection, UnitOutcome, UnitStatus
+from tabbook.execute.plan import Notebooks, Plan
 from tabbook.execute.runner import Runner
 from tabbook.execute.store import FreezeStore
 from tabbook.files import BuildDir, book_lock, write_atomic

@@ -77,7 +77,7 @@ def _d2lbook_build(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - C
 
 def _build(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
     from tabbook.build import Options, build
-    from tabbook.execute.plan import Selection
+    from tabbook.execute.outcome import Selection
 
     if args.tab is not None:  # d2lbook's --tab T: this tab only (all: every tab, the default here)
         if args.frameworks:
@@ -137,7 +137,7 @@ def _dry_run(config, args: argparse.Namespace, opts) -> int:  # noqa: ANN001 - C
     import json
 
     from tabbook.build import dry_run
-    from tabbook.execute.plan import UnitState
+    from tabbook.execute.outcome import UnitState
 
     the_plan, gpus = dry_run(config, opts)
     units = the_plan.units
@@ -240,7 +240,7 @@ def _site(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - Config
     site is what this command promises (``--no-pdfs``: the HTML alone, said so on every page).
     With ``[site] versions``, every edition, each built from its commit (:mod:`tabbook.editions`)."""
     from tabbook.build import Options, build, build_pdfs, locked
-    from tabbook.execute.plan import Selection
+    from tabbook.execute.outcome import Selection
 
     if config.site.versions:  # [site] versions: every edition, from its commit (tabbook/editions.py)
         from tabbook.editions import build_editions
@@ -463,7 +463,7 @@ def _verify_freeze(config, args: argparse.Namespace) -> int:  # noqa: ANN001 - C
     """Exit 1 when an entry's outputs differ from a new run's (volatile parts aside), an entry is
     stale, or a unit fails; entries computed on GPUs are listed as not verified."""
     from tabbook.build import verify_freeze
-    from tabbook.execute.plan import Selection
+    from tabbook.execute.outcome import Selection
 
     selection = Selection(frameworks=_names(args.frameworks), only=tuple(args.only) if args.only else None)
     verdicts = verify_freeze(config, selection, jobs=args.jobs, scheduler=args.scheduler)

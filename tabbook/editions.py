@@ -102,7 +102,7 @@ def build_editions(config: Config, *, pdfs: bool = True, jobs: int = 0,
     """Build every edition into ``build/html`` (see the module's docstring); returns each
     edition's (label, commit, folder in the site)."""
     from tabbook.build import Options, build, build_pdfs
-    from tabbook.execute.plan import Selection
+    from tabbook.execute.outcome import Selection
     from tabbook.render.context import set_editions
 
     top, prefix, listed = resolve(config)

@@ -14,7 +14,7 @@ from tabbook.book import read_book
 from tabbook.build import Options, build
 from tabbook.check import check_book
 from tabbook.config import load_config
-from tabbook.execute.plan import Selection
+from tabbook.execute.outcome import Selection
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "book"
 

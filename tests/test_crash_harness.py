@@ -26,7 +26,7 @@ from pathlib import Path
 from procs import gone, left_by
 from test_d2lbook_build import ROOT, make_book, tabbook
 
-from tabbook.execute.store import read_entry
+from tabbook.execute.entrycheck import read_entry
 
 ROUNDS = int(os.environ.get("TABBOOK_CRASH_ROUNDS", "5"))
 SEED = int(os.environ.get("TABBOOK_CRASH_SEED", str(random.randrange(2**32))))

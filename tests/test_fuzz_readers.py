@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 
 from tabbook.config import KEY_CLASSES, load_config
 from tabbook.errors import BookError, BookErrors
-from tabbook.execute.store import Entry, read_entry
+from tabbook.execute.entrycheck import read_entry
+from tabbook.execute.store import Entry
 from tabbook.render.front import computed_lines
 from tabbook.render.merge import describe_provenance, merge_section
 from tabbook.render.myst import myst_text

@@ -20,9 +20,9 @@ import pytest
 from test_d2lbook_build import make_book, tabbook
 from test_fault_catalog import tree
 
+from tabbook.execute.entrycheck import CAP_NOTE_BYTES, entry_problem
 from tabbook.execute.outputs import BINARY_IMAGES
 from tabbook.execute.shape import cap_error, cap_outputs
-from tabbook.execute.store import CAP_NOTE_BYTES, entry_problem
 
 ENTRY = "_freeze/chapter_a/second/pytorch.ipynb"
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from tabbook.build import BuildResult
 from tabbook.execute.job import Job, Provenance
-from tabbook.execute.plan import UnitOutcome
+from tabbook.execute.outcome import UnitOutcome
 from tabbook.execute.provenance import provenance
 from tabbook.render.front import computed_lines
 from tabbook.render.merge import describe_provenance

@@ -96,7 +96,7 @@ class UnitError(BookError):
 #: What a unit's provenance says as its device when no GPU was found.
 CPU_ONLY = "CPU only"
 
-#: A provenance value as the store's schema allows it (``store.provenance_problem``): one line
+#: A provenance value as the store's schema allows it (``entrycheck.provenance_problem``): one line
 #: of text mostly, a number or boolean tolerated.
 Scalar = str | int | float | bool | None
 
@@ -128,7 +128,7 @@ class Provenance:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, object] | None) -> Provenance:
-        """A stored provenance object (checked by ``store.provenance_problem`` where it is read
+        """A stored provenance object (checked by ``entrycheck.provenance_problem`` where it is read
         from a file): its known keys as fields, the others kept as they are."""
         data = data or {}
         known = {f.name for f in fields(cls)} - {"extra", "keys"}

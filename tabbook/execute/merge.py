@@ -21,15 +21,8 @@ from pathlib import Path
 
 from tabbook.config import Config
 from tabbook.errors import BookError, Log, raise_all
-from tabbook.execute.store import (
-    MAX_DEPTH,
-    META,
-    Entry,
-    FreezeStore,
-    KeyParts,
-    entry_problem,
-    gpu_entry_current,
-)
+from tabbook.execute.entrycheck import MAX_DEPTH, META, entry_problem
+from tabbook.execute.store import Entry, FreezeStore, KeyParts, gpu_entry_current
 from tabbook.files import write_atomic
 
 

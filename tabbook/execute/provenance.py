@@ -78,7 +78,7 @@ def cpu_model() -> str:
 
 def one_line(value: object, limit: int = 500) -> str:
     """A value the provenance records as one line of printable text, at most ``limit``
-    characters: what the store's schema accepts (``store.provenance_problem``). A GPU probe's
+    characters: what the store's schema accepts (``entrycheck.provenance_problem``). A GPU probe's
     exception may say anything, over several lines."""
     text = " ".join("".join(c if c.isprintable() else " " for c in str(value)).split())
     return text if len(text) <= limit else text[:limit - 1] + "…"
@@ -123,7 +123,7 @@ RECORDED = ("framework", "framework_version", "python", "cpu", "gpus", "device",
 
 
 def provenance(job: Job, info: ProbeInfo) -> Provenance:
-    """Where the unit ran: each text one line, as the store's schema wants (``store.provenance_problem``).
+    """Where the unit ran: each text one line, as the store's schema wants (``entrycheck.provenance_problem``).
     A tab whose ``import`` is no framework (:func:`framework_of`) records its version as "?"
     (unknown), which the pages leave out rather than show IPython's version as the tab's."""
     gpus = [one_line(g) for g in info.get("gpus", [])][:256]

@@ -142,7 +142,7 @@ def text_size(value: object) -> int:
 def output_size(out: CellOutput) -> int:
     """Bytes of a stream's text, an error's message and traceback, or a display's contents (every
     mime type's): what ``[build] max_output_bytes`` counts, here and when the store reads an
-    entry (:func:`tabbook.execute.store.entry_problem`)."""
+    entry (:func:`tabbook.execute.entrycheck.entry_problem`)."""
     if out.get("output_type") == "stream":
         return text_size(out.get("text", ""))
     if out.get("output_type") == "error":

@@ -24,7 +24,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from tabbook.execute.store import FreezeStore, new_notebook, public_copy, read_entry, text
+from tabbook.execute.entrycheck import read_entry
+from tabbook.execute.store import FreezeStore, new_notebook, public_copy, text
 from tabbook.files import Memo, write_if_changed
 from tabbook.nbjson import Notebook, NotebookCell
 from tabbook.render.context import SLIDES, RenderContext, github_repo
