@@ -23,8 +23,10 @@ Then the two output trees are compared file by file. What is normalised, and why
   zip format stamps each member with the time it was written, a build time, not content;
 - a ``.pdf`` is compared as ``pdftotext`` text: TeX embeds the run's date and a random document
   ID in every PDF;
-- ``build/html/.buildinfo`` is skipped: Sphinx writes a hash of its configuration there, which
-  names the temporary worktree's path, so it differs between any two builds in other folders;
+- ``.buildinfo`` and ``.tabbook-stamp`` in ``build/html`` are skipped: Sphinx's hash of its
+  configuration (which names the worktree's path) and tabbook's memo of what the last render
+  read (the builder's own code fingerprint, file modification times): a build's bookkeeping for
+  its next incremental run, differing between any two builds, never served to a reader;
 - in text files (``.html``, ``.js``, ``.json``, ``.txt``, ``.md``, ``.ipynb``, ``.py``, ``.css``,
   ``.xml``), the temporary worktree's path is replaced by ``<ROOT>``: a build that names where
   it ran is the same build in another folder.
@@ -47,7 +49,7 @@ REPO = Path(__file__).resolve().parent.parent
 #: Files whose bytes are text, where the build's folder is masked (see the docstring).
 TEXT_SUFFIXES = frozenset({".html", ".js", ".json", ".txt", ".md", ".ipynb", ".py", ".css", ".xml", ".svg"})
 #: Files a build writes that say where or when it ran, never what it built.
-SKIPPED = frozenset({"book/html/.buildinfo", "fixture/html/.buildinfo"})
+SKIPPED = frozenset(f"{book}/html/{name}" for book in ("book", "fixture") for name in (".buildinfo", ".tabbook-stamp"))
 ROOT_MARK = "<ROOT>"
 
 
@@ -106,7 +108,7 @@ def build(rev: str, out: Path, pdf: bool, python: str) -> tuple[str, ...]:
     venvs.mkdir()
     subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--quiet", "--detach", str(tree), rev], check=True)
     env = {**os.environ, "PYTHONPATH": str(tree), "TABBOOK_VENVS": str(venvs), "TABBOOK_WARM": "0"}
-    log = out / "build.log"
+    log = out.parent / f"{out.name}.log"  # beside the tree, not in what is compared
     out.mkdir(parents=True, exist_ok=True)
     tb = [python, "-m", "tabbook"]
     try:

@@ -40,6 +40,7 @@ def _tree(base: Path, root: str, page: str = "<p>x</p>", when: Stamp = (2020, 1,
     (html / "_downloads" / "notebooks").mkdir(parents=True)
     (html / "index.html").write_text(f"{page}<a href='file://{root}/img'>", encoding="utf-8")
     (html / ".buildinfo").write_text(buildinfo, encoding="utf-8")
+    (html / ".tabbook-stamp").write_text(buildinfo, encoding="utf-8")
     _zip(html / "_downloads" / "notebooks" / "pytorch.zip", {"a.ipynb": b"{}", "b.ipynb": b"[]"}, when)
     (html / "logo.png").write_bytes(b"\x89PNG" + root.encode())  # binary: the path is not masked
     (base / "book" / "d2l").mkdir(parents=True)
