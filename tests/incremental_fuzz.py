@@ -27,8 +27,9 @@ builds of the same sources — found by building one state twice (:func:`self_ch
 
 Clean builds are cached by a hash of the sources (:func:`source_hash`), so a state reached
 again (an edit undone) costs no second clean build. Builds run in this process
-(:func:`tabbook.api.build_book`), with the warm builder off; Sphinx runs in its own process as
-in every build. Tabs run in the builder's Python, as in ``tabbook new``.
+(:func:`tabbook.cli.main`), with the warm builder off; Sphinx runs in its own process as in
+every build, a fork of this one unless ``--new-interpreter`` (:class:`Runs`). ``--jobs N`` runs
+sequences in N worker processes. Tabs run in the builder's Python, as in ``tabbook new``.
 
 Replay: ``python tests/incremental_fuzz.py --seed N`` (``make fuzz-incremental SEED=N``) runs
 sequence ``N`` again and prints its edits; ``--seeds K`` runs seeds ``0..K-1``
@@ -464,8 +465,9 @@ def snapshot(root: Path, status: int, output: str) -> Snapshot:
 
 
 class Runs:
-    """How :func:`build` starts Sphinx: ``fork`` (the warm builder's way, the default) or a new
-    interpreter per run (``tabbook build`` outside a terminal).
+    """How :func:`build` starts Sphinx: in a fork (``fork``, the warm builder's way; the command
+    line's default) or in a new interpreter per run (``tabbook build`` outside a terminal; the
+    default when this module is imported).
 
     Why both: a run in a new interpreter spends most of a small book's build importing Sphinx,
     myst-nb and the extensions (about 1.5 of 1.8 s here), so 2,000 sequences of nine builds and
@@ -671,23 +673,32 @@ def workspace(keep: Path | None = None) -> Iterator[Path]:
         yield Path(tmp)
 
 
-#: A worker's own folder and clean-build cache (set by :func:`_start_worker` in each worker).
-_worker: dict[str, object] = {}
+@dataclass
+class Worker:
+    """A worker process's own folder and clean-build cache (two workers never build in one folder)."""
+
+    work: Path
+    length: int
+    cleans: Cleans
+
+
+#: This process's :class:`Worker`, when it is one (set by :func:`_start_worker`).
+_worker: Worker | None = None
 
 
 def _start_worker(work: Path, length: int, fork: bool) -> None:
+    global _worker
     Runs.fork = fork
     folder = work / f"worker{os.getpid()}"
     folder.mkdir(parents=True, exist_ok=True)
-    _worker.update(work=folder, cleans=Cleans(folder), length=length)
+    _worker = Worker(folder, length, Cleans(folder))
 
 
 def _run_in_worker(seed: int) -> tuple[Outcome, int]:
-    cleans = _worker["cleans"]
-    assert isinstance(cleans, Cleans)
-    before = cleans.built
-    outcome = run_sequence(seed, int(str(_worker["length"])), Path(str(_worker["work"])), cleans)
-    return outcome, cleans.built - before
+    assert _worker is not None, "not a worker process"
+    before = _worker.cleans.built
+    outcome = run_sequence(seed, _worker.length, _worker.work, _worker.cleans)
+    return outcome, _worker.cleans.built - before
 
 
 def sequences(seeds: list[int], length: int, work: Path, jobs: int,
